@@ -1,0 +1,130 @@
+//! Benchmarks of the feed hot path: parsing one tick line
+//! (`feed/parse_line`) and splitting a 64 KiB receive buffer into lines
+//! (`feed/lines`).
+//!
+//! Throughput is per line (`elements`), so criterion's time per iteration in
+//! `feed/lines` divided by the line count is the cost per line; inputs are
+//! built outside the timed loop and passed through `black_box`.
+//!
+//! Run: `cargo bench --bench feed_parse -- --warm-up-time 1 --measurement-time 3`.
+
+use std::hint::black_box;
+
+use criterion::{criterion_group, criterion_main, Criterion, Throughput};
+use tickfan::feed::lines::{LineEvent, LineReader};
+use tickfan::feed::parse::{parse_line, Line};
+
+/// A realistic FX tick as the venue sends it.
+const EURUSD: &[u8] = b"1701388800123456789,EURUSD,1.08512,1.08515,1000000,1500000";
+
+/// Size of one receive buffer's worth of lines.
+const BUF_LEN: usize = 64 * 1024;
+
+/// Deterministic real-looking lines (varied symbols, prices, sizes, CRLF on
+/// some), whole lines only, filling at most `len` bytes.
+fn feed_bytes(len: usize) -> (Vec<u8>, usize) {
+    const SYMBOLS: [&str; 8] = [
+        "EURUSD",
+        "GBPUSD",
+        "USDJPY",
+        "EURUSD.FXCM",
+        "AUDUSD",
+        "XAUUSD",
+        "BTC-USD",
+        "USDCHF",
+    ];
+    let mut out = Vec::with_capacity(len);
+    let mut state: u64 = 0x9E37_79B9_7F4A_7C15;
+    let mut ts: u64 = 1_701_388_800_000_000_000;
+    let mut lines = 0;
+    loop {
+        state ^= state << 13;
+        state ^= state >> 7;
+        state ^= state << 17;
+        ts += state % 1_000_000;
+        let sym = SYMBOLS[(state >> 8) as usize % SYMBOLS.len()];
+        let bid = 100_000 + (state >> 16) % 50_000;
+        let spread = 1 + (state >> 40) % 30;
+        let bid_qty = ((state >> 20) % 50 + 1) * 100_000;
+        let ask_qty = ((state >> 30) % 50 + 1) * 100_000;
+        let eol = if state.is_multiple_of(4) {
+            "\r\n"
+        } else {
+            "\n"
+        };
+        let line = format!(
+            "{ts},{sym},{}.{:05},{}.{:05},{bid_qty},{ask_qty}{eol}",
+            bid / 100_000,
+            bid % 100_000,
+            (bid + spread) / 100_000,
+            (bid + spread) % 100_000,
+        );
+        if out.len() + line.len() > len {
+            return (out, lines);
+        }
+        out.extend_from_slice(line.as_bytes());
+        lines += 1;
+    }
+}
+
+fn bench_parse_line(c: &mut Criterion) {
+    let mut g = c.benchmark_group("feed/parse_line");
+    g.throughput(Throughput::Elements(1));
+    g.bench_function("eurusd", |b| {
+        let line = EURUSD;
+        b.iter(|| parse_line(black_box(line)))
+    });
+    g.bench_function("eurusd_crlf", |b| {
+        let line = [EURUSD, b"\r"].concat();
+        b.iter(|| parse_line(black_box(&line)))
+    });
+    g.bench_function("poison_negative_qty", |b| {
+        let line = b"1701388800123456789,EURUSD,1.08512,1.08515,1000000,-1500000";
+        b.iter(|| parse_line(black_box(line)))
+    });
+    g.finish();
+}
+
+fn bench_lines(c: &mut Criterion) {
+    let (bytes, n_lines) = feed_bytes(BUF_LEN);
+    let mut g = c.benchmark_group("feed/lines");
+    g.throughput(Throughput::Elements(n_lines as u64));
+    // Split only: one 64 KiB read, then every line out of the buffer.
+    g.bench_function("split_64k", |b| {
+        let mut reader = LineReader::new(256, BUF_LEN);
+        b.iter(|| {
+            let mut src = black_box(&bytes[..]);
+            let n = reader.read_from(&mut src).expect("slice read");
+            let mut count = 0usize;
+            while let Some(ev) = reader.next_line() {
+                if let LineEvent::Line(l) = ev {
+                    count += black_box(l).len();
+                }
+            }
+            assert!(reader.take_partial().is_none());
+            (n, count)
+        })
+    });
+    // Split and parse: what the feed loop does per buffer.
+    g.bench_function("split_parse_64k", |b| {
+        let mut reader = LineReader::new(256, BUF_LEN);
+        b.iter(|| {
+            let mut src = black_box(&bytes[..]);
+            reader.read_from(&mut src).expect("slice read");
+            let mut sum = 0u64;
+            while let Some(ev) = reader.next_line() {
+                if let LineEvent::Line(l) = ev {
+                    if let Ok(Line::Tick { quote, .. }) = parse_line(l) {
+                        sum = sum.wrapping_add(quote.bid.mantissa);
+                    }
+                }
+            }
+            assert!(reader.take_partial().is_none());
+            sum
+        })
+    });
+    g.finish();
+}
+
+criterion_group!(benches, bench_parse_line, bench_lines);
+criterion_main!(benches);

@@ -1,0 +1,59 @@
+//! `publish/*`: the publisher's per-update work. Encoding one update's
+//! payload and RESP tail, and fanning one encoded update out to 100
+//! subscriber buffers (the copy per subscriber; the encoding is shared).
+
+use std::hint::black_box;
+
+use criterion::{criterion_group, criterion_main, Criterion};
+use tickfan::protocol::resp;
+use tickfan::publish::encode::append_payload;
+use tickfan::publish::outbuf::SubscriberBuffer;
+use tickfan::tick::{Decimal, Quote, SlotValue};
+
+fn bench(c: &mut Criterion) {
+    let v = SlotValue {
+        quote: Quote {
+            ts_ns: 1_701_388_800_123_456_789,
+            bid: Decimal::new(108_512, 5),
+            ask: Decimal::new(108_515, 5),
+            bid_qty: Decimal::new(1_000_000, 0),
+            ask_qty: Decimal::new(1_500_000, 0),
+        },
+        seq: 42,
+        recv_wall_ns: 1_701_388_800_123_999_999,
+        recv_mono_ns: 5,
+    };
+    let mut g = c.benchmark_group("publish");
+    let mut payload = Vec::with_capacity(256);
+    let mut tail = Vec::with_capacity(256);
+    g.bench_function("encode_update", |b| {
+        b.iter(|| {
+            payload.clear();
+            append_payload(&mut payload, black_box(b"EURUSD"), black_box(&v));
+            tail.clear();
+            resp::append_message_tail(&mut tail, b"EURUSD", &payload);
+            black_box(tail.len())
+        })
+    });
+    let mut bufs: Vec<SubscriberBuffer> = (0..100)
+        .map(|_| SubscriberBuffer::new(1 << 20, 1024))
+        .collect();
+    let mut sink = std::io::sink();
+    g.bench_function("fanout_100_subscribers", |b| {
+        b.iter(|| {
+            for buf in bufs.iter_mut() {
+                black_box(buf.offer(3, resp::MESSAGE_PREFIX, &tail, 0));
+            }
+            // Drain so the buffers never fill (the write itself is not measured here).
+            if bufs[0].buffered() > (1 << 19) {
+                for buf in bufs.iter_mut() {
+                    buf.write_to(&mut sink, |_| {}).unwrap();
+                }
+            }
+        })
+    });
+    g.finish();
+}
+
+criterion_group!(benches, bench);
+criterion_main!(benches);

@@ -1,0 +1,166 @@
+//! The validated engine configuration. Built once from the flags (see
+//! [`crate::cli`]); nothing below parses flags again.
+
+use std::net::SocketAddr;
+use std::path::PathBuf;
+use std::time::Duration;
+
+use crate::idle::IdleStrategy;
+
+/// Default feed listen address.
+pub const DEFAULT_FEED_ADDR: &str = "127.0.0.1:9101";
+/// Default subscriber listen address.
+pub const DEFAULT_SUB_ADDR: &str = "127.0.0.1:9102";
+/// Default admin listen address (reserved for the admin endpoint).
+pub const DEFAULT_ADMIN_ADDR: &str = "127.0.0.1:9104";
+
+/// Which core each hot thread is pinned to (none = unpinned).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, serde::Serialize)]
+pub struct PinPlan {
+    /// Core of the feed thread.
+    pub feed: Option<usize>,
+    /// Core of the publisher thread.
+    pub publish: Option<usize>,
+}
+
+/// Everything the engine needs to start.
+#[derive(Debug, Clone, serde::Serialize)]
+pub struct Config {
+    /// Feed listener.
+    pub feed_addr: SocketAddr,
+    /// Subscriber listener.
+    pub sub_addr: SocketAddr,
+    /// Admin listener (reserved; the admin endpoint is not served yet).
+    pub admin_addr: SocketAddr,
+    /// Most distinct symbols; a new one past it is poison (`symbol_limit`).
+    pub max_symbols: usize,
+    /// Longest feed line in bytes, excluding the newline.
+    pub max_line_len: usize,
+    /// Most simultaneous connections on each listening port.
+    pub max_conns_per_port: usize,
+    /// Subscriber output buffer high-water mark, bytes.
+    pub sub_hwm: usize,
+    /// Most updates per second the publisher takes from the slots (0 = unlimited).
+    pub max_publish_rate: u64,
+    /// Thread pinning.
+    pub pin: PinPlan,
+    /// What idle loops do.
+    pub idle: IdleStrategy,
+    /// Run this long, then stop (None = until a signal).
+    pub duration: Option<Duration>,
+    /// Report interval (also the histogram hand-off interval).
+    pub report_interval: Duration,
+    /// Print a line every report interval.
+    pub print_intervals: bool,
+    /// Dead letters kept in memory.
+    pub dlq_capacity: usize,
+    /// JSON-lines file every dead letter is appended to.
+    pub dlq_file: Option<PathBuf>,
+}
+
+impl Default for Config {
+    fn default() -> Self {
+        Config {
+            feed_addr: DEFAULT_FEED_ADDR.parse().expect("static address"),
+            sub_addr: DEFAULT_SUB_ADDR.parse().expect("static address"),
+            admin_addr: DEFAULT_ADMIN_ADDR.parse().expect("static address"),
+            max_symbols: 10_000,
+            max_line_len: 256,
+            max_conns_per_port: 1_024,
+            sub_hwm: 256 * 1024,
+            max_publish_rate: 0,
+            pin: PinPlan::default(),
+            idle: IdleStrategy::Park,
+            duration: None,
+            report_interval: Duration::from_secs(5),
+            print_intervals: true,
+            dlq_capacity: 10_000,
+            dlq_file: None,
+        }
+    }
+}
+
+impl Config {
+    /// A configuration for tests and tools: every listener on an ephemeral
+    /// loopback port, no interval printing.
+    pub fn ephemeral() -> Self {
+        let any: SocketAddr = "127.0.0.1:0".parse().expect("static address");
+        Config {
+            feed_addr: any,
+            sub_addr: any,
+            admin_addr: any,
+            print_intervals: false,
+            ..Config::default()
+        }
+    }
+
+    /// Checks every value.
+    ///
+    /// # Errors
+    /// The first invalid value, naming its flag.
+    pub fn validate(&self) -> Result<(), crate::error::ConfigError> {
+        use crate::error::ConfigError as E;
+        let range = |flag: &'static str, v: u64, lo: u64, hi: u64| {
+            if v < lo || v > hi {
+                Err(E::OutOfRange {
+                    flag,
+                    value: v,
+                    lo,
+                    hi,
+                })
+            } else {
+                Ok(())
+            }
+        };
+        range("--max-symbols", self.max_symbols as u64, 1, 10_000_000)?;
+        range("--max-line-len", self.max_line_len as u64, 64, 1 << 20)?;
+        range("--max-conns", self.max_conns_per_port as u64, 1, 1_000_000)?;
+        range("--sub-hwm", self.sub_hwm as u64, 1024, 1 << 30)?;
+        range("--dlq-capacity", self.dlq_capacity as u64, 1, 10_000_000)?;
+        if self.report_interval < Duration::from_millis(10) {
+            return Err(E::Invalid {
+                flag: "--report-interval",
+                why: "must be at least 10ms".into(),
+            });
+        }
+        if self.duration == Some(Duration::ZERO) {
+            return Err(E::Invalid {
+                flag: "--duration",
+                why: "must be positive".into(),
+            });
+        }
+        if self.feed_addr.port() != 0 && self.feed_addr == self.sub_addr {
+            return Err(E::Invalid {
+                flag: "--sub-listen",
+                why: "must differ from --feed-listen".into(),
+            });
+        }
+        Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn defaults_are_valid_and_on_loopback() {
+        let c = Config::default();
+        c.validate().unwrap();
+        assert!(c.feed_addr.ip().is_loopback() && c.sub_addr.ip().is_loopback());
+        assert_eq!(
+            (c.feed_addr.port(), c.sub_addr.port(), c.admin_addr.port()),
+            (9101, 9102, 9104)
+        );
+    }
+
+    #[test]
+    fn out_of_range_names_the_flag() {
+        let c = Config {
+            max_line_len: 3,
+            ..Config::default()
+        };
+        let e = c.validate().unwrap_err().to_string();
+        assert!(e.contains("--max-line-len"), "{e}");
+    }
+}

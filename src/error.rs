@@ -1,0 +1,63 @@
+//! Typed errors of the engine, one enum per operation. The binary turns each
+//! into one line for the operator and an exit code.
+
+use std::net::SocketAddr;
+
+/// A configuration value is invalid. Fix the named flag.
+#[derive(Debug, thiserror::Error, PartialEq, Eq)]
+pub enum ConfigError {
+    /// A number outside its allowed range.
+    #[error("{flag} must be between {lo} and {hi}, got {value}")]
+    OutOfRange {
+        /// The flag.
+        flag: &'static str,
+        /// What was given.
+        value: u64,
+        /// Smallest allowed.
+        lo: u64,
+        /// Largest allowed.
+        hi: u64,
+    },
+    /// A value that does not make sense.
+    #[error("{flag}: {why}")]
+    Invalid {
+        /// The flag.
+        flag: &'static str,
+        /// Why it is refused.
+        why: String,
+    },
+}
+
+/// The engine could not start.
+#[derive(Debug, thiserror::Error)]
+pub enum StartError {
+    /// The configuration is invalid.
+    #[error(transparent)]
+    Config(#[from] ConfigError),
+    /// A listener could not bind (address in use, not local, no permission).
+    #[error("cannot listen on {addr} for {what}: {source}")]
+    Bind {
+        /// Which listener.
+        what: &'static str,
+        /// The address.
+        addr: SocketAddr,
+        /// The OS error.
+        source: std::io::Error,
+    },
+    /// The dead-letter file cannot be opened.
+    #[error("cannot open dead-letter file {path}: {source}")]
+    DlqFile {
+        /// The file.
+        path: String,
+        /// The OS error.
+        source: std::io::Error,
+    },
+    /// A thread, poller or waker could not be created.
+    #[error("cannot start {what}: {source}")]
+    Os {
+        /// What failed.
+        what: &'static str,
+        /// The OS error.
+        source: std::io::Error,
+    },
+}

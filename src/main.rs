@@ -1,0 +1,126 @@
+//! The `tickfan` binary: glue. Parses flags, builds the validated
+//! configuration, starts the runtime or a tool, and maps the outcome to an
+//! exit code.
+//!
+//! Exit codes: 0 success; 1 runtime failure (cannot bind, I/O error);
+//! 2 usage error (bad flag or value).
+
+use std::process::ExitCode;
+use std::sync::atomic::Ordering;
+use std::time::{Duration, Instant};
+
+use clap::{Parser, Subcommand};
+
+use tickfan::cli::ServeArgs;
+use tickfan::runtime::Engine;
+
+#[path = "../tools/mod.rs"]
+mod tools;
+
+/// tickfan: in-memory market-data fan-out engine (TCP ticks in, Redis pub/sub out).
+#[derive(Debug, Parser)]
+#[command(name = "tickfan", version, about, long_about = None)]
+struct Cli {
+    #[command(subcommand)]
+    command: Command,
+}
+
+#[derive(Debug, Subcommand)]
+enum Command {
+    /// Run the engine.
+    Serve(ServeArgs),
+    /// Send a tick file to a feed port over TCP.
+    Replay(tools::replay::ReplayArgs),
+    /// Run the engine, a replay and subscribers in one process, then print a p99 report.
+    Demo(tools::demo::DemoArgs),
+}
+
+fn main() -> ExitCode {
+    let cli = match Cli::try_parse() {
+        Ok(c) => c,
+        Err(e) => return usage_error(e),
+    };
+    env_logger::Builder::from_env(env_logger::Env::default().default_filter_or("info"))
+        .format_timestamp_millis()
+        .init();
+    let result = match cli.command {
+        Command::Serve(args) => serve(&args),
+        Command::Replay(args) => tools::replay::run(&args),
+        Command::Demo(args) => tools::demo::run(&args),
+    };
+    match result {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(Failure::Usage(msg)) => {
+            eprintln!("tickfan: {msg}");
+            ExitCode::from(2)
+        }
+        Err(Failure::Runtime(msg)) => {
+            eprintln!("tickfan: {msg}");
+            ExitCode::from(1)
+        }
+    }
+}
+
+/// How a command failed, and so which exit code it gets.
+#[derive(Debug)]
+pub enum Failure {
+    /// The operator asked for something invalid (exit 2).
+    Usage(String),
+    /// Something failed while running (exit 1).
+    Runtime(String),
+}
+
+fn usage_error(e: clap::Error) -> ExitCode {
+    use clap::error::ErrorKind as K;
+    match e.kind() {
+        K::DisplayHelp | K::DisplayVersion => {
+            let _ = e.print();
+            ExitCode::SUCCESS
+        }
+        K::DisplayHelpOnMissingArgumentOrSubcommand => {
+            let _ = e.print();
+            ExitCode::from(2)
+        }
+        _ => {
+            let text = e.render().to_string();
+            let first = text.lines().next().unwrap_or("invalid arguments");
+            let first = first.strip_prefix("error: ").unwrap_or(first);
+            eprintln!("tickfan: {first} (see --help)");
+            ExitCode::from(2)
+        }
+    }
+}
+
+fn serve(args: &ServeArgs) -> Result<(), Failure> {
+    let config = args
+        .to_config()
+        .map_err(|e| Failure::Usage(e.to_string()))?;
+    let stop = tickfan::sys::signals::stop_flag()
+        .map_err(|e| Failure::Runtime(format!("cannot install signal handlers: {e}")))?;
+    let engine = Engine::start(&config).map_err(|e| match e {
+        tickfan::error::StartError::Config(c) => Failure::Usage(c.to_string()),
+        other => Failure::Runtime(other.to_string()),
+    })?;
+    eprintln!(
+        "tickfan serving: feed {} · subscribers {} (redis-cli -p {} psubscribe '*')",
+        engine.feed_addr(),
+        engine.subscriber_addr(),
+        engine.subscriber_addr().port()
+    );
+    let started = Instant::now();
+    // The main thread only watches for the end: a signal or --duration.
+    while !stop.load(Ordering::Relaxed) {
+        if config.duration.is_some_and(|d| started.elapsed() >= d) {
+            break;
+        }
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    let report = engine.stop();
+    println!("{report}");
+    if let Some(path) = &args.report_json {
+        let json = serde_json::to_string_pretty(&report).expect("report serialises");
+        std::fs::write(path, json)
+            .map_err(|e| Failure::Runtime(format!("cannot write {}: {e}", path.display())))?;
+    }
+    Ok(())
+}

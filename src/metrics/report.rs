@@ -1,0 +1,179 @@
+//! Reports: per-stage percentile summaries, counters and per-subscriber
+//! figures, as a human table (`Display`) and as JSON (`serde`).
+
+use std::fmt;
+
+use hdrhistogram::Histogram;
+
+use super::counters::CountersSnapshot;
+use super::stage::Stage;
+
+/// Percentiles of one stage, in microseconds.
+#[derive(Debug, Clone, PartialEq, serde::Serialize)]
+pub struct StageSummary {
+    /// Stage name (see [`Stage::as_str`]).
+    pub stage: &'static str,
+    /// Number of values recorded.
+    pub count: u64,
+    /// Median.
+    pub p50_us: f64,
+    /// 90th percentile.
+    pub p90_us: f64,
+    /// 99th percentile.
+    pub p99_us: f64,
+    /// 99.9th percentile.
+    pub p999_us: f64,
+    /// Largest value.
+    pub max_us: f64,
+    /// Mean.
+    pub mean_us: f64,
+}
+
+impl StageSummary {
+    /// Summarises a histogram of nanosecond values.
+    pub fn from_histogram(stage: Stage, h: &Histogram<u64>) -> Self {
+        let us = |ns: u64| ns as f64 / 1_000.0;
+        let (p50, p90, p99, p999, max) = if h.is_empty() {
+            (0, 0, 0, 0, 0)
+        } else {
+            (
+                h.value_at_quantile(0.50),
+                h.value_at_quantile(0.90),
+                h.value_at_quantile(0.99),
+                h.value_at_quantile(0.999),
+                h.max(),
+            )
+        };
+        StageSummary {
+            stage: stage.as_str(),
+            count: h.len(),
+            p50_us: us(p50),
+            p90_us: us(p90),
+            p99_us: us(p99),
+            p999_us: us(p999),
+            max_us: us(max),
+            mean_us: if h.is_empty() {
+                0.0
+            } else {
+                h.mean() / 1_000.0
+            },
+        }
+    }
+}
+
+/// One subscriber's figures (written by the publisher, read by reports).
+#[derive(Debug, Clone, Default, PartialEq, Eq, serde::Serialize)]
+pub struct SubscriberStats {
+    /// Engine-assigned connection number (1-based, never reused).
+    pub id: u64,
+    /// Peer address.
+    pub peer: String,
+    /// Still connected?
+    pub connected: bool,
+    /// Channels + patterns subscribed now.
+    pub subscriptions: u64,
+    /// Data frames appended to its buffer.
+    pub frames: u64,
+    /// Bytes written to its socket.
+    pub bytes_written: u64,
+    /// Updates it was not sent because its buffer was past the high-water
+    /// mark (it gets the latest value of those symbols later).
+    pub conflations: u64,
+    /// Times it crossed the high-water mark.
+    pub slow_episodes: u64,
+    /// Bytes waiting in its buffer now.
+    pub buffered_bytes: u64,
+    /// Most bytes ever waiting in its buffer.
+    pub max_buffered_bytes: u64,
+    /// Symbols waiting to be sent as latest values now.
+    pub pending_symbols: u64,
+    /// Age (µs) of the oldest pending symbol now: how stale this subscriber is.
+    pub staleness_us: u64,
+}
+
+/// Everything the engine prints and writes when it stops.
+#[derive(Debug, Clone, Default, serde::Serialize)]
+pub struct FinalReport {
+    /// Seconds the engine ran.
+    pub elapsed_s: f64,
+    /// One summary per stage, in [`Stage::ALL`] order.
+    pub stages: Vec<StageSummary>,
+    /// Every counter.
+    pub counters: CountersSnapshot,
+    /// Per-subscriber figures (connected ones and the most recent closed ones).
+    pub subscribers: Vec<SubscriberStats>,
+}
+
+impl FinalReport {
+    /// The summary of one stage.
+    pub fn stage(&self, stage: Stage) -> Option<&StageSummary> {
+        self.stages.iter().find(|s| s.stage == stage.as_str())
+    }
+}
+
+impl fmt::Display for FinalReport {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let c = &self.counters;
+        writeln!(f, "tickfan final report ({:.1} s)", self.elapsed_s)?;
+        writeln!(
+            f,
+            "{:<14} {:>10} {:>10} {:>10} {:>10} {:>10} {:>10}",
+            "stage (µs)", "count", "p50", "p90", "p99", "p99.9", "max"
+        )?;
+        for s in &self.stages {
+            writeln!(
+                f,
+                "{:<14} {:>10} {:>10.1} {:>10.1} {:>10.1} {:>10.1} {:>10.1}",
+                s.stage, s.count, s.p50_us, s.p90_us, s.p99_us, s.p999_us, s.max_us
+            )?;
+        }
+        writeln!(
+            f,
+            "ticks received {} = valid {} + poison {}   (skipped lines {}, crossed/locked {})",
+            c.ticks_received, c.ticks_valid, c.poison_total, c.lines_skipped, c.crossed_quotes
+        )?;
+        let poison: Vec<String> = c
+            .poison
+            .iter()
+            .filter(|(_, n)| *n > 0)
+            .map(|(r, n)| format!("{r} {n}"))
+            .collect();
+        if !poison.is_empty() {
+            writeln!(f, "poison by reason: {}", poison.join(", "))?;
+        }
+        writeln!(
+            f,
+            "published {}  conflated {}  frames {}  symbols {}",
+            c.published, c.conflated, c.frames, c.symbols
+        )?;
+        writeln!(
+            f,
+            "subscribers accepted {} refused {} open {}  conflations {}  slow episodes {}",
+            c.subscriber_connections.0,
+            c.subscriber_connections.1,
+            c.subscriber_connections.2,
+            c.subscriber_conflations,
+            c.slow_episodes
+        )?;
+        writeln!(
+            f,
+            "feeds accepted {} refused {}  dead letters stored {} (hand-off dropped {})",
+            c.feed_connections.0, c.feed_connections.1, c.dlq.0, c.dlq.1
+        )?;
+        for s in &self.subscribers {
+            writeln!(
+                f,
+                "  subscriber #{} {} {}: frames {} bytes {} conflations {} slow episodes {} max buffered {} B",
+                s.id,
+                s.peer,
+                if s.connected { "open" } else { "closed" },
+                s.frames,
+                s.bytes_written,
+                s.conflations,
+                s.slow_episodes,
+                s.max_buffered_bytes
+            )?;
+        }
+        Ok(())
+    }
+}

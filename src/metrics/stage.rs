@@ -1,0 +1,53 @@
+//! The measured stages of the engine, one latency histogram each.
+
+/// A measured stage. Values are recorded in nanoseconds.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, serde::Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Stage {
+    /// Parse + validate + slot write of one tick (feed thread; averaged over
+    /// each read batch so the clock is read twice per batch, not per tick).
+    FeedParse,
+    /// From the tick's receive time to the publisher taking it from its slot.
+    SlotWait,
+    /// Encode one update and append it to every subscriber buffer (publisher).
+    Publish,
+    /// One non-blocking `write` to one subscriber socket.
+    SocketWrite,
+    /// Inside the engine: tick received → its frame handed to the kernel for
+    /// the subscribers it was appended to.
+    EngineE2e,
+}
+
+impl Stage {
+    /// Number of stages.
+    pub const COUNT: usize = 5;
+    /// Every stage, in index order.
+    pub const ALL: [Stage; Stage::COUNT] = [
+        Stage::FeedParse,
+        Stage::SlotWait,
+        Stage::Publish,
+        Stage::SocketWrite,
+        Stage::EngineE2e,
+    ];
+
+    /// Stable snake-case name (reports, files, metric labels).
+    pub const fn as_str(self) -> &'static str {
+        match self {
+            Stage::FeedParse => "feed_parse",
+            Stage::SlotWait => "slot_wait",
+            Stage::Publish => "publish",
+            Stage::SocketWrite => "socket_write",
+            Stage::EngineE2e => "engine_e2e",
+        }
+    }
+
+    /// Index into per-stage arrays.
+    pub const fn index(self) -> usize {
+        self as usize
+    }
+}
+
+/// A fresh histogram with the engine's bounds: 1 ns to 60 s, 3 significant digits.
+pub fn new_histogram() -> hdrhistogram::Histogram<u64> {
+    hdrhistogram::Histogram::new_with_bounds(1, 60_000_000_000, 3).expect("static bounds are valid")
+}

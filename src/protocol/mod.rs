@@ -1,0 +1,4 @@
+//! Wire codecs shared by the stages, the tools and the tests.
+
+pub mod client;
+pub mod resp;

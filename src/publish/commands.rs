@@ -1,0 +1,252 @@
+//! Subscriber commands: the Redis pub/sub subset, answered with the same
+//! reply frames Redis 7 sends (tested byte for byte against a real
+//! `redis-server`).
+//!
+//! `SUBSCRIBE`, `UNSUBSCRIBE`, `PSUBSCRIBE`, `PUNSUBSCRIBE`, `PING`, `QUIT`,
+//! `RESET`. Anything else gets a RESP error and the connection stays usable.
+//! Where tickfan differs from Redis, on purpose:
+//! - subscribing to a symbol that has a value sends that value at once (a
+//!   snapshot), after the confirmation: every message is absolute, so one is
+//!   enough to know the state;
+//! - a malformed frame gets the Redis protocol error, but the connection is
+//!   kept: the input is skipped to the next newline.
+
+use std::ops::Range;
+
+use crate::metrics::counters::{bump, Counters};
+use crate::protocol::resp::{self, Parsed, SubscriptionKind as Kind, Verb};
+use crate::publish::routes::{Routes, SubKey};
+use crate::publish::session::Session;
+use crate::symbols::SymbolId;
+
+/// Limits on one command (one command must also fit the session's input buffer).
+pub const LIMITS: resp::Limits = resp::Limits {
+    max_args: 1024,
+    max_bulk_len: 4096,
+    max_inline_len: 16 * 1024,
+};
+
+/// What handling a session's buffered input did.
+#[derive(Debug, Default, Clone, Copy)]
+pub struct Outcome {
+    /// Commands handled.
+    pub commands: usize,
+    /// Stopped because the output buffer is past the mark; input remains.
+    pub backpressure: bool,
+}
+
+/// The publisher state a command may touch.
+#[derive(Debug)]
+pub struct CommandCtx<'a> {
+    /// The subscription registry.
+    pub routes: &'a mut Routes,
+    /// Encoded tail of each symbol's latest value (empty = none yet).
+    pub latest: &'a [Vec<u8>],
+    /// Scratch list for pattern matches (reused).
+    pub matched: &'a mut Vec<SymbolId>,
+    /// Counters (the publisher is their single writer).
+    pub counters: &'a Counters,
+    /// Output high-water mark.
+    pub hwm: usize,
+    /// Now, monotonic ns.
+    pub now_ns: u64,
+}
+
+/// Handles every complete command in the session's input buffer, stopping
+/// early when its output buffer passes the high-water mark.
+pub fn handle_buffered(sess: &mut Session, key: SubKey, ctx: &mut CommandCtx<'_>) -> Outcome {
+    let mut out = Outcome::default();
+    let inbuf = std::mem::take(&mut sess.inbuf);
+    let mut args = std::mem::take(&mut sess.args);
+    let mut pos = 0;
+    while !sess.closing {
+        if sess.buf.buffered() >= ctx.hwm {
+            out.backpressure = true;
+            break;
+        }
+        let input = &inbuf[pos..sess.in_len];
+        if input.is_empty() {
+            break;
+        }
+        match resp::parse_command(input, &mut args, &LIMITS) {
+            Parsed::Incomplete => break,
+            Parsed::Command { consumed } => {
+                pos += consumed;
+                if args.is_empty() {
+                    continue;
+                }
+                out.commands += 1;
+                bump(&ctx.counters.publish.commands, 1);
+                if !execute(sess, key, input, &args, ctx) {
+                    bump(&ctx.counters.publish.command_errors, 1);
+                }
+            }
+            Parsed::Error { consumed, error } => {
+                pos += consumed.max(1);
+                out.commands += 1;
+                bump(&ctx.counters.publish.commands, 1);
+                bump(&ctx.counters.publish.command_errors, 1);
+                error.append_reply(sess.out());
+            }
+        }
+    }
+    sess.inbuf = inbuf;
+    sess.args = args;
+    sess.consume_input(pos);
+    out
+}
+
+/// Runs one command; returns false when it was answered with an error.
+fn execute(
+    sess: &mut Session,
+    key: SubKey,
+    input: &[u8],
+    args: &[Range<usize>],
+    ctx: &mut CommandCtx<'_>,
+) -> bool {
+    let arg = |i: usize| &input[args[i].clone()];
+    let name = arg(0);
+    let verb = resp::classify(name);
+    if !verb.accepts_arg_count(args.len()) {
+        resp::append_wrong_arity(sess.out(), verb.name().unwrap_or_default());
+        return false;
+    }
+    match verb {
+        Verb::Subscribe => {
+            for i in 1..args.len() {
+                let ch = arg(i);
+                let snapshot = if sess.channels.insert(ch.into()) {
+                    ctx.routes.subscribe(key, ch)
+                } else {
+                    None
+                };
+                let count = sess.subscription_count();
+                resp::append_subscription_reply(sess.out(), Kind::Subscribe, Some(ch), count);
+                if let Some(id) = snapshot {
+                    offer_snapshot(sess, id, resp::MESSAGE_PREFIX, ctx);
+                }
+            }
+        }
+        Verb::Psubscribe => {
+            for i in 1..args.len() {
+                let pat = arg(i);
+                ctx.matched.clear();
+                let prefix = if sess.patterns.insert(pat.into()) {
+                    Some(ctx.routes.psubscribe(key, pat, ctx.matched))
+                } else {
+                    None
+                };
+                let count = sess.subscription_count();
+                resp::append_subscription_reply(sess.out(), Kind::Psubscribe, Some(pat), count);
+                if let Some(prefix) = prefix {
+                    for j in 0..ctx.matched.len() {
+                        offer_snapshot(sess, ctx.matched[j], &prefix, ctx);
+                    }
+                }
+            }
+        }
+        Verb::Unsubscribe => {
+            if args.len() == 1 {
+                unsubscribe_all(sess, key, ctx.routes);
+            } else {
+                for i in 1..args.len() {
+                    let ch = arg(i);
+                    if sess.channels.shift_remove(ch) {
+                        ctx.routes.unsubscribe(key, ch);
+                    }
+                    let count = sess.subscription_count();
+                    resp::append_subscription_reply(sess.out(), Kind::Unsubscribe, Some(ch), count);
+                }
+            }
+        }
+        Verb::Punsubscribe => {
+            if args.len() == 1 {
+                punsubscribe_all(sess, key, ctx.routes);
+            } else {
+                for i in 1..args.len() {
+                    let pat = arg(i);
+                    if sess.patterns.shift_remove(pat) {
+                        ctx.routes.punsubscribe(key, pat);
+                    }
+                    let count = sess.subscription_count();
+                    resp::append_subscription_reply(
+                        sess.out(),
+                        Kind::Punsubscribe,
+                        Some(pat),
+                        count,
+                    );
+                }
+            }
+        }
+        Verb::Ping => {
+            let subscribed = sess.subscription_count() > 0;
+            let msg = (args.len() == 2).then(|| arg(1));
+            resp::append_ping_reply(sess.out(), msg, subscribed);
+        }
+        Verb::Quit => {
+            resp::append_ok(sess.out());
+            sess.closing = true;
+        }
+        Verb::Reset => {
+            // Like Redis RESET: leave every subscription, then +RESET.
+            let chans: Vec<Box<[u8]>> = sess.channels.drain(..).collect();
+            for ch in &chans {
+                ctx.routes.unsubscribe(key, ch);
+            }
+            let pats: Vec<Box<[u8]>> = sess.patterns.drain(..).collect();
+            for p in &pats {
+                ctx.routes.punsubscribe(key, p);
+            }
+            resp::append_reset_reply(sess.out());
+        }
+        Verb::Other => {
+            // tickfan serves pub/sub only: any other command is unknown here,
+            // except that in subscribed context Redis names real commands it
+            // refuses, and so do we (same bytes as redis-server).
+            if sess.subscription_count() > 0 {
+                resp::append_subscribed_context_rejection(sess.out(), input, args);
+            } else {
+                resp::append_unknown_command(
+                    sess.out(),
+                    name,
+                    args[1..].iter().map(|r| &input[r.clone()]),
+                );
+            }
+            return false;
+        }
+    }
+    true
+}
+
+fn offer_snapshot(sess: &mut Session, id: SymbolId, prefix: &[u8], ctx: &CommandCtx<'_>) {
+    let tail = &ctx.latest[id as usize];
+    if !tail.is_empty() {
+        sess.buf.offer(id, prefix, tail, ctx.now_ns);
+    }
+}
+
+fn unsubscribe_all(sess: &mut Session, key: SubKey, routes: &mut Routes) {
+    if sess.channels.is_empty() {
+        let count = sess.subscription_count();
+        resp::append_subscription_reply(sess.out(), Kind::Unsubscribe, None, count);
+        return;
+    }
+    while let Some(ch) = sess.channels.shift_remove_index(0) {
+        routes.unsubscribe(key, &ch);
+        let count = sess.subscription_count();
+        resp::append_subscription_reply(sess.out(), Kind::Unsubscribe, Some(&ch), count);
+    }
+}
+
+fn punsubscribe_all(sess: &mut Session, key: SubKey, routes: &mut Routes) {
+    if sess.patterns.is_empty() {
+        let count = sess.subscription_count();
+        resp::append_subscription_reply(sess.out(), Kind::Punsubscribe, None, count);
+        return;
+    }
+    while let Some(p) = sess.patterns.shift_remove_index(0) {
+        routes.punsubscribe(key, &p);
+        let count = sess.subscription_count();
+        resp::append_subscription_reply(sess.out(), Kind::Punsubscribe, Some(&p), count);
+    }
+}

@@ -1,0 +1,334 @@
+//! A subscriber's bounded output buffer and its own conflation state.
+//!
+//! Slow-subscriber policy: a data frame that would take the buffer past the
+//! high-water mark is not appended; its symbol is marked pending instead.
+//! While a symbol is pending, every later update of it is only counted. When
+//! the buffer drains, the publisher sends the latest value of each pending
+//! symbol, oldest mark first. So a slow subscriber never receives an older
+//! value after a newer one, and its memory is bounded by the mark (plus one
+//! command's replies), a bitset of `max_symbols` bits and a list of at most
+//! `max_symbols` ids.
+//!
+//! Single owner: the publisher thread. No socket here, so the policy is
+//! tested and benchmarked on its own.
+
+use std::collections::VecDeque;
+use std::io::{ErrorKind, Write};
+
+use crate::symbols::SymbolId;
+
+/// What an offered data frame became.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Offer {
+    /// Appended to the output buffer.
+    Appended,
+    /// Not appended: the symbol is (now) pending for this subscriber.
+    Conflated {
+        /// This offer started a slow episode.
+        entered_slow: bool,
+    },
+}
+
+/// Figures of one buffer since it was created.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct BufferStats {
+    /// Data frames appended.
+    pub frames: u64,
+    /// Updates not appended because the buffer was past the mark.
+    pub conflations: u64,
+    /// Times the buffer crossed the mark.
+    pub slow_episodes: u64,
+    /// Most bytes ever waiting.
+    pub max_buffered: u64,
+    /// Bytes handed to the socket.
+    pub bytes_written: u64,
+}
+
+/// The buffer.
+#[derive(Debug)]
+pub struct SubscriberBuffer {
+    /// Bytes `out_pos..` wait to be written.
+    out: Vec<u8>,
+    out_pos: usize,
+    hwm: usize,
+    /// Bit `id` set ⇔ `id` is in `pending`.
+    pending_bits: Vec<u64>,
+    /// Pending ids with the monotonic ns they were marked, oldest first.
+    pending: VecDeque<(SymbolId, u64)>,
+    /// Figures.
+    pub stats: BufferStats,
+}
+
+impl SubscriberBuffer {
+    /// Extra room over the mark reserved up front for command replies.
+    pub const REPLY_ROOM: usize = 4096;
+
+    /// An empty buffer with high-water mark `hwm` for ids below `max_symbols`.
+    pub fn new(hwm: usize, max_symbols: usize) -> Self {
+        SubscriberBuffer {
+            out: Vec::with_capacity(hwm + Self::REPLY_ROOM),
+            out_pos: 0,
+            hwm,
+            pending_bits: vec![0; max_symbols.div_ceil(64)],
+            pending: VecDeque::new(),
+            stats: BufferStats::default(),
+        }
+    }
+
+    /// The high-water mark.
+    pub fn hwm(&self) -> usize {
+        self.hwm
+    }
+
+    /// Bytes waiting to be written.
+    #[inline]
+    pub fn buffered(&self) -> usize {
+        self.out.len() - self.out_pos
+    }
+
+    /// The buffer, for appending command replies (never refused: replies are
+    /// bounded by the command that asked for them).
+    pub fn replies(&mut self) -> &mut Vec<u8> {
+        self.compact_for(1024);
+        &mut self.out
+    }
+
+    /// Makes room for `extra` bytes by reclaiming the written prefix instead
+    /// of growing the buffer.
+    fn compact_for(&mut self, extra: usize) {
+        if self.out_pos == self.out.len() {
+            self.out.clear();
+            self.out_pos = 0;
+        } else if self.out_pos > 0 && self.out.len() + extra > self.out.capacity() {
+            self.out.drain(..self.out_pos);
+            self.out_pos = 0;
+        }
+    }
+
+    /// Offers a data frame (`prefix` + `tail`) of symbol `id`.
+    #[inline]
+    pub fn offer(&mut self, id: SymbolId, prefix: &[u8], tail: &[u8], now_ns: u64) -> Offer {
+        if self.is_pending(id) {
+            self.stats.conflations += 1;
+            return Offer::Conflated {
+                entered_slow: false,
+            };
+        }
+        if self.buffered() + prefix.len() + tail.len() > self.hwm {
+            let entered_slow = self.pending.is_empty();
+            self.mark_pending(id, now_ns);
+            self.stats.conflations += 1;
+            if entered_slow {
+                self.stats.slow_episodes += 1;
+            }
+            return Offer::Conflated { entered_slow };
+        }
+        self.append_frame(prefix, tail);
+        Offer::Appended
+    }
+
+    /// Appends a frame without the mark check (the caller sends a pending
+    /// symbol's latest value and checked the room itself).
+    pub fn append_frame(&mut self, prefix: &[u8], tail: &[u8]) {
+        self.compact_for(prefix.len() + tail.len());
+        self.out.extend_from_slice(prefix);
+        self.out.extend_from_slice(tail);
+        self.stats.frames += 1;
+        let b = self.buffered() as u64;
+        if b > self.stats.max_buffered {
+            self.stats.max_buffered = b;
+        }
+    }
+
+    /// True when `id` waits to be sent as a latest value.
+    #[inline]
+    pub fn is_pending(&self, id: SymbolId) -> bool {
+        let i = id as usize;
+        self.pending_bits
+            .get(i / 64)
+            .is_some_and(|w| w & (1 << (i % 64)) != 0)
+    }
+
+    fn mark_pending(&mut self, id: SymbolId, now_ns: u64) {
+        let i = id as usize;
+        if let Some(w) = self.pending_bits.get_mut(i / 64) {
+            *w |= 1 << (i % 64);
+            self.pending.push_back((id, now_ns));
+        }
+    }
+
+    /// Number of pending symbols.
+    pub fn pending_len(&self) -> usize {
+        self.pending.len()
+    }
+
+    /// When the oldest pending symbol was marked (monotonic ns).
+    pub fn oldest_pending_ns(&self) -> Option<u64> {
+        self.pending.front().map(|p| p.1)
+    }
+
+    /// The oldest pending symbol, left in place.
+    pub fn peek_pending(&self) -> Option<SymbolId> {
+        self.pending.front().map(|p| p.0)
+    }
+
+    /// Takes the oldest pending symbol.
+    pub fn pop_pending(&mut self) -> Option<SymbolId> {
+        let (id, _) = self.pending.pop_front()?;
+        let i = id as usize;
+        self.pending_bits[i / 64] &= !(1 << (i % 64));
+        Some(id)
+    }
+
+    /// Writes as much as `w` takes without blocking. Calls `on_write` after
+    /// each successful `write`. Returns the bytes written and whether the
+    /// writer would block.
+    ///
+    /// # Errors
+    /// A write error other than `WouldBlock`/`Interrupted` (the peer is gone).
+    pub fn write_to<W: Write>(
+        &mut self,
+        w: &mut W,
+        mut on_write: impl FnMut(usize),
+    ) -> std::io::Result<(usize, bool)> {
+        let mut total = 0;
+        let mut blocked = false;
+        while self.out_pos < self.out.len() {
+            match w.write(&self.out[self.out_pos..]) {
+                Ok(0) => return Err(ErrorKind::WriteZero.into()),
+                Ok(n) => {
+                    self.out_pos += n;
+                    total += n;
+                    on_write(n);
+                }
+                Err(e) if e.kind() == ErrorKind::WouldBlock => {
+                    blocked = true;
+                    break;
+                }
+                Err(e) if e.kind() == ErrorKind::Interrupted => continue,
+                Err(e) => return Err(e),
+            }
+        }
+        if self.out_pos == self.out.len() {
+            self.out.clear();
+            self.out_pos = 0;
+        }
+        self.stats.bytes_written += total as u64;
+        Ok((total, blocked))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A writer that takes at most `room` bytes, then would block.
+    struct Sink {
+        got: Vec<u8>,
+        room: usize,
+    }
+
+    impl Write for Sink {
+        fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
+            if self.room == 0 {
+                return Err(ErrorKind::WouldBlock.into());
+            }
+            let n = buf.len().min(self.room);
+            self.room -= n;
+            self.got.extend_from_slice(&buf[..n]);
+            Ok(n)
+        }
+        fn flush(&mut self) -> std::io::Result<()> {
+            Ok(())
+        }
+    }
+
+    #[test]
+    fn past_the_mark_symbols_go_pending_once() {
+        let mut b = SubscriberBuffer::new(30, 8);
+        assert_eq!(b.offer(1, b"P", b"0123456789", 0), Offer::Appended);
+        assert_eq!(b.offer(2, b"P", b"0123456789", 0), Offer::Appended);
+        assert_eq!(
+            b.offer(3, b"P", b"0123456789", 5),
+            Offer::Conflated { entered_slow: true }
+        );
+        assert_eq!(
+            b.offer(3, b"P", b"0123456789", 6),
+            Offer::Conflated {
+                entered_slow: false
+            }
+        );
+        assert_eq!(
+            b.offer(4, b"P", b"0123456789", 7),
+            Offer::Conflated {
+                entered_slow: false
+            }
+        );
+        assert_eq!(b.buffered(), 22);
+        assert_eq!((b.pending_len(), b.oldest_pending_ns()), (2, Some(5)));
+        assert_eq!(b.stats.conflations, 3);
+        assert_eq!(b.stats.slow_episodes, 1);
+        assert_eq!(b.pop_pending(), Some(3));
+        assert_eq!(b.pop_pending(), Some(4));
+        assert!(!b.is_pending(3));
+        assert_eq!(b.pop_pending(), None);
+    }
+
+    #[test]
+    fn a_pending_symbol_is_never_appended_directly() {
+        // Once pending, later values must wait for the refill so that an older
+        // value can never follow a newer one.
+        let mut b = SubscriberBuffer::new(12, 8);
+        b.offer(0, b"", b"aaaaaaaaaa", 0);
+        assert!(matches!(
+            b.offer(1, b"", b"v1v1v1", 0),
+            Offer::Conflated { .. }
+        ));
+        let mut sink = Sink {
+            got: Vec::new(),
+            room: 100,
+        };
+        b.write_to(&mut sink, |_| {}).unwrap();
+        assert_eq!(b.buffered(), 0);
+        assert!(matches!(
+            b.offer(1, b"", b"v2v2v2", 0),
+            Offer::Conflated { .. }
+        ));
+    }
+
+    #[test]
+    fn partial_writes_keep_order_and_reclaim_space() {
+        let mut b = SubscriberBuffer::new(64, 8);
+        b.offer(0, b"<", b"first>", 0);
+        b.offer(1, b"<", b"second>", 0);
+        let mut sink = Sink {
+            got: Vec::new(),
+            room: 5,
+        };
+        let (n, blocked) = b.write_to(&mut sink, |_| {}).unwrap();
+        assert_eq!((n, blocked), (5, true));
+        sink.room = 100;
+        b.offer(2, b"<", b"third>", 0);
+        b.write_to(&mut sink, |_| {}).unwrap();
+        assert_eq!(sink.got, b"<first><second><third>");
+        assert_eq!(b.stats.bytes_written, 22);
+        assert_eq!(b.buffered(), 0);
+    }
+
+    #[test]
+    fn memory_stays_bounded_while_nothing_is_written() {
+        let mut b = SubscriberBuffer::new(1000, 100);
+        let cap = b.out.capacity();
+        for i in 0..100_000u32 {
+            b.offer(
+                i % 100,
+                b"*3\r\n",
+                b"0123456789012345678901234567890123456789",
+                0,
+            );
+        }
+        assert!(b.buffered() <= 1000);
+        assert_eq!(b.out.capacity(), cap, "no growth");
+        assert!(b.pending_len() <= 100);
+    }
+}

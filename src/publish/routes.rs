@@ -1,0 +1,250 @@
+//! Who receives what: the subscription registry of the publisher.
+//!
+//! Subscribers subscribe by channel name (the symbol) or by glob pattern,
+//! possibly before the symbol is ever seen. The registry turns that into one
+//! precomputed delivery list per symbol id, so publishing an update is a walk
+//! over a slice. Lists change only on (un)subscribe, disconnect and the
+//! discovery of a new symbol — never per tick.
+//!
+//! Single owner: the publisher thread.
+
+use std::collections::HashMap;
+use std::sync::Arc;
+
+use crate::protocol::resp;
+use crate::publish::glob::glob_match;
+use crate::symbols::SymbolId;
+
+/// Subscriber key (the publisher's slab index).
+pub type SubKey = usize;
+
+/// One frame to build for one subscriber: `prefix` + the update's shared tail.
+#[derive(Debug, Clone)]
+pub struct Delivery {
+    /// The subscriber.
+    pub sub: SubKey,
+    /// `*3 message` for a channel subscription, `*4 pmessage <pattern>` for a pattern.
+    pub prefix: Arc<[u8]>,
+    /// The pattern, for a pattern delivery.
+    pub pattern: Option<Arc<[u8]>>,
+}
+
+#[derive(Debug)]
+struct PatternEntry {
+    pattern: Arc<[u8]>,
+    prefix: Arc<[u8]>,
+    subs: Vec<SubKey>,
+}
+
+/// The registry.
+#[derive(Debug)]
+pub struct Routes {
+    /// Delivery list per known symbol id.
+    by_symbol: Vec<Vec<Delivery>>,
+    /// Known symbol names, by id.
+    names: Vec<Arc<[u8]>>,
+    /// Known symbol ids, by name.
+    ids: HashMap<Arc<[u8]>, SymbolId>,
+    /// Channel name → subscribers (known symbol or not).
+    channels: HashMap<Box<[u8]>, Vec<SubKey>>,
+    /// Pattern → its subscribers.
+    patterns: HashMap<Box<[u8]>, PatternEntry>,
+    message_prefix: Arc<[u8]>,
+}
+
+impl Default for Routes {
+    fn default() -> Self {
+        Self::new()
+    }
+}
+
+impl Routes {
+    /// An empty registry.
+    pub fn new() -> Self {
+        Routes {
+            by_symbol: Vec::new(),
+            names: Vec::new(),
+            ids: HashMap::new(),
+            channels: HashMap::new(),
+            patterns: HashMap::new(),
+            message_prefix: Arc::from(resp::MESSAGE_PREFIX),
+        }
+    }
+
+    /// Number of known symbols.
+    pub fn known_symbols(&self) -> usize {
+        self.names.len()
+    }
+
+    /// Name of a known symbol.
+    pub fn name(&self, id: SymbolId) -> &[u8] {
+        &self.names[id as usize]
+    }
+
+    /// Id of a known symbol.
+    pub fn id(&self, name: &[u8]) -> Option<SymbolId> {
+        self.ids.get(name).copied()
+    }
+
+    /// Deliveries for an update of `id`.
+    #[inline]
+    pub fn deliveries(&self, id: SymbolId) -> &[Delivery] {
+        &self.by_symbol[id as usize]
+    }
+
+    /// Registers the next symbol id (ids arrive densely, in order) and routes
+    /// existing channel and pattern subscriptions to it.
+    pub fn add_symbol(&mut self, id: SymbolId, name: &[u8]) {
+        debug_assert_eq!(id as usize, self.names.len(), "symbol ids are dense");
+        let name: Arc<[u8]> = Arc::from(name);
+        let mut list = Vec::new();
+        if let Some(subs) = self.channels.get(&*name) {
+            for &sub in subs {
+                list.push(Delivery {
+                    sub,
+                    prefix: Arc::clone(&self.message_prefix),
+                    pattern: None,
+                });
+            }
+        }
+        for p in self.patterns.values() {
+            if glob_match(&p.pattern, &name) {
+                for &sub in &p.subs {
+                    list.push(Delivery {
+                        sub,
+                        prefix: Arc::clone(&p.prefix),
+                        pattern: Some(Arc::clone(&p.pattern)),
+                    });
+                }
+            }
+        }
+        self.ids.insert(Arc::clone(&name), id);
+        self.names.push(name);
+        self.by_symbol.push(list);
+    }
+
+    /// Subscribes `sub` to a channel. Returns the symbol id when it is known
+    /// (for the snapshot). The caller guarantees `sub` was not subscribed to it.
+    pub fn subscribe(&mut self, sub: SubKey, channel: &[u8]) -> Option<SymbolId> {
+        self.channels.entry(channel.into()).or_default().push(sub);
+        let id = self.id(channel)?;
+        self.by_symbol[id as usize].push(Delivery {
+            sub,
+            prefix: Arc::clone(&self.message_prefix),
+            pattern: None,
+        });
+        Some(id)
+    }
+
+    /// Removes a channel subscription.
+    pub fn unsubscribe(&mut self, sub: SubKey, channel: &[u8]) {
+        if let Some(subs) = self.channels.get_mut(channel) {
+            subs.retain(|&s| s != sub);
+            if subs.is_empty() {
+                self.channels.remove(channel);
+            }
+        }
+        if let Some(id) = self.id(channel) {
+            self.by_symbol[id as usize].retain(|d| !(d.sub == sub && d.pattern.is_none()));
+        }
+    }
+
+    /// Subscribes `sub` to a pattern; pushes every known matching id onto
+    /// `matched` (for the snapshot). The caller guarantees `sub` was not
+    /// subscribed to it.
+    pub fn psubscribe(
+        &mut self,
+        sub: SubKey,
+        pattern: &[u8],
+        matched: &mut Vec<SymbolId>,
+    ) -> Arc<[u8]> {
+        let entry = self.patterns.entry(pattern.into()).or_insert_with(|| {
+            let mut prefix = Vec::with_capacity(pattern.len() + 32);
+            resp::append_pmessage_prefix(&mut prefix, pattern);
+            PatternEntry {
+                pattern: Arc::from(pattern),
+                prefix: Arc::from(prefix),
+                subs: Vec::new(),
+            }
+        });
+        entry.subs.push(sub);
+        let (pat, prefix) = (Arc::clone(&entry.pattern), Arc::clone(&entry.prefix));
+        for (id, name) in self.names.iter().enumerate() {
+            if glob_match(&pat, name) {
+                self.by_symbol[id].push(Delivery {
+                    sub,
+                    prefix: Arc::clone(&prefix),
+                    pattern: Some(Arc::clone(&pat)),
+                });
+                matched.push(id as SymbolId);
+            }
+        }
+        prefix
+    }
+
+    /// Removes a pattern subscription.
+    pub fn punsubscribe(&mut self, sub: SubKey, pattern: &[u8]) {
+        let Some(entry) = self.patterns.get_mut(pattern) else {
+            return;
+        };
+        entry.subs.retain(|&s| s != sub);
+        let pat = Arc::clone(&entry.pattern);
+        if entry.subs.is_empty() {
+            self.patterns.remove(pattern);
+        }
+        for (id, name) in self.names.iter().enumerate() {
+            if glob_match(&pat, name) {
+                self.by_symbol[id]
+                    .retain(|d| !(d.sub == sub && d.pattern.as_deref() == Some(&*pat)));
+            }
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn subs_of(r: &Routes, id: SymbolId) -> Vec<(SubKey, bool)> {
+        r.deliveries(id)
+            .iter()
+            .map(|d| (d.sub, d.pattern.is_some()))
+            .collect()
+    }
+
+    #[test]
+    fn subscription_before_and_after_the_symbol_exists() {
+        let mut r = Routes::new();
+        assert_eq!(r.subscribe(1, b"EURUSD"), None);
+        r.add_symbol(0, b"EURUSD");
+        r.add_symbol(1, b"GBPUSD");
+        assert_eq!(subs_of(&r, 0), vec![(1, false)]);
+        assert_eq!(r.subscribe(2, b"GBPUSD"), Some(1));
+        assert_eq!(subs_of(&r, 1), vec![(2, false)]);
+        r.unsubscribe(1, b"EURUSD");
+        assert!(r.deliveries(0).is_empty());
+    }
+
+    #[test]
+    fn patterns_route_to_matching_symbols_old_and_new() {
+        let mut r = Routes::new();
+        r.add_symbol(0, b"EURUSD");
+        r.add_symbol(1, b"USDJPY");
+        let mut m = Vec::new();
+        r.psubscribe(7, b"EUR*", &mut m);
+        assert_eq!(m, vec![0]);
+        r.add_symbol(2, b"EURGBP");
+        assert_eq!(subs_of(&r, 2), vec![(7, true)]);
+        assert!(r.deliveries(1).is_empty());
+        r.subscribe(7, b"EURUSD");
+        assert_eq!(subs_of(&r, 0), vec![(7, true), (7, false)]);
+        r.punsubscribe(7, b"EUR*");
+        assert_eq!(subs_of(&r, 0), vec![(7, false)]);
+        assert!(r.deliveries(2).is_empty());
+        let mut prefix = Vec::new();
+        resp::append_pmessage_prefix(&mut prefix, b"EUR*");
+        m.clear();
+        r.psubscribe(8, b"EUR*", &mut m);
+        assert_eq!(&*r.deliveries(2)[0].prefix, &prefix[..]);
+    }
+}

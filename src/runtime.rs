@@ -1,0 +1,270 @@
+//! Wiring: binds the listeners, creates the slots, the queues and the
+//! threads, pins them, and stops them in order. Nothing imports this module
+//! but the binary, the tools and the tests.
+//!
+//! Threads: `feed` (ingest loop), `publish` (publisher loop), `reporter`
+//! (histogram merge + report lines), `dlq` (dead-letter store). Shutdown
+//! order: stop flag → wake feed and publisher → join them (they flush their
+//! histograms; the publisher drains the slots once more) → the DLQ and the
+//! reporter stop when their last producer is gone.
+
+use std::net::SocketAddr;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Arc;
+use std::thread::JoinHandle;
+
+use mio::{Poll, Waker};
+use parking_lot::Mutex;
+
+use crate::config::Config;
+use crate::dlq::{Dlq, DlqConfig, DlqStore};
+use crate::error::StartError;
+use crate::feed::ingest::{FeedLoop, FeedSettings, STOP_WAKER};
+use crate::metrics::report::SubscriberStats;
+use crate::metrics::reporter::{Reporter, ReporterInputs, Totals};
+use crate::metrics::{Counters, FinalReport, Stage, StageRecorder};
+use crate::publish::publisher::{Publisher, PublisherSettings, WAKER};
+use crate::slots::slots;
+use crate::symbols::{SymbolInterner, SymbolTable};
+use crate::sys::affinity::pin_and_log;
+use crate::sys::clock::MonoClock;
+
+/// A running engine.
+#[derive(Debug)]
+pub struct Engine {
+    feed_addr: SocketAddr,
+    sub_addr: SocketAddr,
+    counters: Arc<Counters>,
+    symbols: Arc<SymbolTable>,
+    subscribers: Arc<Mutex<Vec<SubscriberStats>>>,
+    dlq_store: Arc<DlqStore>,
+    feed_stop: Arc<AtomicBool>,
+    publish_stop: Arc<AtomicBool>,
+    feed_waker: Arc<Waker>,
+    publish_waker: Arc<Waker>,
+    feed: Option<JoinHandle<()>>,
+    publish: Option<JoinHandle<()>>,
+    reporter: Option<Reporter>,
+    dlq: Option<Dlq>,
+    totals: Arc<Totals>,
+}
+
+fn bind(what: &'static str, addr: SocketAddr) -> Result<mio::net::TcpListener, StartError> {
+    mio::net::TcpListener::bind(addr).map_err(|source| StartError::Bind { what, addr, source })
+}
+
+fn os(what: &'static str) -> impl FnOnce(std::io::Error) -> StartError {
+    move |source| StartError::Os { what, source }
+}
+
+impl Engine {
+    /// Validates `config`, binds the listeners and starts every thread.
+    ///
+    /// # Errors
+    /// An invalid configuration, a listener that cannot bind, a DLQ file that
+    /// cannot be opened, or a thread/poller the OS refuses.
+    pub fn start(config: &Config) -> Result<Engine, StartError> {
+        config.validate()?;
+        let feed_listener = bind("feed", config.feed_addr)?;
+        let sub_listener = bind("subscribers", config.sub_addr)?;
+        let feed_addr = feed_listener.local_addr().map_err(os("feed listener"))?;
+        let sub_addr = sub_listener
+            .local_addr()
+            .map_err(os("subscriber listener"))?;
+
+        let counters = Arc::new(Counters::default());
+        let subscribers = Arc::new(Mutex::new(Vec::new()));
+        let feed_stop = Arc::new(AtomicBool::new(false));
+        let publish_stop = Arc::new(AtomicBool::new(false));
+        let clock = MonoClock::new();
+
+        let (reporter, link) = Reporter::spawn(ReporterInputs {
+            counters: Arc::clone(&counters),
+            subscribers: Arc::clone(&subscribers),
+            print_intervals: config.print_intervals,
+            interval: config.report_interval,
+        })
+        .map_err(os("reporter thread"))?;
+        let totals = Arc::clone(reporter.totals());
+
+        let (dlq, dlq_tx) = Dlq::start(
+            &DlqConfig {
+                capacity: config.dlq_capacity,
+                file: config.dlq_file.clone(),
+                handoff_capacity: 4096,
+            },
+            Arc::clone(&counters),
+        )
+        .map_err(|source| StartError::DlqFile {
+            path: config
+                .dlq_file
+                .as_ref()
+                .map(|p| p.display().to_string())
+                .unwrap_or_default(),
+            source,
+        })?;
+        let dlq_store = Arc::clone(dlq.store());
+
+        let (interner, symbols) = SymbolInterner::new(config.max_symbols);
+        let (slot_writer, slot_reader) = slots(config.max_symbols);
+        let interval_ns = config.report_interval.as_nanos() as u64;
+
+        let publish_poll = Poll::new().map_err(os("publisher poller"))?;
+        let publish_waker =
+            Arc::new(Waker::new(publish_poll.registry(), WAKER).map_err(os("publisher waker"))?);
+        let feed_poll = Poll::new().map_err(os("feed poller"))?;
+        let feed_waker =
+            Arc::new(Waker::new(feed_poll.registry(), STOP_WAKER).map_err(os("feed waker"))?);
+
+        let publisher = Publisher::new(
+            publish_poll,
+            sub_listener,
+            slot_reader,
+            Arc::clone(&symbols),
+            Arc::clone(&counters),
+            StageRecorder::new(
+                &[
+                    Stage::SlotWait,
+                    Stage::Publish,
+                    Stage::SocketWrite,
+                    Stage::EngineE2e,
+                ],
+                link.clone(),
+                interval_ns,
+            ),
+            clock,
+            PublisherSettings {
+                hwm: config.sub_hwm,
+                max_conns: config.max_conns_per_port,
+                max_rate: config.max_publish_rate,
+                idle: config.idle,
+                stats_interval_ns: interval_ns.min(1_000_000_000),
+            },
+            Arc::clone(&subscribers),
+            Arc::clone(&publish_stop),
+        )
+        .map_err(os("publisher"))?;
+        let feed = FeedLoop::new(
+            feed_poll,
+            feed_listener,
+            interner,
+            slot_writer,
+            Arc::clone(&counters),
+            dlq_tx,
+            StageRecorder::new(&[Stage::FeedParse], link, interval_ns),
+            clock,
+            Arc::clone(&publish_waker),
+            FeedSettings {
+                max_line_len: config.max_line_len,
+                max_conns: config.max_conns_per_port,
+                idle: config.idle,
+            },
+            Arc::clone(&feed_stop),
+        )
+        .map_err(os("feed loop"))?;
+
+        let pin = config.pin;
+        let publish = std::thread::Builder::new()
+            .name("tickfan-publish".into())
+            .spawn(move || {
+                pin_and_log("publish", pin.publish);
+                publisher.run();
+            })
+            .map_err(os("publisher thread"))?;
+        let feed = std::thread::Builder::new()
+            .name("tickfan-feed".into())
+            .spawn(move || {
+                pin_and_log("feed", pin.feed);
+                feed.run();
+            })
+            .map_err(os("feed thread"))?;
+        log::info!("feed listening on {feed_addr}, subscribers on {sub_addr}");
+
+        Ok(Engine {
+            feed_addr,
+            sub_addr,
+            counters,
+            symbols,
+            subscribers,
+            dlq_store,
+            feed_stop,
+            publish_stop,
+            feed_waker,
+            publish_waker,
+            feed: Some(feed),
+            publish: Some(publish),
+            reporter: Some(reporter),
+            dlq: Some(dlq),
+            totals,
+        })
+    }
+
+    /// Where feeds connect.
+    pub fn feed_addr(&self) -> SocketAddr {
+        self.feed_addr
+    }
+
+    /// Where subscribers connect.
+    pub fn subscriber_addr(&self) -> SocketAddr {
+        self.sub_addr
+    }
+
+    /// Live counters.
+    pub fn counters(&self) -> &Arc<Counters> {
+        &self.counters
+    }
+
+    /// The interned symbols.
+    pub fn symbols(&self) -> &Arc<SymbolTable> {
+        &self.symbols
+    }
+
+    /// The dead-letter store.
+    pub fn dlq(&self) -> &Arc<DlqStore> {
+        &self.dlq_store
+    }
+
+    /// Per-subscriber figures as of the publisher's last refresh.
+    pub fn subscribers(&self) -> Vec<SubscriberStats> {
+        self.subscribers.lock().clone()
+    }
+
+    /// Merged stage histograms as of the last hand-off.
+    pub fn totals(&self) -> &Arc<Totals> {
+        &self.totals
+    }
+
+    /// Stops every thread and returns the final report.
+    pub fn stop(mut self) -> FinalReport {
+        self.shutdown()
+    }
+
+    fn shutdown(&mut self) -> FinalReport {
+        self.feed_stop.store(true, Ordering::Release);
+        let _ = self.feed_waker.wake();
+        if let Some(h) = self.feed.take() {
+            let _ = h.join();
+        }
+        // The feed is gone: the publisher's final drain sees every tick.
+        self.publish_stop.store(true, Ordering::Release);
+        let _ = self.publish_waker.wake();
+        if let Some(h) = self.publish.take() {
+            let _ = h.join();
+        }
+        if let Some(d) = self.dlq.take() {
+            d.finish();
+        }
+        self.reporter
+            .take()
+            .map(Reporter::finish)
+            .unwrap_or_default()
+    }
+}
+
+impl Drop for Engine {
+    fn drop(&mut self) {
+        if self.feed.is_some() || self.publish.is_some() {
+            self.shutdown();
+        }
+    }
+}

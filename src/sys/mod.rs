@@ -1,0 +1,6 @@
+//! The only code that touches the operating system directly: thread pinning,
+//! clocks and signals. Everything above it is portable Rust.
+
+pub mod affinity;
+pub mod clock;
+pub mod signals;

@@ -1,0 +1,85 @@
+//! The binary: bad flags give one clear line and exit 2; a timed run prints
+//! the final report and exits 0.
+
+use std::process::Command;
+
+fn tickfan(args: &[&str]) -> std::process::Output {
+    Command::new(env!("CARGO_BIN_EXE_tickfan"))
+        .args(args)
+        .env("RUST_LOG", "info")
+        .output()
+        .expect("binary runs")
+}
+
+#[test]
+fn bad_flags_and_values_exit_2_with_one_line() {
+    for args in [
+        &["serve", "--max-symbols", "lots"][..],
+        &["serve", "--no-such-flag"],
+        &["serve", "--pin", "gpu=1"],
+        &["serve", "--max-line-len", "3"],
+        &["serve", "--duration", "soon"],
+        &["serve", "--feed-listen", "nowhere"],
+        &["frobnicate"],
+    ] {
+        let out = tickfan(args);
+        assert_eq!(out.status.code(), Some(2), "{args:?}");
+        let err = String::from_utf8(out.stderr).unwrap();
+        assert_eq!(err.lines().count(), 1, "{args:?}: {err}");
+        assert!(err.starts_with("tickfan: "), "{args:?}: {err}");
+    }
+}
+
+#[test]
+fn timed_run_prints_the_final_report() {
+    let out = tickfan(&[
+        "serve",
+        "--feed-listen",
+        "127.0.0.1:0",
+        "--sub-listen",
+        "127.0.0.1:0",
+        "--duration",
+        "300ms",
+        "--report-interval",
+        "100ms",
+        "--pin",
+        "feed=100000",
+    ]);
+    assert_eq!(out.status.code(), Some(0));
+    let stdout = String::from_utf8(out.stdout).unwrap();
+    for stage in [
+        "feed_parse",
+        "slot_wait",
+        "publish",
+        "socket_write",
+        "engine_e2e",
+    ] {
+        assert!(stdout.contains(stage), "{stage} missing from:\n{stdout}");
+    }
+    assert!(stdout.contains("ticks received 0 = valid 0 + poison 0"));
+    let stderr = String::from_utf8(out.stderr).unwrap();
+    assert_eq!(
+        stderr.matches("core 100000 not available").count(),
+        1,
+        "a missing core is said once: {stderr}"
+    );
+}
+
+#[test]
+fn a_port_in_use_exits_1_with_one_line() {
+    let taken = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let addr = taken.local_addr().unwrap().to_string();
+    let out = tickfan(&[
+        "serve",
+        "--feed-listen",
+        &addr,
+        "--sub-listen",
+        "127.0.0.1:0",
+    ]);
+    assert_eq!(out.status.code(), Some(1));
+    let err = String::from_utf8(out.stderr).unwrap();
+    assert!(
+        err.contains("cannot listen on") && err.contains("feed"),
+        "{err}"
+    );
+}

@@ -1,0 +1,18 @@
+//! Integration tests: one binary, every test over real loopback sockets
+//! against an engine started on ephemeral ports.
+//!
+//! Modules, by behaviour:
+//! - `fanout`: ticks in → latest value per symbol out; snapshot; patterns; unsubscribe
+//! - `poison`: bad lines dead-lettered and counted while good ones flow
+//! - `slow_subscriber`: a subscriber that never reads does not hold up the others
+//! - `protocol`: replies byte for byte like a real `redis-server`; `redis-cli` drives the engine
+//! - `recorded_data`: the real recorded ticks in `../shared/data/`, every line accounted for
+//! - `cli`: flags, exit codes, one-line errors of the binary
+
+mod cli;
+mod fanout;
+mod poison;
+mod protocol;
+mod recorded_data;
+mod slow_subscriber;
+mod util;

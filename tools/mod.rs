@@ -1,0 +1,5 @@
+//! The client-side tools, subcommands of the one `tickfan` binary. They use
+//! only the engine's public library API.
+
+pub mod demo;
+pub mod replay;
