@@ -12,6 +12,7 @@
 //!   kept: the input is skipped to the next newline.
 
 use std::ops::Range;
+use std::sync::Arc;
 
 use crate::metrics::counters::{bump, Counters};
 use crate::protocol::resp::{self, Parsed, SubscriptionKind as Kind, Verb};
@@ -113,36 +114,36 @@ fn execute(
     }
     match verb {
         Verb::Subscribe => {
+            // Confirmations first, as Redis sends them; then the snapshots.
+            let mut snapshots: Vec<SymbolId> = Vec::new();
             for i in 1..args.len() {
                 let ch = arg(i);
-                let snapshot = if sess.channels.insert(ch.into()) {
-                    ctx.routes.subscribe(key, ch)
-                } else {
-                    None
-                };
+                if sess.channels.insert(ch.into()) {
+                    if let Some(id) = ctx.routes.subscribe(key, ch) {
+                        snapshots.push(id);
+                    }
+                }
                 let count = sess.subscription_count();
                 resp::append_subscription_reply(sess.out(), Kind::Subscribe, Some(ch), count);
-                if let Some(id) = snapshot {
-                    offer_snapshot(sess, id, resp::MESSAGE_PREFIX, ctx);
-                }
+            }
+            for id in snapshots {
+                offer_snapshot(sess, id, resp::MESSAGE_PREFIX, ctx);
             }
         }
         Verb::Psubscribe => {
+            let mut snapshots = Vec::new();
             for i in 1..args.len() {
                 let pat = arg(i);
-                ctx.matched.clear();
-                let prefix = if sess.patterns.insert(pat.into()) {
-                    Some(ctx.routes.psubscribe(key, pat, ctx.matched))
-                } else {
-                    None
-                };
+                if sess.patterns.insert(pat.into()) {
+                    ctx.matched.clear();
+                    let prefix = ctx.routes.psubscribe(key, pat, ctx.matched);
+                    snapshots.extend(ctx.matched.iter().map(|&id| (id, Arc::clone(&prefix))));
+                }
                 let count = sess.subscription_count();
                 resp::append_subscription_reply(sess.out(), Kind::Psubscribe, Some(pat), count);
-                if let Some(prefix) = prefix {
-                    for j in 0..ctx.matched.len() {
-                        offer_snapshot(sess, ctx.matched[j], &prefix, ctx);
-                    }
-                }
+            }
+            for (id, prefix) in snapshots {
+                offer_snapshot(sess, id, &prefix, ctx);
             }
         }
         Verb::Unsubscribe => {

@@ -423,6 +423,24 @@ impl Publisher {
             let mut slow = 0u64;
             for d in self.routes.deliveries(id) {
                 let sess = &mut self.sessions[d.sub];
+                let frame_len = d.prefix.len() + tail.len();
+                if sess.buf.buffered() + frame_len > self.settings.hwm
+                    && !sess.write_blocked
+                    && !sess.failed
+                    && !sess.buf.is_pending(id)
+                {
+                    // Past the mark in user space: hand what we have to the
+                    // kernel first; only a subscriber whose socket is full too
+                    // is slow.
+                    if write_session(sess, &self.clock, &mut self.recorder, &self.counters).is_err()
+                    {
+                        sess.failed = true;
+                        if !sess.queued_for_flush {
+                            sess.queued_for_flush = true;
+                            self.flush_list.push(d.sub);
+                        }
+                    }
+                }
                 match sess.buf.offer(id, &d.prefix, tail, t0) {
                     Offer::Appended => {
                         frames += 1;
@@ -485,26 +503,20 @@ impl Publisher {
                 continue;
             };
             sess.queued_for_flush = false;
-            if sess.write_blocked || sess.buf.buffered() == 0 {
+            if !sess.failed && (sess.write_blocked || sess.buf.buffered() == 0) {
                 if sess.closing && sess.buf.buffered() == 0 {
                     self.close(key);
                 }
                 continue;
             }
-            let clock = self.clock;
-            let recorder = &mut self.recorder;
-            let mut t = clock.now_ns();
-            let result = sess.buf.write_to(&mut sess.stream, |_| {
-                let now = clock.now_ns();
-                recorder.record(Stage::SocketWrite, now.saturating_sub(t));
-                t = now;
-            });
-            match result {
-                Ok((n, blocked)) => {
-                    sess.write_blocked = blocked;
+            if sess.failed {
+                self.close(key);
+                continue;
+            }
+            match write_session(sess, &self.clock, &mut self.recorder, &self.counters) {
+                Ok(n) => {
                     if n > 0 {
                         wrote += 1;
-                        bump(&self.counters.publish.bytes_written, n as u64);
                     }
                     if sess.closing && sess.buf.buffered() == 0 {
                         self.close(key);
@@ -588,9 +600,9 @@ impl Publisher {
         }
         let mut sess = self.sessions.remove(key);
         let _ = self.poll.registry().deregister(&mut sess.stream);
-        // The key may be reused by the next accept: forget it everywhere.
-        self.attention.retain(|&k| k != key);
-        self.flush_list.retain(|&k| k != key);
+        // The key may be reused by the next accept while it is still on the
+        // flush or attention list; both tolerate that (a spurious visit finds
+        // nothing to do).
         for ch in &sess.channels {
             self.routes.unsubscribe(key, ch);
         }
@@ -624,4 +636,23 @@ impl Publisher {
         set(&self.counters.publish.buffered_bytes, buffered);
         *self.stats.lock() = all;
     }
+}
+
+/// Writes a session's buffer without blocking, recording each `write` call
+/// in the socket-write stage. Returns the bytes written.
+fn write_session(
+    sess: &mut Session,
+    clock: &MonoClock,
+    recorder: &mut StageRecorder,
+    counters: &Counters,
+) -> std::io::Result<usize> {
+    let mut t = clock.now_ns();
+    let (n, blocked) = sess.buf.write_to(&mut sess.stream, |_| {
+        let now = clock.now_ns();
+        recorder.record(Stage::SocketWrite, now.saturating_sub(t));
+        t = now;
+    })?;
+    sess.write_blocked = blocked;
+    bump(&counters.publish.bytes_written, n as u64);
+    Ok(n)
 }

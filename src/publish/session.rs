@@ -54,6 +54,8 @@ pub struct Session {
     pub closing: bool,
     /// The last write hit `WouldBlock`; wait for a writable event.
     pub write_blocked: bool,
+    /// A write failed: the peer is gone; close at the next flush.
+    pub failed: bool,
     /// On the publisher's flush list.
     pub queued_for_flush: bool,
     /// On the publisher's attention list (pending symbols or held-back input).
@@ -76,6 +78,7 @@ impl Session {
             read_eof: false,
             closing: false,
             write_blocked: false,
+            failed: false,
             queued_for_flush: false,
             on_attention: false,
         }

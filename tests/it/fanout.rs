@@ -81,7 +81,7 @@ fn subscribing_to_a_symbol_with_a_value_sends_it_at_once() {
         c.ticks_valid == 2 && c.published + c.conflated == 2
     });
     let mut s = Sub::connect(e.subscriber_addr());
-    s.subscribe(&["USDJPY", "NOSUCH"]);
+    s.subscribe(&["NOSUCH", "USDJPY"]);
     let m = s.message();
     assert_eq!((m.channel.as_str(), m.seq()), ("USDJPY", 2));
     assert!(m
