@@ -151,7 +151,10 @@ impl SlotWriter {
         let slot = &self.shared.slots[id as usize];
         let words = encode(value);
         let v = slot.version.load(Ordering::Relaxed);
-        debug_assert!(v.is_multiple_of(2), "single writer: slot {id} written concurrently");
+        debug_assert!(
+            v.is_multiple_of(2),
+            "single writer: slot {id} written concurrently"
+        );
         slot.version.store(v.wrapping_add(1), Ordering::Relaxed);
         // Release fence: a reader that sees any word below also sees the odd
         // version (pairs with the reader's Acquire fence).

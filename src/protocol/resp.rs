@@ -19,9 +19,9 @@
 //!   sends for unknown commands, wrong arity and commands refused in the
 //!   subscribed context.
 //!
-//! Every reply and error text in this file was compared byte for byte with a
-//! live `redis-server` 7.0.15; the captured bytes are the expected values of
-//! the unit tests.
+//! Every Redis reply and error text produced here was compared byte for byte
+//! with a live `redis-server` 7.0.15; the captured bytes are the expected
+//! values of the unit tests.
 //!
 //! # Protocol errors and resynchronisation
 //!
@@ -534,8 +534,8 @@ impl Verb {
 /// Classifies a command name case-insensitively, without allocating.
 pub fn classify(name: &[u8]) -> Verb {
     let candidate = match name.len() {
-        4 if eq_ignore_case(name, b"ping") => Verb::Ping,
-        4 if eq_ignore_case(name, b"quit") => Verb::Quit,
+        4 if name[0].eq_ignore_ascii_case(&b'p') => Verb::Ping,
+        4 => Verb::Quit,
         5 => Verb::Reset,
         9 => Verb::Subscribe,
         10 => Verb::Psubscribe,
