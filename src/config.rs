@@ -48,7 +48,8 @@ pub struct Config {
     pub idle: IdleStrategy,
     /// Run this long, then stop (None = until a signal).
     pub duration: Option<Duration>,
-    /// Report interval (also the histogram hand-off interval).
+    /// Report interval: also the period of the histogram hand-off and of the
+    /// per-subscriber figures (the only periodic work that allocates).
     pub report_interval: Duration,
     /// Print a line every report interval.
     pub print_intervals: bool,
@@ -82,7 +83,7 @@ impl Default for Config {
 
 impl Config {
     /// A configuration for tests and tools: every listener on an ephemeral
-    /// loopback port, no interval printing.
+    /// loopback port, no interval printing, figures refreshed every 100 ms.
     pub fn ephemeral() -> Self {
         let any: SocketAddr = "127.0.0.1:0".parse().expect("static address");
         Config {
@@ -90,6 +91,7 @@ impl Config {
             sub_addr: any,
             admin_addr: any,
             print_intervals: false,
+            report_interval: Duration::from_millis(100),
             ..Config::default()
         }
     }

@@ -138,7 +138,7 @@ impl Engine {
                 max_conns: config.max_conns_per_port,
                 max_rate: config.max_publish_rate,
                 idle: config.idle,
-                stats_interval_ns: interval_ns.min(1_000_000_000),
+                stats_interval_ns: interval_ns,
             },
             Arc::clone(&subscribers),
             Arc::clone(&publish_stop),

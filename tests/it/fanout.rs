@@ -178,3 +178,55 @@ fn unchanged_symbol_is_never_published_twice() {
     let c = e.counters().snapshot();
     assert_eq!(c.published as usize, seqs.len());
 }
+
+#[test]
+fn a_publish_rate_cap_conflates_but_still_delivers_the_latest() {
+    use crate::util::engine_with;
+    let e = engine_with(|c| c.max_publish_rate = 200);
+    let mut s = Sub::connect(e.subscriber_addr());
+    s.psubscribe(&["R*"]);
+    let mut feed = Feed::connect(e.feed_addr());
+    let mut lines = Vec::new();
+    for round in 1..=100u64 {
+        for sym in 0..10 {
+            lines.push(tick(
+                round,
+                &format!("R{sym}"),
+                "1.1",
+                &format!("1.{round:03}"),
+            ));
+        }
+    }
+    let refs: Vec<&str> = lines.iter().map(|s| s.as_str()).collect();
+    feed.lines(&refs);
+    let want = (0..10).map(|i| (format!("R{i}"), 100)).collect();
+    let got = s.until_latest(&want);
+    assert!(got.values().all(|m| m.field(3) == "1.100"));
+    wait_until("all taken", || {
+        let c = e.counters().snapshot();
+        c.ticks_valid == 1000 && c.published + c.conflated == 1000
+    });
+    let c = e.counters().snapshot();
+    assert!(
+        c.conflated > 0,
+        "1000 ticks in one burst under a 200/s cap must conflate"
+    );
+}
+
+#[test]
+fn every_idle_strategy_delivers() {
+    use crate::util::engine_with;
+    use tickfan::idle::IdleStrategy;
+    for idle in [IdleStrategy::Spin, IdleStrategy::Yield, IdleStrategy::Park] {
+        let e = engine_with(|c| c.idle = idle);
+        let mut s = Sub::connect(e.subscriber_addr());
+        s.subscribe(&["IDLE"]);
+        let mut feed = Feed::connect(e.feed_addr());
+        for i in 1..=20u64 {
+            feed.lines(&[&tick(i, "IDLE", "1", "2")]);
+        }
+        let got = s.until_latest(&[("IDLE".to_string(), 20)].into());
+        assert_eq!(got["IDLE"].seq(), 20, "{idle:?}");
+        drop(e);
+    }
+}
