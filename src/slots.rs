@@ -339,4 +339,52 @@ mod tests {
             assert_eq!(r.take(id).seq, finals[id as usize]);
         }
     }
+
+    mod proptests {
+        use super::*;
+        use proptest::prelude::*;
+
+        #[derive(Debug, Clone)]
+        enum Op {
+            Write(u32),
+            Take,
+        }
+
+        fn op() -> impl Strategy<Value = Op> {
+            prop_oneof![(0u32..6).prop_map(Op::Write), Just(Op::Take)]
+        }
+
+        proptest! {
+            /// Against a model: the dirty queue holds each id at most once,
+            /// a take always returns the newest value written, and every id
+            /// written since its last take is eventually popped.
+            #[test]
+            fn slots_match_the_latest_value_model(ops in proptest::collection::vec(op(), 0..200)) {
+                let (mut w, mut r) = slots(6);
+                let mut latest = [0u64; 6];
+                let mut queued = [false; 6];
+                let mut seq = 0u64;
+                for op in ops {
+                    match op {
+                        Op::Write(id) => {
+                            seq += 1;
+                            let newly = w.write(id, &value(seq));
+                            prop_assert_eq!(newly, !queued[id as usize]);
+                            queued[id as usize] = true;
+                            latest[id as usize] = seq;
+                        }
+                        Op::Take => match r.pop_dirty() {
+                            Some(id) => {
+                                prop_assert!(queued[id as usize]);
+                                queued[id as usize] = false;
+                                prop_assert_eq!(r.take(id), value(latest[id as usize]));
+                            }
+                            None => prop_assert!(queued.iter().all(|q| !q)),
+                        },
+                    }
+                    prop_assert_eq!(r.dirty_len(), queued.iter().filter(|q| **q).count());
+                }
+            }
+        }
+    }
 }

@@ -83,3 +83,41 @@ fn a_port_in_use_exits_1_with_one_line() {
         "{err}"
     );
 }
+
+#[test]
+fn sigterm_stops_the_engine_with_the_final_report() {
+    use std::io::{BufRead, BufReader};
+    use std::process::Stdio;
+    let mut child = Command::new(env!("CARGO_BIN_EXE_tickfan"))
+        .args([
+            "serve",
+            "--feed-listen",
+            "127.0.0.1:0",
+            "--sub-listen",
+            "127.0.0.1:0",
+            "--quiet",
+        ])
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("binary runs");
+    // Wait for the engine to say it is serving, then signal it by its pid.
+    let mut err = BufReader::new(child.stderr.take().unwrap());
+    let mut line = String::new();
+    while !line.contains("tickfan serving") {
+        line.clear();
+        assert!(
+            err.read_line(&mut line).unwrap() > 0,
+            "engine exited before serving"
+        );
+    }
+    let status = Command::new("kill")
+        .args(["-TERM", &child.id().to_string()])
+        .status()
+        .unwrap();
+    assert!(status.success());
+    let out = child.wait_with_output().unwrap();
+    assert_eq!(out.status.code(), Some(0));
+    let stdout = String::from_utf8(out.stdout).unwrap();
+    assert!(stdout.contains("tickfan final report"), "{stdout}");
+}
