@@ -31,6 +31,7 @@ use crate::metrics::{Stage, StageRecorder};
 use crate::slots::SlotWriter;
 use crate::symbols::SymbolInterner;
 use crate::sys::clock::{wall_ns, MonoClock};
+use crate::sys::net::{accept_one, Accepted};
 use crate::tick::SlotValue;
 
 const LISTENER: Token = Token(usize::MAX - 1);
@@ -184,46 +185,46 @@ impl FeedLoop {
 
     fn accept_all(&mut self) {
         loop {
-            match self.listener.accept() {
-                Ok((mut stream, peer)) => {
-                    let c = &self.ingest.counters.feed;
-                    if self.conns.len() >= self.settings.max_conns {
-                        bump(&c.connections_refused, 1);
-                        let _ = stream.write(b"ERR too many feed connections\n");
-                        log::warn!(
-                            "feed connection from {peer} refused: limit of {} reached",
-                            self.settings.max_conns
-                        );
-                        continue;
-                    }
-                    let entry = self.conns.vacant_entry();
-                    let token = Token(entry.key());
-                    if let Err(e) =
-                        self.poll
-                            .registry()
-                            .register(&mut stream, token, Interest::READABLE)
-                    {
-                        log::warn!("feed connection from {peer}: register failed: {e}");
-                        continue;
-                    }
-                    let _ = stream.set_nodelay(true);
-                    entry.insert(FeedConn {
-                        stream,
-                        peer: peer_name(peer),
-                        reader: LineReader::new(self.settings.max_line_len, READ_CHUNK),
-                    });
-                    bump(&c.connections_accepted, 1);
-                    set(&c.connections_open, self.conns.len() as u64);
-                }
-                Err(e) if e.kind() == ErrorKind::WouldBlock => return,
-                Err(e) if e.kind() == ErrorKind::Interrupted => continue,
-                Err(e) => {
-                    // EMFILE and friends: keep serving the open connections.
+            match accept_one(&self.listener) {
+                Accepted::Conn(stream, peer) => self.admit(stream, peer),
+                Accepted::Drained => return,
+                Accepted::Failed(e) => {
                     log::warn!("feed accept failed: {e}");
                     return;
                 }
             }
         }
+    }
+
+    fn admit(&mut self, mut stream: TcpStream, peer: SocketAddr) {
+        let c = &self.ingest.counters.feed;
+        if self.conns.len() >= self.settings.max_conns {
+            bump(&c.connections_refused, 1);
+            let _ = stream.write(b"ERR too many feed connections\n");
+            log::warn!(
+                "feed connection from {peer} refused: limit of {} reached",
+                self.settings.max_conns
+            );
+            return;
+        }
+        let entry = self.conns.vacant_entry();
+        let token = Token(entry.key());
+        if let Err(e) = self
+            .poll
+            .registry()
+            .register(&mut stream, token, Interest::READABLE)
+        {
+            log::warn!("feed connection from {peer}: register failed: {e}");
+            return;
+        }
+        let _ = stream.set_nodelay(true);
+        entry.insert(FeedConn {
+            stream,
+            peer: peer.to_string(),
+            reader: LineReader::new(self.settings.max_line_len, READ_CHUNK),
+        });
+        bump(&c.connections_accepted, 1);
+        set(&c.connections_open, self.conns.len() as u64);
     }
 
     /// Reads one connection for a turn; returns the ticks it produced.
@@ -339,8 +340,4 @@ impl Ingest {
             bump(&f.dlq_handoff_dropped, 1);
         }
     }
-}
-
-fn peer_name(addr: SocketAddr) -> String {
-    addr.to_string()
 }

@@ -21,7 +21,9 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 use std::time::Duration;
 
-use mio::net::TcpListener;
+use std::net::SocketAddr;
+
+use mio::net::{TcpListener, TcpStream};
 use mio::{Events, Interest, Poll, Token};
 use parking_lot::Mutex;
 use slab::Slab;
@@ -39,6 +41,7 @@ use crate::publish::session::{ReadOutcome, Session};
 use crate::slots::SlotReader;
 use crate::symbols::{SymbolId, SymbolTable};
 use crate::sys::clock::MonoClock;
+use crate::sys::net::{accept_one, Accepted};
 
 const LISTENER: Token = Token(usize::MAX - 1);
 /// Token of the waker the feed (new data) and the runtime (stop) use.
@@ -254,52 +257,50 @@ impl Publisher {
 
     fn accept_all(&mut self) {
         loop {
-            match self.listener.accept() {
-                Ok((mut stream, peer)) => {
-                    let p = &self.counters.publish;
-                    if self.sessions.len() >= self.settings.max_conns {
-                        bump(&p.subscribers_refused, 1);
-                        let _ = std::io::Write::write(
-                            &mut stream,
-                            b"-ERR max number of clients reached\r\n",
-                        );
-                        log::warn!(
-                            "subscriber from {peer} refused: limit of {} reached",
-                            self.settings.max_conns
-                        );
-                        continue;
-                    }
-                    let entry = self.sessions.vacant_entry();
-                    let key = entry.key();
-                    if let Err(e) = self.poll.registry().register(
-                        &mut stream,
-                        Token(key),
-                        Interest::READABLE | Interest::WRITABLE,
-                    ) {
-                        log::warn!("subscriber from {peer}: register failed: {e}");
-                        continue;
-                    }
-                    let _ = stream.set_nodelay(true);
-                    let id = self.next_session_id;
-                    self.next_session_id += 1;
-                    entry.insert(Session::new(
-                        id,
-                        stream,
-                        peer.to_string(),
-                        self.settings.hwm,
-                        self.table.capacity(),
-                    ));
-                    bump(&p.subscribers_accepted, 1);
-                    set(&p.subscribers_open, self.sessions.len() as u64);
-                }
-                Err(e) if e.kind() == ErrorKind::WouldBlock => return,
-                Err(e) if e.kind() == ErrorKind::Interrupted => continue,
-                Err(e) => {
+            match accept_one(&self.listener) {
+                Accepted::Conn(stream, peer) => self.admit(stream, peer),
+                Accepted::Drained => return,
+                Accepted::Failed(e) => {
                     log::warn!("subscriber accept failed: {e}");
                     return;
                 }
             }
         }
+    }
+
+    fn admit(&mut self, mut stream: TcpStream, peer: SocketAddr) {
+        let p = &self.counters.publish;
+        if self.sessions.len() >= self.settings.max_conns {
+            bump(&p.subscribers_refused, 1);
+            let _ = std::io::Write::write(&mut stream, b"-ERR max number of clients reached\r\n");
+            log::warn!(
+                "subscriber from {peer} refused: limit of {} reached",
+                self.settings.max_conns
+            );
+            return;
+        }
+        let entry = self.sessions.vacant_entry();
+        let key = entry.key();
+        if let Err(e) = self.poll.registry().register(
+            &mut stream,
+            Token(key),
+            Interest::READABLE | Interest::WRITABLE,
+        ) {
+            log::warn!("subscriber from {peer}: register failed: {e}");
+            return;
+        }
+        let _ = stream.set_nodelay(true);
+        let id = self.next_session_id;
+        self.next_session_id += 1;
+        entry.insert(Session::new(
+            id,
+            stream,
+            peer.to_string(),
+            self.settings.hwm,
+            self.table.capacity(),
+        ));
+        bump(&p.subscribers_accepted, 1);
+        set(&p.subscribers_open, self.sessions.len() as u64);
     }
 
     /// Reads and handles commands of one session while its output buffer is

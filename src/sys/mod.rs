@@ -3,4 +3,5 @@
 
 pub mod affinity;
 pub mod clock;
+pub mod net;
 pub mod signals;
