@@ -23,6 +23,7 @@ pub mod config;
 pub mod dlq;
 pub mod error;
 pub mod feed;
+pub mod fills;
 pub mod idle;
 pub mod metrics;
 pub mod protocol;
