@@ -1,6 +1,8 @@
-//! No allocation per tick: with a counting global allocator, a steady flow
-//! of ticks through feed → slot → publisher → subscriber buffer → socket
-//! allocates nothing once warmed up.
+//! No allocation per tick, and memory bounded by configuration: with a
+//! counting global allocator, a steady flow of ticks through feed → slot →
+//! publisher → subscriber buffer → socket allocates nothing once warmed up,
+//! and a stalled subscriber under a full-speed feed does not grow the
+//! engine's live heap.
 //!
 //! Its own test binary, so the counting allocator sees only this test. The
 //! client side of the test allocates nothing during the measured window
@@ -10,8 +12,8 @@
 use std::alloc::{GlobalAlloc, Layout, System};
 use std::io::{Read, Write};
 use std::net::TcpStream;
-use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
-use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, AtomicI64, AtomicU64, Ordering};
+use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use tickfan::config::Config;
@@ -20,21 +22,28 @@ use tickfan::runtime::Engine;
 struct Counting;
 
 static ALLOCS: AtomicU64 = AtomicU64::new(0);
+/// Bytes currently allocated (allocations minus frees).
+static LIVE: AtomicI64 = AtomicI64::new(0);
+/// The tests measure process-wide counters: run them one at a time.
+static SERIAL: Mutex<()> = Mutex::new(());
 
 // SAFETY: forwards every call unchanged to the system allocator; it only
 // counts allocations on the side.
 unsafe impl GlobalAlloc for Counting {
     unsafe fn alloc(&self, layout: Layout) -> *mut u8 {
         ALLOCS.fetch_add(1, Ordering::Relaxed);
+        LIVE.fetch_add(layout.size() as i64, Ordering::Relaxed);
         // SAFETY: same contract as our caller's.
         unsafe { System.alloc(layout) }
     }
     unsafe fn dealloc(&self, ptr: *mut u8, layout: Layout) {
+        LIVE.fetch_sub(layout.size() as i64, Ordering::Relaxed);
         // SAFETY: same contract as our caller's.
         unsafe { System.dealloc(ptr, layout) }
     }
     unsafe fn realloc(&self, ptr: *mut u8, layout: Layout, new_size: usize) -> *mut u8 {
         ALLOCS.fetch_add(1, Ordering::Relaxed);
+        LIVE.fetch_add(new_size as i64 - layout.size() as i64, Ordering::Relaxed);
         // SAFETY: same contract as our caller's.
         unsafe { System.realloc(ptr, layout, new_size) }
     }
@@ -56,10 +65,16 @@ fn wait_until(mut cond: impl FnMut() -> bool) {
 
 /// One batch: ROUNDS ticks of each of SYMBOLS symbols, built up front.
 fn batch(first_round: usize) -> Vec<u8> {
+    batch_of(first_round, SYMBOLS, ROUNDS)
+}
+
+fn batch_of(first_round: usize, symbols: usize, rounds: usize) -> Vec<u8> {
     let mut out = Vec::new();
-    for r in first_round..first_round + ROUNDS {
-        for s in 0..SYMBOLS {
-            out.extend_from_slice(format!("{r},S{s:02},1.{r:05},2.{r:05},1000000,5\n").as_bytes());
+    for r in first_round..first_round + rounds {
+        for s in 0..symbols {
+            out.extend_from_slice(
+                format!("{r},SYMBOL-WITH-LONG-NAME{s:03},1.{r:05},2.{r:05},1000000,5\n").as_bytes(),
+            );
         }
     }
     out
@@ -67,6 +82,7 @@ fn batch(first_round: usize) -> Vec<u8> {
 
 #[test]
 fn steady_ticks_allocate_nothing() {
+    let _serial = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
     let config = Config {
         // No periodic work inside the measured window.
         report_interval: Duration::from_secs(3600),
@@ -133,5 +149,67 @@ fn steady_ticks_allocate_nothing() {
     assert_eq!(
         allocs, 0,
         "{allocs} allocations for {n} ticks ({updates} published updates)"
+    );
+}
+
+#[test]
+fn a_stalled_subscriber_under_a_full_speed_feed_does_not_grow_the_heap() {
+    let _serial = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
+    const HWM: usize = 64 * 1024;
+    let config = Config {
+        sub_hwm: HWM,
+        report_interval: Duration::from_secs(3600),
+        ..Config::ephemeral()
+    };
+    let engine = Engine::start(&config).unwrap();
+    let c = Arc::clone(engine.counters());
+    let valid = move || c.feed.ticks_valid.load(Ordering::Relaxed);
+    let c = Arc::clone(engine.counters());
+    let taken = move || {
+        c.publish.published.load(Ordering::Relaxed) + c.publish.conflated.load(Ordering::Relaxed)
+    };
+    let c = Arc::clone(engine.counters());
+    let sub_conflations = move || c.publish.subscriber_conflations.load(Ordering::Relaxed);
+
+    // Subscribes to everything, then never reads again.
+    let mut stalled = TcpStream::connect(engine.subscriber_addr()).unwrap();
+    stalled.write_all(b"PSUBSCRIBE *\r\n").unwrap();
+    let mut confirmation = [0u8; 8];
+    stalled.read_exact(&mut confirmation).unwrap();
+    let mut feed = TcpStream::connect(engine.feed_addr()).unwrap();
+
+    // Phase 1: until the stalled subscriber is conflated (kernel buffers and
+    // its own buffer are full), then everything is warm.
+    const BIG_SYMBOLS: usize = 1_000;
+    let per_batch = BIG_SYMBOLS as u64;
+    let mut sent = 0u64;
+    let mut round = 1;
+    while sub_conflations() == 0 {
+        assert!(round < 5_000, "the subscriber never stalled");
+        // One tick per symbol: every one is published (nothing conflates
+        // in the slots), so the stalled socket fills quickly.
+        feed.write_all(&batch_of(round, BIG_SYMBOLS, 1)).unwrap();
+        sent += per_batch;
+        round += 1;
+        wait_until(|| valid() == sent && taken() == sent);
+    }
+    let more: Vec<Vec<u8>> = (0..10)
+        .map(|i| batch_of(round + i, BIG_SYMBOLS, 1))
+        .collect();
+    let live_before = LIVE.load(Ordering::Relaxed);
+
+    // Phase 2: ten more batches at full speed into the stalled subscriber.
+    for b in &more {
+        feed.write_all(b).unwrap();
+        sent += per_batch;
+    }
+    wait_until(|| valid() == sent && taken() == sent);
+    let growth = LIVE.load(Ordering::Relaxed) - live_before;
+    drop(stalled);
+    drop(engine);
+    assert!(
+        growth <= 0,
+        "the heap grew by {growth} bytes while a stalled subscriber received {} more ticks",
+        10 * BIG_SYMBOLS
     );
 }

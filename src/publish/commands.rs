@@ -94,6 +94,7 @@ pub fn handle_buffered(sess: &mut Session, key: SubKey, ctx: &mut CommandCtx<'_>
     sess.inbuf = inbuf;
     sess.args = args;
     sess.consume_input(pos);
+    sess.buf.note_level();
     out
 }
 

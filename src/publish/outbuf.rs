@@ -6,8 +6,8 @@
 //! the buffer drains, the publisher sends the latest value of each pending
 //! symbol, oldest mark first. So a slow subscriber never receives an older
 //! value after a newer one, and its memory is bounded by the mark (plus one
-//! command's replies), a bitset of `max_symbols` bits and a list of at most
-//! `max_symbols` ids.
+//! command's replies), a bitset of `max_symbols` bits and, from its first
+//! slow episode on, a list of `max_symbols` entries (16 bytes each).
 //!
 //! Single owner: the publisher thread. No socket here, so the policy is
 //! tested and benchmarked on its own.
@@ -54,7 +54,9 @@ pub struct SubscriberBuffer {
     /// Bit `id` set ⇔ `id` is in `pending`.
     pending_bits: Vec<u64>,
     /// Pending ids with the monotonic ns they were marked, oldest first.
+    /// Empty until the first slow episode, then `max_symbols` capacity.
     pending: VecDeque<(SymbolId, u64)>,
+    max_symbols: usize,
     /// Figures.
     pub stats: BufferStats,
 }
@@ -71,6 +73,7 @@ impl SubscriberBuffer {
             hwm,
             pending_bits: vec![0; max_symbols.div_ceil(64)],
             pending: VecDeque::new(),
+            max_symbols,
             stats: BufferStats::default(),
         }
     }
@@ -91,6 +94,14 @@ impl SubscriberBuffer {
     pub fn replies(&mut self) -> &mut Vec<u8> {
         self.compact_for(1024);
         &mut self.out
+    }
+
+    /// Records the current level in `max_buffered` (after replies were appended).
+    pub fn note_level(&mut self) {
+        let b = self.buffered() as u64;
+        if b > self.stats.max_buffered {
+            self.stats.max_buffered = b;
+        }
     }
 
     /// Makes room for `extra` bytes by reclaiming the written prefix instead
@@ -134,10 +145,7 @@ impl SubscriberBuffer {
         self.out.extend_from_slice(prefix);
         self.out.extend_from_slice(tail);
         self.stats.frames += 1;
-        let b = self.buffered() as u64;
-        if b > self.stats.max_buffered {
-            self.stats.max_buffered = b;
-        }
+        self.note_level();
     }
 
     /// True when `id` waits to be sent as a latest value.
@@ -152,6 +160,11 @@ impl SubscriberBuffer {
     fn mark_pending(&mut self, id: SymbolId, now_ns: u64) {
         let i = id as usize;
         if let Some(w) = self.pending_bits.get_mut(i / 64) {
+            if self.pending.capacity() == 0 {
+                // First slow episode: take the whole bound at once, so a slow
+                // subscriber's memory never grows after this.
+                self.pending.reserve_exact(self.max_symbols);
+            }
             *w |= 1 << (i % 64);
             self.pending.push_back((id, now_ns));
         }

@@ -11,6 +11,7 @@
 
 mod cli;
 mod fanout;
+mod faults;
 mod poison;
 mod protocol;
 mod recorded_data;
