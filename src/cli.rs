@@ -15,6 +15,9 @@ use crate::idle::IdleStrategy;
 /// Flags of `tickfan serve`.
 #[derive(Debug, Clone, Args)]
 pub struct ServeArgs {
+    /// Read flags from this TOML file first (keys are flag names: `max-symbols = 20000`); flags on the command line win.
+    #[arg(long, value_name = "FILE")]
+    pub config: Option<PathBuf>,
     /// Address feeds connect to (CSV tick lines).
     #[arg(long, value_name = "ADDR", default_value = DEFAULT_FEED_ADDR)]
     pub feed_listen: SocketAddr,
@@ -91,6 +94,88 @@ pub fn parse_pin(s: &str) -> Result<PinPlan, String> {
     Ok(plan)
 }
 
+/// Why a configuration file was refused.
+#[derive(Debug, thiserror::Error)]
+pub enum ConfigFileError {
+    /// The file cannot be read.
+    #[error("config file {path}: {source}")]
+    Read {
+        /// The file.
+        path: String,
+        /// The OS error.
+        source: std::io::Error,
+    },
+    /// The file is not valid TOML.
+    #[error("config file {path}: {message}")]
+    Syntax {
+        /// The file.
+        path: String,
+        /// The parser's message, one line.
+        message: String,
+    },
+    /// A key that is not a flag of `tickfan serve`.
+    #[error(
+        "config file {path}: unknown key '{key}' (keys are the flag names of `tickfan serve`)"
+    )]
+    UnknownKey {
+        /// The file.
+        path: String,
+        /// The key.
+        key: String,
+    },
+    /// A value that is not a string, number or boolean.
+    #[error("config file {path}: key '{key}' must be a string, a number or a boolean")]
+    BadValue {
+        /// The file.
+        path: String,
+        /// The key.
+        key: String,
+    },
+}
+
+/// Turns a TOML file of `flag = value` pairs into command-line arguments
+/// (`--flag=value`; `true` → `--flag`, `false` → nothing) for `tickfan
+/// serve`. `known` lists the long flag names. Keys may use `-` or `_`.
+///
+/// # Errors
+/// An unreadable file, bad TOML, an unknown key, or a table/array value.
+pub fn config_file_args(
+    path: &std::path::Path,
+    known: &[String],
+) -> Result<Vec<String>, ConfigFileError> {
+    let shown = path.display().to_string();
+    let text = std::fs::read_to_string(path).map_err(|source| ConfigFileError::Read {
+        path: shown.clone(),
+        source,
+    })?;
+    let table: toml::Table =
+        text.parse()
+            .map_err(|e: toml::de::Error| ConfigFileError::Syntax {
+                path: shown.clone(),
+                message: e.message().replace('\n', " "),
+            })?;
+    let mut args = Vec::new();
+    for (key, value) in table {
+        let flag = key.replace('_', "-");
+        if flag == "config" || !known.iter().any(|k| *k == flag) {
+            return Err(ConfigFileError::UnknownKey { path: shown, key });
+        }
+        let text = match value {
+            toml::Value::String(s) => s,
+            toml::Value::Integer(i) => i.to_string(),
+            toml::Value::Float(f) => f.to_string(),
+            toml::Value::Boolean(true) => {
+                args.push(format!("--{flag}"));
+                continue;
+            }
+            toml::Value::Boolean(false) => continue,
+            _ => return Err(ConfigFileError::BadValue { path: shown, key }),
+        };
+        args.push(format!("--{flag}={text}"));
+    }
+    Ok(args)
+}
+
 impl ServeArgs {
     /// The validated configuration.
     ///
@@ -122,6 +207,48 @@ impl ServeArgs {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    fn known() -> Vec<String> {
+        ["max-symbols", "quiet", "pin", "duration"]
+            .iter()
+            .map(|s| s.to_string())
+            .collect()
+    }
+
+    #[test]
+    fn config_file_becomes_flags_and_names_bad_keys() {
+        let dir = tempfile::tempdir().unwrap();
+        let p = dir.path().join("t.toml");
+        std::fs::write(
+            &p,
+            "max_symbols = 20000\nquiet = true\npin = \"feed=0\"\nduration = \"5s\"\n",
+        )
+        .unwrap();
+        let mut args = config_file_args(&p, &known()).unwrap();
+        args.sort();
+        assert_eq!(
+            args,
+            [
+                "--duration=5s",
+                "--max-symbols=20000",
+                "--pin=feed=0",
+                "--quiet"
+            ]
+        );
+        std::fs::write(&p, "max-symbolz = 1\n").unwrap();
+        let e = config_file_args(&p, &known()).unwrap_err().to_string();
+        assert!(e.contains("unknown key 'max-symbolz'"), "{e}");
+        std::fs::write(&p, "pin = [1, 2]\n").unwrap();
+        assert!(config_file_args(&p, &known())
+            .unwrap_err()
+            .to_string()
+            .contains("key 'pin'"));
+        std::fs::write(&p, "= nope").unwrap();
+        assert!(matches!(
+            config_file_args(&p, &known()),
+            Err(ConfigFileError::Syntax { .. })
+        ));
+    }
 
     #[test]
     fn pin_plan_parses_and_refuses_clearly() {

@@ -19,7 +19,7 @@ mod tools;
 
 /// tickfan: in-memory market-data fan-out engine (TCP ticks in, Redis pub/sub out).
 #[derive(Debug, Parser)]
-#[command(name = "tickfan", version, about, long_about = None)]
+#[command(name = "tickfan", version, about, long_about = None, args_override_self = true)]
 struct Cli {
     #[command(subcommand)]
     command: Command,
@@ -36,7 +36,14 @@ enum Command {
 }
 
 fn main() -> ExitCode {
-    let cli = match Cli::try_parse() {
+    let args = match expand_config_file(std::env::args().collect()) {
+        Ok(a) => a,
+        Err(msg) => {
+            eprintln!("tickfan: {msg}");
+            return ExitCode::from(2);
+        }
+    };
+    let cli = match Cli::try_parse_from(args) {
         Ok(c) => c,
         Err(e) => return usage_error(e),
     };
@@ -68,6 +75,35 @@ pub enum Failure {
     Usage(String),
     /// Something failed while running (exit 1).
     Runtime(String),
+}
+
+/// `tickfan serve --config FILE …`: inserts the file's flags right after
+/// `serve`, before the command-line flags, so the command line wins (clap
+/// lets a later occurrence override an earlier one).
+fn expand_config_file(args: Vec<String>) -> Result<Vec<String>, String> {
+    let Some(serve) = args.iter().position(|a| a == "serve") else {
+        return Ok(args);
+    };
+    let mut path = None;
+    for (i, a) in args.iter().enumerate().skip(serve + 1) {
+        if a == "--config" {
+            path = args.get(i + 1).cloned();
+        } else if let Some(p) = a.strip_prefix("--config=") {
+            path = Some(p.to_string());
+        }
+    }
+    let Some(path) = path else { return Ok(args) };
+    let cmd = <ServeArgs as clap::Args>::augment_args(clap::Command::new("serve"));
+    let known: Vec<String> = cmd
+        .get_arguments()
+        .filter_map(|a| a.get_long().map(str::to_string))
+        .collect();
+    let extra = tickfan::cli::config_file_args(std::path::Path::new(&path), &known)
+        .map_err(|e| e.to_string())?;
+    let mut out = args[..=serve].to_vec();
+    out.extend(extra);
+    out.extend_from_slice(&args[serve + 1..]);
+    Ok(out)
 }
 
 fn usage_error(e: clap::Error) -> ExitCode {

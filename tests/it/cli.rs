@@ -121,3 +121,49 @@ fn sigterm_stops_the_engine_with_the_final_report() {
     let stdout = String::from_utf8(out.stdout).unwrap();
     assert!(stdout.contains("tickfan final report"), "{stdout}");
 }
+
+#[test]
+fn a_config_file_sets_flags_the_command_line_wins_and_bad_keys_are_named() {
+    let dir = tempfile::tempdir().unwrap();
+    let cfg = dir.path().join("tickfan.toml");
+    std::fs::write(
+        &cfg,
+        "feed-listen = \"127.0.0.1:0\"\nsub_listen = \"127.0.0.1:0\"\nduration = \"10m\"\nquiet = true\nmax-symbols = 5\n",
+    )
+    .unwrap();
+    // The file says 10 minutes; the command line says 200 ms and wins.
+    let out = tickfan(&[
+        "serve",
+        "--config",
+        cfg.to_str().unwrap(),
+        "--duration",
+        "200ms",
+    ]);
+    assert_eq!(
+        out.status.code(),
+        Some(0),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert!(String::from_utf8(out.stdout)
+        .unwrap()
+        .contains("tickfan final report"));
+
+    std::fs::write(&cfg, "max-symbols = 0\n").unwrap();
+    let out = tickfan(&["serve", "--config", cfg.to_str().unwrap()]);
+    assert_eq!(out.status.code(), Some(2));
+    let err = String::from_utf8(out.stderr).unwrap();
+    assert!(
+        err.contains("--max-symbols") && err.lines().count() == 1,
+        "{err}"
+    );
+
+    std::fs::write(&cfg, "max-symbolz = 5\n").unwrap();
+    let out = tickfan(&["serve", "--config", cfg.to_str().unwrap()]);
+    assert_eq!(out.status.code(), Some(2));
+    let err = String::from_utf8(out.stderr).unwrap();
+    assert!(
+        err.contains("unknown key 'max-symbolz'") && err.lines().count() == 1,
+        "{err}"
+    );
+}
