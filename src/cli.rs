@@ -157,7 +157,7 @@ pub fn config_file_args(
     let mut args = Vec::new();
     for (key, value) in table {
         let flag = key.replace('_', "-");
-        if flag == "config" || !known.iter().any(|k| *k == flag) {
+        if flag == "config" || !known.contains(&flag) {
             return Err(ConfigFileError::UnknownKey { path: shown, key });
         }
         let text = match value {
