@@ -18,6 +18,7 @@
 //! the tests use it.
 #![deny(missing_docs, missing_debug_implementations)]
 
+pub mod admin;
 pub mod cli;
 pub mod config;
 pub mod dlq;

@@ -16,6 +16,7 @@ use std::thread::JoinHandle;
 use mio::{Poll, Waker};
 use parking_lot::Mutex;
 
+use crate::admin::{AdminServer, AdminState};
 use crate::config::Config;
 use crate::dlq::{Dlq, DlqConfig, DlqStore};
 use crate::error::StartError;
@@ -47,6 +48,7 @@ pub struct Engine {
     reporter: Option<Reporter>,
     dlq: Option<Dlq>,
     totals: Arc<Totals>,
+    admin: Option<AdminServer>,
 }
 
 fn bind(what: &'static str, addr: SocketAddr) -> Result<mio::net::TcpListener, StartError> {
@@ -104,6 +106,22 @@ impl Engine {
             source,
         })?;
         let dlq_store = Arc::clone(dlq.store());
+        // Bound before any hot thread starts: a failure here leaves nothing running.
+        let admin = AdminServer::start(
+            config.admin_addr,
+            AdminState {
+                counters: Arc::clone(&counters),
+                totals: Arc::clone(&totals),
+                subscribers: Arc::clone(&subscribers),
+                dlq: Arc::clone(&dlq_store),
+                started: std::time::Instant::now(),
+            },
+        )
+        .map_err(|source| StartError::Bind {
+            what: "admin",
+            addr: config.admin_addr,
+            source,
+        })?;
 
         let (interner, symbols) = SymbolInterner::new(config.max_symbols);
         let (slot_writer, slot_reader) = slots(config.max_symbols);
@@ -178,7 +196,10 @@ impl Engine {
                 feed.run();
             })
             .map_err(os("feed thread"))?;
-        log::info!("feed listening on {feed_addr}, subscribers on {sub_addr}");
+        log::info!(
+            "feed listening on {feed_addr}, subscribers on {sub_addr}, admin on http://{}",
+            admin.addr()
+        );
 
         Ok(Engine {
             feed_addr,
@@ -196,12 +217,21 @@ impl Engine {
             reporter: Some(reporter),
             dlq: Some(dlq),
             totals,
+            admin: Some(admin),
         })
     }
 
     /// Where feeds connect.
     pub fn feed_addr(&self) -> SocketAddr {
         self.feed_addr
+    }
+
+    /// Where the admin endpoint listens (HTTP).
+    pub fn admin_addr(&self) -> SocketAddr {
+        self.admin
+            .as_ref()
+            .map(AdminServer::addr)
+            .unwrap_or(self.feed_addr)
     }
 
     /// Where subscribers connect.
@@ -240,6 +270,9 @@ impl Engine {
     }
 
     fn shutdown(&mut self) -> FinalReport {
+        if let Some(a) = self.admin.take() {
+            a.stop();
+        }
         self.feed_stop.store(true, Ordering::Release);
         let _ = self.feed_waker.wake();
         if let Some(h) = self.feed.take() {

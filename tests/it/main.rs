@@ -9,6 +9,7 @@
 //! - `recorded_data`: the real recorded ticks in `../shared/data/`, every line accounted for
 //! - `cli`: flags, exit codes, one-line errors of the binary
 
+mod admin;
 mod cli;
 mod fanout;
 mod faults;

@@ -1,0 +1,167 @@
+//! The admin HTTP server thread.
+
+use std::net::SocketAddr;
+use std::sync::Arc;
+use std::thread::JoinHandle;
+use std::time::Instant;
+
+use parking_lot::Mutex;
+use tiny_http::{Header, Method, Request, Response, Server};
+
+use super::prometheus::{render, Scrape};
+use crate::dlq::DlqStore;
+use crate::metrics::report::SubscriberStats;
+use crate::metrics::reporter::Totals;
+use crate::metrics::Counters;
+
+/// What the endpoint reads.
+#[derive(Debug, Clone)]
+pub struct AdminState {
+    /// Every counter.
+    pub counters: Arc<Counters>,
+    /// Merged stage histograms.
+    pub totals: Arc<Totals>,
+    /// Per-subscriber figures.
+    pub subscribers: Arc<Mutex<Vec<SubscriberStats>>>,
+    /// Dead letters.
+    pub dlq: Arc<DlqStore>,
+    /// Engine start.
+    pub started: Instant,
+}
+
+/// A running admin server.
+pub struct AdminServer {
+    server: Arc<Server>,
+    addr: SocketAddr,
+    handle: Option<JoinHandle<()>>,
+}
+
+impl std::fmt::Debug for AdminServer {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("AdminServer")
+            .field("addr", &self.addr)
+            .finish()
+    }
+}
+
+/// Most dead letters one `/dlq` page returns.
+pub const DLQ_PAGE_MAX: usize = 1_000;
+
+impl AdminServer {
+    /// Binds `addr` and serves on a thread of its own.
+    ///
+    /// # Errors
+    /// When the address cannot be bound or the thread cannot start.
+    pub fn start(addr: SocketAddr, state: AdminState) -> std::io::Result<AdminServer> {
+        let server = Arc::new(Server::http(addr).map_err(std::io::Error::other)?);
+        let addr = server
+            .server_addr()
+            .to_ip()
+            .ok_or_else(|| std::io::Error::other("admin server has no IP address"))?;
+        let s = Arc::clone(&server);
+        let handle = std::thread::Builder::new()
+            .name("tickfan-admin".into())
+            .spawn(move || {
+                for req in s.incoming_requests() {
+                    serve(req, &state);
+                }
+            })?;
+        Ok(AdminServer {
+            server,
+            addr,
+            handle: Some(handle),
+        })
+    }
+
+    /// The bound address.
+    pub fn addr(&self) -> SocketAddr {
+        self.addr
+    }
+
+    /// Stops accepting and joins the thread.
+    pub fn stop(mut self) {
+        self.shutdown();
+    }
+
+    fn shutdown(&mut self) {
+        self.server.unblock();
+        if let Some(h) = self.handle.take() {
+            let _ = h.join();
+        }
+    }
+}
+
+impl Drop for AdminServer {
+    fn drop(&mut self) {
+        self.shutdown();
+    }
+}
+
+fn header(k: &str, v: &str) -> Header {
+    Header::from_bytes(k.as_bytes(), v.as_bytes()).expect("static header")
+}
+
+fn query(url: &str, key: &str) -> Option<usize> {
+    let q = url.split_once('?')?.1;
+    q.split('&')
+        .filter_map(|kv| kv.split_once('='))
+        .find(|(k, _)| *k == key)
+        .and_then(|(_, v)| v.parse().ok())
+}
+
+fn serve(req: Request, st: &AdminState) {
+    let path = req.url().split('?').next().unwrap_or("").to_string();
+    let (code, ctype, body) = match (req.method(), path.as_str()) {
+        (Method::Get, "/health") => (200, "text/plain", "ok\n".to_string()),
+        (Method::Get, "/metrics") => {
+            let counters = st.counters.snapshot();
+            let stages = st.totals.summaries();
+            let subs = st.subscribers.lock().clone();
+            let body = render(&Scrape {
+                counters: &counters,
+                stages: &stages,
+                subscribers: &subs,
+                dlq_size: st.dlq.len() as u64,
+                uptime_s: st.started.elapsed().as_secs_f64(),
+            });
+            (200, "text/plain; version=0.0.4", body)
+        }
+        (Method::Get, "/report") => {
+            let report = serde_json::json!({
+                "uptime_s": st.started.elapsed().as_secs_f64(),
+                "counters": st.counters.snapshot(),
+                "stages": st.totals.summaries(),
+                "subscribers": *st.subscribers.lock(),
+                "dlq_size": st.dlq.len(),
+            });
+            (200, "application/json", report.to_string())
+        }
+        (Method::Get, "/dlq") => {
+            let offset = query(req.url(), "offset").unwrap_or(0);
+            let limit = query(req.url(), "limit").unwrap_or(100).min(DLQ_PAGE_MAX);
+            let all = st.dlq.recent(usize::MAX);
+            let page: Vec<_> = all.iter().skip(offset).take(limit).collect();
+            let body = serde_json::json!({
+                "total_in_memory": all.len(),
+                "evicted": st.dlq.evicted(),
+                "offset": offset,
+                "limit": limit,
+                "counts_by_reason": st.dlq.counts_by_reason(),
+                "records": page,
+            });
+            (200, "application/json", body.to_string())
+        }
+        (_, "/health" | "/metrics" | "/report" | "/dlq") => {
+            (405, "text/plain", "method not allowed\n".to_string())
+        }
+        _ => (
+            404,
+            "text/plain",
+            "not found: try /metrics, /report, /health, /dlq\n".to_string(),
+        ),
+    };
+    let resp = Response::from_string(body)
+        .with_status_code(code)
+        .with_header(header("Content-Type", ctype));
+    let _ = req.respond(resp);
+}

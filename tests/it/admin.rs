@@ -1,0 +1,127 @@
+//! The admin endpoint: Prometheus metrics that parse and move with traffic,
+//! JSON report, health, dead letters.
+
+use std::io::{Read, Write};
+use std::net::{SocketAddr, TcpStream};
+
+use crate::util::{engine, tick, wait_until, Feed, Sub, DEADLINE};
+
+/// A plain HTTP/1.1 request; returns (status, body).
+pub fn http(addr: SocketAddr, method: &str, path: &str) -> (u16, String) {
+    let mut s = TcpStream::connect(addr).unwrap();
+    s.set_read_timeout(Some(DEADLINE)).unwrap();
+    write!(
+        s,
+        "{method} {path} HTTP/1.1\r\nHost: x\r\nConnection: close\r\nContent-Length: 0\r\n\r\n"
+    )
+    .unwrap();
+    let mut raw = String::new();
+    s.read_to_string(&mut raw).unwrap();
+    let status = raw[9..12].parse().unwrap();
+    let body = raw
+        .split_once("\r\n\r\n")
+        .map(|(_, b)| b.to_string())
+        .unwrap_or_default();
+    (status, body)
+}
+
+fn scrape(addr: SocketAddr) -> prometheus_parse::Scrape {
+    let (status, body) = http(addr, "GET", "/metrics");
+    assert_eq!(status, 200);
+    let lines = body.lines().map(|l| Ok(l.to_string()));
+    prometheus_parse::Scrape::parse(lines).expect("valid Prometheus text")
+}
+
+fn value(s: &prometheus_parse::Scrape, name: &str, label: Option<(&str, &str)>) -> f64 {
+    s.samples
+        .iter()
+        .find(|x| x.metric == name && label.is_none_or(|(k, v)| x.labels.get(k) == Some(v)))
+        .map(|x| match x.value {
+            prometheus_parse::Value::Counter(v)
+            | prometheus_parse::Value::Gauge(v)
+            | prometheus_parse::Value::Untyped(v) => v,
+            _ => f64::NAN,
+        })
+        .unwrap_or_else(|| panic!("{name} {label:?} missing"))
+}
+
+#[test]
+fn metrics_parse_and_counters_move_with_traffic() {
+    let e = engine();
+    let admin = e.admin_addr();
+    let before = scrape(admin);
+    assert_eq!(value(&before, "tickfan_ticks_received_total", None), 0.0);
+    assert!(
+        before.docs.contains_key("tickfan_ticks_received_total"),
+        "HELP lines present"
+    );
+
+    let mut s = Sub::connect(e.subscriber_addr());
+    s.subscribe(&["M"]);
+    let mut feed = Feed::connect(e.feed_addr());
+    feed.lines(&[&tick(1, "M", "1", "2"), "bad line", &tick(2, "M", "1", "2")]);
+    s.until_latest(&[("M".to_string(), 2)].into());
+    wait_until("figures refreshed", || {
+        let sc = scrape(admin);
+        value(&sc, "tickfan_subscribers", None) == 1.0
+            && value(&sc, "tickfan_dlq_size", None) == 1.0
+            && sc.samples.iter().any(|x| {
+                x.metric == "tickfan_stage_latency_seconds_count"
+                    && x.labels.get("stage") == Some("engine_e2e")
+                    && matches!(x.value, prometheus_parse::Value::Untyped(v) if v > 0.0)
+            })
+    });
+    let after = scrape(admin);
+    assert_eq!(value(&after, "tickfan_ticks_received_total", None), 3.0);
+    assert_eq!(value(&after, "tickfan_ticks_valid_total", None), 2.0);
+    assert_eq!(
+        value(
+            &after,
+            "tickfan_poison_total",
+            Some(("reason", "wrong_field_count"))
+        ),
+        1.0
+    );
+    assert!(value(&after, "tickfan_subscriber_bytes_total", None) > 0.0);
+    let e2e = after
+        .samples
+        .iter()
+        .find(|x| {
+            x.metric == "tickfan_stage_latency_seconds"
+                && x.labels.get("stage") == Some("engine_e2e")
+        })
+        .expect("engine_e2e summary");
+    match &e2e.value {
+        prometheus_parse::Value::Summary(qs) => {
+            let p99 = qs.iter().find(|q| q.quantile == 0.99).expect("p99").count;
+            assert!(p99 > 0.0 && p99 < 60.0, "p99 {p99} s");
+        }
+        other => panic!("expected a summary, got {other:?}"),
+    }
+}
+
+#[test]
+fn report_health_and_dlq_pages() {
+    let e = engine();
+    let admin = e.admin_addr();
+    assert_eq!(http(admin, "GET", "/health"), (200, "ok\n".to_string()));
+    let mut feed = Feed::connect(e.feed_addr());
+    let bad: Vec<String> = (0..5).map(|i| format!("bad {i}")).collect();
+    let refs: Vec<&str> = bad.iter().map(|s| s.as_str()).collect();
+    feed.lines(&refs);
+    wait_until("dead letters stored", || e.dlq().len() == 5);
+    let (status, body) = http(admin, "GET", "/dlq?offset=1&limit=2");
+    assert_eq!(status, 200);
+    let v: serde_json::Value = serde_json::from_str(&body).unwrap();
+    assert_eq!(v["total_in_memory"], 5);
+    assert_eq!(v["counts_by_reason"]["wrong_field_count"], 5);
+    let recs = v["records"].as_array().unwrap();
+    assert_eq!(recs.len(), 2);
+    assert_eq!(recs[0]["raw"], "bad 1");
+    let (status, body) = http(admin, "GET", "/report");
+    assert_eq!(status, 200);
+    let v: serde_json::Value = serde_json::from_str(&body).unwrap();
+    assert_eq!(v["counters"]["poison_total"], 5);
+    assert_eq!(http(admin, "GET", "/nope").0, 404);
+    assert_eq!(http(admin, "POST", "/metrics").0, 405);
+}
