@@ -38,6 +38,8 @@ fn timed_run_prints_the_final_report() {
         "127.0.0.1:0",
         "--sub-listen",
         "127.0.0.1:0",
+        "--admin-listen",
+        "127.0.0.1:0",
         "--duration",
         "300ms",
         "--report-interval",
@@ -128,7 +130,7 @@ fn a_config_file_sets_flags_the_command_line_wins_and_bad_keys_are_named() {
     let cfg = dir.path().join("tickfan.toml");
     std::fs::write(
         &cfg,
-        "feed-listen = \"127.0.0.1:0\"\nsub_listen = \"127.0.0.1:0\"\nduration = \"10m\"\nquiet = true\nmax-symbols = 5\n",
+        "feed-listen = \"127.0.0.1:0\"\nsub_listen = \"127.0.0.1:0\"\nadmin-listen = \"127.0.0.1:0\"\nduration = \"10m\"\nquiet = true\nmax-symbols = 5\n",
     )
     .unwrap();
     // The file says 10 minutes; the command line says 200 ms and wins.
