@@ -97,6 +97,8 @@ fn sigterm_stops_the_engine_with_the_final_report() {
             "127.0.0.1:0",
             "--sub-listen",
             "127.0.0.1:0",
+            "--admin-listen",
+            "127.0.0.1:0",
             "--quiet",
         ])
         .stdout(Stdio::piped())
