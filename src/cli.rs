@@ -63,6 +63,12 @@ pub struct ServeArgs {
     /// Append every dead letter to this JSON-lines file.
     #[arg(long, value_name = "PATH")]
     pub dlq_file: Option<PathBuf>,
+    /// Raise the `subscriber_stale` alert when a subscriber is this far behind.
+    #[arg(long, value_name = "DURATION", value_parser = humantime::parse_duration, default_value = "1s")]
+    pub alert_staleness: Duration,
+    /// Raise the `dlq_growth` alert above this many dead letters per second.
+    #[arg(long, value_name = "PER_SEC", default_value_t = 100.0)]
+    pub alert_dlq_rate: f64,
     /// Also write the final report as JSON to this file.
     #[arg(long, value_name = "PATH")]
     pub report_json: Option<PathBuf>,
@@ -198,6 +204,8 @@ impl ServeArgs {
             print_intervals: !self.quiet,
             dlq_capacity: self.dlq_capacity,
             dlq_file: self.dlq_file.clone(),
+            alert_staleness: self.alert_staleness,
+            alert_dlq_rate: self.alert_dlq_rate,
         };
         c.validate()?;
         Ok(c)

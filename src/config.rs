@@ -57,6 +57,10 @@ pub struct Config {
     pub dlq_capacity: usize,
     /// JSON-lines file every dead letter is appended to.
     pub dlq_file: Option<PathBuf>,
+    /// A subscriber this far behind raises the `subscriber_stale` alert.
+    pub alert_staleness: Duration,
+    /// Dead letters per second that raise the `dlq_growth` alert.
+    pub alert_dlq_rate: f64,
 }
 
 impl Default for Config {
@@ -77,6 +81,8 @@ impl Default for Config {
             print_intervals: true,
             dlq_capacity: 10_000,
             dlq_file: None,
+            alert_staleness: Duration::from_secs(1),
+            alert_dlq_rate: 100.0,
         }
     }
 }
@@ -123,6 +129,12 @@ impl Config {
             return Err(E::Invalid {
                 flag: "--report-interval",
                 why: "must be at least 10ms".into(),
+            });
+        }
+        if !(self.alert_dlq_rate.is_finite() && self.alert_dlq_rate >= 0.0) {
+            return Err(E::Invalid {
+                flag: "--alert-dlq-rate",
+                why: "must be a non-negative number".into(),
             });
         }
         if self.duration == Some(Duration::ZERO) {

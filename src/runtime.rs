@@ -21,6 +21,7 @@ use crate::config::Config;
 use crate::dlq::{Dlq, DlqConfig, DlqStore};
 use crate::error::StartError;
 use crate::feed::ingest::{FeedLoop, FeedSettings, STOP_WAKER};
+use crate::metrics::alerts::{AlertLimits, Alerts};
 use crate::metrics::report::SubscriberStats;
 use crate::metrics::reporter::{Reporter, ReporterInputs, Totals};
 use crate::metrics::{Counters, FinalReport, Stage, StageRecorder};
@@ -80,7 +81,16 @@ impl Engine {
         let publish_stop = Arc::new(AtomicBool::new(false));
         let clock = MonoClock::new();
 
+        let alerts = Alerts::new(AlertLimits {
+            fill_ratio: 0.8,
+            max_symbols: config.max_symbols as u64,
+            max_conns: config.max_conns_per_port as u64,
+            staleness: config.alert_staleness,
+            dlq_per_sec: config.alert_dlq_rate,
+        });
+        let alert_gauges = Arc::clone(alerts.gauges());
         let (reporter, link) = Reporter::spawn(ReporterInputs {
+            alerts,
             counters: Arc::clone(&counters),
             subscribers: Arc::clone(&subscribers),
             print_intervals: config.print_intervals,
@@ -114,6 +124,7 @@ impl Engine {
                 totals: Arc::clone(&totals),
                 subscribers: Arc::clone(&subscribers),
                 dlq: Arc::clone(&dlq_store),
+                alerts: alert_gauges,
                 started: std::time::Instant::now(),
             },
         )

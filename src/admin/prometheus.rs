@@ -6,6 +6,7 @@
 
 use std::fmt::Write;
 
+use crate::metrics::alerts::{Alert, AlertGauges};
 use crate::metrics::report::{StageSummary, SubscriberStats};
 use crate::metrics::CountersSnapshot;
 
@@ -20,6 +21,8 @@ pub struct Scrape<'a> {
     pub subscribers: &'a [SubscriberStats],
     /// Dead letters in memory now.
     pub dlq_size: u64,
+    /// Alert states.
+    pub alerts: &'a AlertGauges,
     /// Seconds since start.
     pub uptime_s: f64,
 }
@@ -191,6 +194,24 @@ pub fn render(s: &Scrape<'_>) -> String {
         "Dead letters held in memory.",
         s.dlq_size,
     );
+    o.one(
+        "tickfan_dirty_queue_depth",
+        "gauge",
+        "Symbols waiting for the publisher.",
+        c.dirty_depth,
+    );
+    o.head(
+        "tickfan_alert",
+        "gauge",
+        "1 while an alert is active (raised before a bound is reached).",
+    );
+    for a in Alert::ALL {
+        o.labelled(
+            "tickfan_alert",
+            &[("name", a.as_str())],
+            u64::from(s.alerts.is_active(a)),
+        );
+    }
 
     o.head(
         "tickfan_subscriber_backlog_bytes",

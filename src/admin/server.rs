@@ -10,6 +10,7 @@ use tiny_http::{Header, Method, Request, Response, Server};
 
 use super::prometheus::{render, Scrape};
 use crate::dlq::DlqStore;
+use crate::metrics::alerts::{Alert, AlertGauges};
 use crate::metrics::report::SubscriberStats;
 use crate::metrics::reporter::Totals;
 use crate::metrics::Counters;
@@ -25,6 +26,8 @@ pub struct AdminState {
     pub subscribers: Arc<Mutex<Vec<SubscriberStats>>>,
     /// Dead letters.
     pub dlq: Arc<DlqStore>,
+    /// Alert states.
+    pub alerts: Arc<AlertGauges>,
     /// Engine start.
     pub started: Instant,
 }
@@ -122,6 +125,7 @@ fn serve(req: Request, st: &AdminState) {
                 stages: &stages,
                 subscribers: &subs,
                 dlq_size: st.dlq.len() as u64,
+                alerts: &st.alerts,
                 uptime_s: st.started.elapsed().as_secs_f64(),
             });
             (200, "text/plain; version=0.0.4", body)
@@ -133,6 +137,7 @@ fn serve(req: Request, st: &AdminState) {
                 "stages": st.totals.summaries(),
                 "subscribers": *st.subscribers.lock(),
                 "dlq_size": st.dlq.len(),
+                "alerts": Alert::ALL.iter().filter(|a| st.alerts.is_active(**a)).map(|a| a.as_str()).collect::<Vec<_>>(),
             });
             (200, "application/json", report.to_string())
         }

@@ -83,6 +83,8 @@ pub struct PublishCounters {
     pub command_errors: AtomicU64,
     /// Gauge: bytes buffered for all subscribers now.
     pub buffered_bytes: AtomicU64,
+    /// Gauge: symbol ids waiting in the dirty queue (set once per publisher turn).
+    pub dirty_depth: AtomicU64,
 }
 
 /// Every counter of one engine.
@@ -135,6 +137,8 @@ pub struct CountersSnapshot {
     pub commands: (u64, u64),
     /// Bytes buffered for subscribers now.
     pub buffered_bytes: u64,
+    /// Symbols waiting in the dirty queue.
+    pub dirty_depth: u64,
     /// Dead letters stored / dropped at hand-off.
     pub dlq: (u64, u64),
 }
@@ -177,6 +181,7 @@ impl Counters {
             slow_episodes: get(&p.slow_episodes),
             commands: (get(&p.commands), get(&p.command_errors)),
             buffered_bytes: get(&p.buffered_bytes),
+            dirty_depth: get(&p.dirty_depth),
             dlq: (get(&self.dlq_stored), get(&f.dlq_handoff_dropped)),
         }
     }

@@ -5,6 +5,7 @@
 //! them to the reporter at interval boundaries; counters are atomics with a
 //! single writer each.
 
+pub mod alerts;
 pub mod counters;
 pub mod recorder;
 pub mod report;

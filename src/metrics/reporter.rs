@@ -13,6 +13,7 @@ use crossbeam_channel::{Receiver, RecvTimeoutError, Sender};
 use hdrhistogram::Histogram;
 use parking_lot::Mutex;
 
+use super::alerts::{AlertInputs, Alerts};
 use super::counters::Counters;
 use super::recorder::{IntervalSample, RecorderLink};
 use super::report::{FinalReport, StageSummary, SubscriberStats};
@@ -47,8 +48,10 @@ impl Totals {
 }
 
 /// Where the reporter reads the live state it prints.
-#[derive(Debug, Clone)]
+#[derive(Debug)]
 pub struct ReporterInputs {
+    /// Alerts evaluated every interval.
+    pub alerts: Alerts,
     /// Every counter.
     pub counters: Arc<Counters>,
     /// Per-subscriber figures, refreshed by the publisher.
@@ -108,7 +111,7 @@ fn run(
     rx: Receiver<IntervalSample>,
     pool: Sender<Histogram<u64>>,
     totals: Arc<Totals>,
-    inputs: ReporterInputs,
+    mut inputs: ReporterInputs,
 ) -> FinalReport {
     let start = Instant::now();
     let mut interval: Vec<Histogram<u64>> = Stage::ALL.iter().map(|_| new_histogram()).collect();
@@ -130,9 +133,18 @@ fn run(
         }
         let now = Instant::now();
         if now >= next_tick {
+            let snap = inputs.counters.snapshot();
+            let secs = now.duration_since(last_at).as_secs_f64().max(1e-9);
+            {
+                let subs = inputs.subscribers.lock();
+                inputs.alerts.evaluate(&AlertInputs {
+                    now: &snap,
+                    before: &last,
+                    secs,
+                    subscribers: &subs,
+                });
+            }
             if inputs.print_intervals {
-                let snap = inputs.counters.snapshot();
-                let secs = now.duration_since(last_at).as_secs_f64().max(1e-9);
                 let e2e = StageSummary::from_histogram(
                     Stage::EngineE2e,
                     &interval[Stage::EngineE2e.index()],
@@ -150,9 +162,9 @@ fn run(
                     e2e.p99_us,
                     e2e.max_us,
                 );
-                last = snap;
-                last_at = now;
             }
+            last = snap;
+            last_at = now;
             for h in &mut interval {
                 h.reset();
             }

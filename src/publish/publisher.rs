@@ -388,6 +388,10 @@ impl Publisher {
     /// Takes dirty updates and fans them out; returns how many were published.
     fn drain_slots(&mut self) -> usize {
         let t_pick = self.clock.now_ns();
+        set(
+            &self.counters.publish.dirty_depth,
+            self.slots.dirty_len() as u64,
+        );
         let budget = self.rate.available(t_pick);
         let mut published = 0;
         self.batch_recv.clear();

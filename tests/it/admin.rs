@@ -125,3 +125,64 @@ fn report_health_and_dlq_pages() {
     assert_eq!(http(admin, "GET", "/nope").0, 404);
     assert_eq!(http(admin, "POST", "/metrics").0, 405);
 }
+
+fn alert(addr: SocketAddr, name: &str) -> f64 {
+    value(&scrape(addr), "tickfan_alert", Some(("name", name)))
+}
+
+#[test]
+fn alerts_start_before_a_bound_and_clear() {
+    use crate::util::engine_with;
+    let e = engine_with(|c| {
+        c.max_symbols = 10;
+        c.alert_dlq_rate = 20.0;
+        c.alert_staleness = std::time::Duration::from_millis(1);
+        c.sub_hwm = 4096;
+    });
+    let admin = e.admin_addr();
+    assert_eq!(alert(admin, "symbols_near_limit"), 0.0);
+    let mut feed = Feed::connect(e.feed_addr());
+    // 8 of 10 symbols: 80 % of the bound, before any is refused.
+    let lines: Vec<String> = (0..8)
+        .map(|i| tick(1, &format!("S{i}"), "1", "2"))
+        .collect();
+    let refs: Vec<&str> = lines.iter().map(|s| s.as_str()).collect();
+    feed.lines(&refs);
+    wait_until("symbols_near_limit starts", || {
+        alert(admin, "symbols_near_limit") == 1.0
+    });
+    assert_eq!(
+        e.counters()
+            .poison(tickfan::feed::poison::PoisonReason::SymbolLimit),
+        0
+    );
+
+    // A burst of poison raises dlq_growth; a quiet interval clears it.
+    let bad = vec!["poison"; 500];
+    feed.lines(&bad);
+    wait_until("dlq_growth starts", || alert(admin, "dlq_growth") == 1.0);
+    wait_until("dlq_growth clears", || alert(admin, "dlq_growth") == 0.0);
+
+    // A subscriber that stops reading goes stale; when it drains it clears.
+    let mut slow = Sub::connect(e.subscriber_addr());
+    slow.psubscribe(&["*"]);
+    let mut round = 1u64;
+    while alert(admin, "subscriber_stale") == 0.0 {
+        assert!(round < 10_000_000, "never went stale");
+        // Enough per check to fill the kernel's socket buffers quickly.
+        let mut lines = Vec::new();
+        for _ in 0..2_000 {
+            round += 1;
+            for i in 0..8 {
+                lines.push(tick(round, &format!("S{i}"), &format!("1.{round:07}"), "2"));
+            }
+        }
+        let refs: Vec<&str> = lines.iter().map(|s| s.as_str()).collect();
+        feed.lines(&refs);
+    }
+    let want = (0..8).map(|i| (format!("S{i}"), round)).collect();
+    slow.until_latest(&want);
+    wait_until("subscriber_stale clears", || {
+        alert(admin, "subscriber_stale") == 0.0
+    });
+}

@@ -1,0 +1,250 @@
+//! Alerts: warnings raised *before* a bound is reached.
+//!
+//! Evaluated by the reporter once per report interval from the counters and
+//! the per-subscriber figures. Each alert is logged once when it starts and
+//! once when it clears (never once per event), and its state is a gauge
+//! (1 = active) that `/metrics` exports as `tickfan_alert{name="…"}`.
+
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::Arc;
+use std::time::Duration;
+
+use super::counters::CountersSnapshot;
+use super::report::SubscriberStats;
+
+/// The alerts the engine raises.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum Alert {
+    /// Symbols interned reached `pct`% of `--max-symbols` (new symbols will be dead-lettered soon).
+    SymbolsNearLimit,
+    /// The publisher's dirty queue holds `pct`% of its capacity (the publisher is falling behind).
+    DirtyQueueHigh,
+    /// Feed or subscriber connections reached `pct`% of `--max-conns`.
+    ConnectionsNearLimit,
+    /// A subscriber's oldest missed symbol is older than the staleness threshold.
+    SubscriberStale,
+    /// Dead letters arrive faster than the rate threshold.
+    DlqGrowth,
+}
+
+impl Alert {
+    /// Number of alerts.
+    pub const COUNT: usize = 5;
+    /// Every alert, in gauge-index order.
+    pub const ALL: [Alert; Alert::COUNT] = [
+        Alert::SymbolsNearLimit,
+        Alert::DirtyQueueHigh,
+        Alert::ConnectionsNearLimit,
+        Alert::SubscriberStale,
+        Alert::DlqGrowth,
+    ];
+
+    /// Stable snake-case name (log lines, metric label).
+    pub const fn as_str(self) -> &'static str {
+        match self {
+            Alert::SymbolsNearLimit => "symbols_near_limit",
+            Alert::DirtyQueueHigh => "dirty_queue_high",
+            Alert::ConnectionsNearLimit => "connections_near_limit",
+            Alert::SubscriberStale => "subscriber_stale",
+            Alert::DlqGrowth => "dlq_growth",
+        }
+    }
+}
+
+/// Thresholds.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct AlertLimits {
+    /// Fraction of a bound that raises its alert (default 0.8).
+    pub fill_ratio: f64,
+    /// Configured maximum symbols.
+    pub max_symbols: u64,
+    /// Configured maximum connections per port.
+    pub max_conns: u64,
+    /// Subscriber staleness that raises `subscriber_stale`.
+    pub staleness: Duration,
+    /// Dead letters per second that raise `dlq_growth`.
+    pub dlq_per_sec: f64,
+}
+
+/// Alert gauges, written by the reporter (single writer), read by `/metrics`.
+#[derive(Debug, Default)]
+pub struct AlertGauges {
+    active: [AtomicU64; Alert::COUNT],
+}
+
+impl AlertGauges {
+    /// Whether `a` is active now.
+    pub fn is_active(&self, a: Alert) -> bool {
+        self.active[a as usize].load(Ordering::Relaxed) == 1
+    }
+}
+
+/// What one evaluation reads.
+#[derive(Debug, Clone, Copy)]
+pub struct AlertInputs<'a> {
+    /// Counters now.
+    pub now: &'a CountersSnapshot,
+    /// Counters at the previous evaluation.
+    pub before: &'a CountersSnapshot,
+    /// Seconds between the two.
+    pub secs: f64,
+    /// Subscriber figures now.
+    pub subscribers: &'a [SubscriberStats],
+}
+
+/// A start or a clear.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Transition {
+    /// Which alert.
+    pub alert: Alert,
+    /// True when it started, false when it cleared.
+    pub active: bool,
+    /// The figure that decided, for the log line.
+    pub detail: String,
+}
+
+/// The evaluator: remembers which alerts are active.
+#[derive(Debug)]
+pub struct Alerts {
+    limits: AlertLimits,
+    gauges: Arc<AlertGauges>,
+}
+
+impl Alerts {
+    /// An evaluator with every alert clear.
+    pub fn new(limits: AlertLimits) -> Self {
+        Alerts {
+            limits,
+            gauges: Arc::new(AlertGauges::default()),
+        }
+    }
+
+    /// The gauges, for `/metrics`.
+    pub fn gauges(&self) -> &Arc<AlertGauges> {
+        &self.gauges
+    }
+
+    /// Evaluates every alert; logs and returns the transitions.
+    pub fn evaluate(&mut self, i: &AlertInputs<'_>) -> Vec<Transition> {
+        let l = &self.limits;
+        let n = i.now;
+        let near = |v: u64, bound: u64| bound > 0 && v as f64 >= l.fill_ratio * bound as f64;
+        let stalest = i
+            .subscribers
+            .iter()
+            .filter(|s| s.connected)
+            .map(|s| s.staleness_us)
+            .max()
+            .unwrap_or(0);
+        let dlq_rate = (n.dlq.0 + n.dlq.1).saturating_sub(i.before.dlq.0 + i.before.dlq.1) as f64
+            / i.secs.max(1e-9);
+        let conns = n.feed_connections.2.max(n.subscriber_connections.2);
+        let checks: [(Alert, bool, String); Alert::COUNT] = [
+            (
+                Alert::SymbolsNearLimit,
+                near(n.symbols, l.max_symbols),
+                format!("{} of {} symbols", n.symbols, l.max_symbols),
+            ),
+            (
+                Alert::DirtyQueueHigh,
+                near(n.dirty_depth, l.max_symbols),
+                format!(
+                    "{} of {} symbols waiting for the publisher",
+                    n.dirty_depth, l.max_symbols
+                ),
+            ),
+            (
+                Alert::ConnectionsNearLimit,
+                near(conns, l.max_conns),
+                format!("{conns} of {} connections on one port", l.max_conns),
+            ),
+            (
+                Alert::SubscriberStale,
+                stalest > l.staleness.as_micros() as u64,
+                format!("stalest subscriber {:.3} s behind", stalest as f64 / 1e6),
+            ),
+            (
+                Alert::DlqGrowth,
+                dlq_rate > l.dlq_per_sec,
+                format!("{dlq_rate:.0} dead letters/s"),
+            ),
+        ];
+        let mut out = Vec::new();
+        for (alert, on, detail) in checks {
+            if self.gauges.is_active(alert) != on {
+                self.gauges.active[alert as usize].store(u64::from(on), Ordering::Relaxed);
+                if on {
+                    log::warn!("alert {} started: {detail}", alert.as_str());
+                } else {
+                    log::info!("alert {} cleared: {detail}", alert.as_str());
+                }
+                out.push(Transition {
+                    alert,
+                    active: on,
+                    detail,
+                });
+            }
+        }
+        out
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn limits() -> AlertLimits {
+        AlertLimits {
+            fill_ratio: 0.8,
+            max_symbols: 10,
+            max_conns: 100,
+            staleness: Duration::from_secs(1),
+            dlq_per_sec: 10.0,
+        }
+    }
+
+    #[test]
+    fn each_alert_starts_once_and_clears_once() {
+        let mut a = Alerts::new(limits());
+        let quiet = CountersSnapshot::default();
+        let busy = CountersSnapshot {
+            symbols: 8,
+            dirty_depth: 9,
+            subscriber_connections: (80, 0, 80),
+            dlq: (50, 0),
+            ..CountersSnapshot::default()
+        };
+        let stale = [SubscriberStats {
+            connected: true,
+            staleness_us: 2_000_000,
+            ..SubscriberStats::default()
+        }];
+        let on = AlertInputs {
+            now: &busy,
+            before: &quiet,
+            secs: 1.0,
+            subscribers: &stale,
+        };
+        let t = a.evaluate(&on);
+        assert_eq!(t.len(), Alert::COUNT);
+        assert!(t.iter().all(|t| t.active));
+        assert!(Alert::ALL.iter().all(|x| a.gauges().is_active(*x)));
+        assert!(
+            a.evaluate(&on).is_empty(),
+            "still active: logged once, not again"
+        );
+        let off = AlertInputs {
+            now: &busy,
+            before: &busy,
+            secs: 1.0,
+            subscribers: &[],
+        };
+        let t = a.evaluate(&off);
+        let cleared: Vec<Alert> = t.iter().filter(|t| !t.active).map(|t| t.alert).collect();
+        assert_eq!(cleared, vec![Alert::SubscriberStale, Alert::DlqGrowth]);
+        assert!(
+            a.gauges().is_active(Alert::SymbolsNearLimit),
+            "symbols never shrink"
+        );
+    }
+}
