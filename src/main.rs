@@ -28,7 +28,7 @@ struct Cli {
 #[derive(Debug, Subcommand)]
 enum Command {
     /// Run the engine.
-    Serve(ServeArgs),
+    Serve(Box<ServeArgs>),
     /// Send a tick file to a feed port over TCP.
     Replay(tools::replay::ReplayArgs),
     /// Run the engine, a replay and subscribers in one process, then print a p99 report.
