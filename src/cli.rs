@@ -8,6 +8,7 @@ use std::time::Duration;
 
 use clap::Args;
 
+use crate::auth::Token;
 use crate::config::{Config, PinPlan, DEFAULT_ADMIN_ADDR, DEFAULT_FEED_ADDR, DEFAULT_SUB_ADDR};
 use crate::error::ConfigError;
 use crate::idle::IdleStrategy;
@@ -39,6 +40,9 @@ pub struct ServeArgs {
     /// Subscriber output buffer high-water mark in bytes; past it the subscriber is conflated on its own.
     #[arg(long, value_name = "BYTES", default_value_t = 256 * 1024)]
     pub sub_hwm: usize,
+    /// Most channels + patterns one subscriber may hold; more are refused with an error.
+    #[arg(long, value_name = "N", default_value_t = 10_000)]
+    pub max_subscriptions: usize,
     /// Most updates per second the publisher sends (0 = unlimited); conflation absorbs the rest.
     #[arg(long, value_name = "PER_SEC", default_value_t = 0)]
     pub max_publish_rate: u64,
@@ -69,6 +73,12 @@ pub struct ServeArgs {
     /// Raise the `dlq_growth` alert above this many dead letters per second.
     #[arg(long, value_name = "PER_SEC", default_value_t = 100.0)]
     pub alert_dlq_rate: f64,
+    /// File holding the shared-secret token feeds, subscribers (RESP AUTH) and the admin endpoint (Bearer) must present.
+    #[arg(long, value_name = "PATH")]
+    pub token_file: Option<PathBuf>,
+    /// Close connections that have not authenticated within this time.
+    #[arg(long, value_name = "DURATION", value_parser = humantime::parse_duration, default_value = "5s")]
+    pub auth_timeout: Duration,
     /// Also write the final report as JSON to this file.
     #[arg(long, value_name = "PATH")]
     pub report_json: Option<PathBuf>,
@@ -196,6 +206,7 @@ impl ServeArgs {
             max_line_len: self.max_line_len,
             max_conns_per_port: self.max_conns,
             sub_hwm: self.sub_hwm,
+            max_subscriptions: self.max_subscriptions,
             max_publish_rate: self.max_publish_rate,
             pin: self.pin.unwrap_or_default(),
             idle: self.idle,
@@ -206,6 +217,14 @@ impl ServeArgs {
             dlq_file: self.dlq_file.clone(),
             alert_staleness: self.alert_staleness,
             alert_dlq_rate: self.alert_dlq_rate,
+            token: match &self.token_file {
+                Some(p) => Some(Token::from_file(p).map_err(|e| ConfigError::Invalid {
+                    flag: "--token-file",
+                    why: e.to_string(),
+                })?),
+                None => None,
+            },
+            auth_timeout: self.auth_timeout,
         };
         c.validate()?;
         Ok(c)

@@ -5,6 +5,7 @@ use std::net::SocketAddr;
 use std::path::PathBuf;
 use std::time::Duration;
 
+use crate::auth::Token;
 use crate::idle::IdleStrategy;
 
 /// Default feed listen address.
@@ -40,6 +41,8 @@ pub struct Config {
     pub max_conns_per_port: usize,
     /// Subscriber output buffer high-water mark, bytes.
     pub sub_hwm: usize,
+    /// Most channels + patterns one subscriber may hold.
+    pub max_subscriptions: usize,
     /// Most updates per second the publisher takes from the slots (0 = unlimited).
     pub max_publish_rate: u64,
     /// Thread pinning.
@@ -61,6 +64,10 @@ pub struct Config {
     pub alert_staleness: Duration,
     /// Dead letters per second that raise the `dlq_growth` alert.
     pub alert_dlq_rate: f64,
+    /// Shared secret every feed, subscriber and admin client must present.
+    pub token: Option<Token>,
+    /// A connection that has not authenticated by then is closed.
+    pub auth_timeout: Duration,
 }
 
 impl Default for Config {
@@ -73,6 +80,7 @@ impl Default for Config {
             max_line_len: 256,
             max_conns_per_port: 1_024,
             sub_hwm: 256 * 1024,
+            max_subscriptions: 10_000,
             max_publish_rate: 0,
             pin: PinPlan::default(),
             idle: IdleStrategy::Park,
@@ -83,6 +91,8 @@ impl Default for Config {
             dlq_file: None,
             alert_staleness: Duration::from_secs(1),
             alert_dlq_rate: 100.0,
+            token: None,
+            auth_timeout: Duration::from_secs(5),
         }
     }
 }
@@ -124,6 +134,12 @@ impl Config {
         range("--max-line-len", self.max_line_len as u64, 64, 1 << 20)?;
         range("--max-conns", self.max_conns_per_port as u64, 1, 1_000_000)?;
         range("--sub-hwm", self.sub_hwm as u64, 1024, 1 << 30)?;
+        range(
+            "--max-subscriptions",
+            self.max_subscriptions as u64,
+            1,
+            10_000_000,
+        )?;
         range("--dlq-capacity", self.dlq_capacity as u64, 1, 10_000_000)?;
         if self.report_interval < Duration::from_millis(10) {
             return Err(E::Invalid {
@@ -135,6 +151,12 @@ impl Config {
             return Err(E::Invalid {
                 flag: "--alert-dlq-rate",
                 why: "must be a non-negative number".into(),
+            });
+        }
+        if self.auth_timeout < Duration::from_millis(10) {
+            return Err(E::Invalid {
+                flag: "--auth-timeout",
+                why: "must be at least 10ms".into(),
             });
         }
         if self.duration == Some(Duration::ZERO) {

@@ -19,6 +19,7 @@
 #![deny(missing_docs, missing_debug_implementations)]
 
 pub mod admin;
+pub mod auth;
 pub mod cli;
 pub mod config;
 pub mod dlq;

@@ -68,6 +68,17 @@ impl Engine {
     /// cannot be opened, or a thread/poller the OS refuses.
     pub fn start(config: &Config) -> Result<Engine, StartError> {
         config.validate()?;
+        for (what, addr) in [
+            ("feed", config.feed_addr),
+            ("subscriber", config.sub_addr),
+            ("admin", config.admin_addr),
+        ] {
+            if !addr.ip().is_loopback() && config.token.is_none() {
+                log::warn!(
+                    "{what} listener on {addr} is reachable beyond this host and no --token-file is set: anyone who can connect can use it"
+                );
+            }
+        }
         let feed_listener = bind("feed", config.feed_addr)?;
         let sub_listener = bind("subscribers", config.sub_addr)?;
         let feed_addr = feed_listener.local_addr().map_err(os("feed listener"))?;
@@ -125,6 +136,7 @@ impl Engine {
                 subscribers: Arc::clone(&subscribers),
                 dlq: Arc::clone(&dlq_store),
                 alerts: alert_gauges,
+                token: config.token.clone(),
                 started: std::time::Instant::now(),
             },
         )
@@ -168,6 +180,9 @@ impl Engine {
                 max_rate: config.max_publish_rate,
                 idle: config.idle,
                 stats_interval_ns: interval_ns,
+                token: config.token.clone(),
+                auth_timeout_ns: config.auth_timeout.as_nanos() as u64,
+                max_subscriptions: config.max_subscriptions,
             },
             Arc::clone(&subscribers),
             Arc::clone(&publish_stop),
@@ -187,6 +202,8 @@ impl Engine {
                 max_line_len: config.max_line_len,
                 max_conns: config.max_conns_per_port,
                 idle: config.idle,
+                token: config.token.clone(),
+                auth_timeout_ns: config.auth_timeout.as_nanos() as u64,
             },
             Arc::clone(&feed_stop),
         )

@@ -9,6 +9,7 @@ use parking_lot::Mutex;
 use tiny_http::{Header, Method, Request, Response, Server};
 
 use super::prometheus::{render, Scrape};
+use crate::auth::Token;
 use crate::dlq::DlqStore;
 use crate::metrics::alerts::{Alert, AlertGauges};
 use crate::metrics::report::SubscriberStats;
@@ -28,6 +29,8 @@ pub struct AdminState {
     pub dlq: Arc<DlqStore>,
     /// Alert states.
     pub alerts: Arc<AlertGauges>,
+    /// Bearer token every route but `/health` requires, if any.
+    pub token: Option<Token>,
     /// Engine start.
     pub started: Instant,
 }
@@ -112,8 +115,25 @@ fn query(url: &str, key: &str) -> Option<usize> {
         .and_then(|(_, v)| v.parse().ok())
 }
 
+/// True when the request carries the bearer token (or none is required).
+fn authorized(req: &Request, st: &AdminState) -> bool {
+    let Some(token) = &st.token else { return true };
+    req.headers()
+        .iter()
+        .find(|h| h.field.equiv("Authorization"))
+        .and_then(|h| h.value.as_str().strip_prefix("Bearer "))
+        .is_some_and(|t| token.verify(t.trim().as_bytes()))
+}
+
 fn serve(req: Request, st: &AdminState) {
     let path = req.url().split('?').next().unwrap_or("").to_string();
+    if path != "/health" && !authorized(&req, st) {
+        let resp = Response::from_string("unauthorized: send Authorization: Bearer <token>\n")
+            .with_status_code(401)
+            .with_header(header("WWW-Authenticate", "Bearer"));
+        let _ = req.respond(resp);
+        return;
+    }
     let (code, ctype, body) = match (req.method(), path.as_str()) {
         (Method::Get, "/health") => (200, "text/plain", "ok\n".to_string()),
         (Method::Get, "/metrics") => {

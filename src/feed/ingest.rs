@@ -11,6 +11,7 @@
 //! turn, then put back on a ready list, so one flooding feed cannot starve
 //! the others.
 
+use std::collections::VecDeque;
 use std::io::{ErrorKind, Write};
 use std::net::SocketAddr;
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -21,6 +22,7 @@ use mio::net::{TcpListener, TcpStream};
 use mio::{Events, Interest, Poll, Token, Waker};
 use slab::Slab;
 
+use crate::auth::Token as AuthToken;
 use crate::dlq::{DeadLetter, DlqSender};
 use crate::feed::lines::{LineEvent, LineReader};
 use crate::feed::parse::{parse_line, Line};
@@ -50,6 +52,10 @@ pub struct FeedSettings {
     pub max_conns: usize,
     /// What to do when a turn found nothing.
     pub idle: IdleStrategy,
+    /// Token every feed must present first (`AUTH <token>` line), if any.
+    pub token: Option<AuthToken>,
+    /// Close a feed that has not authenticated by then.
+    pub auth_timeout_ns: u64,
 }
 
 /// Everything the feed thread owns.
@@ -62,6 +68,9 @@ pub struct FeedLoop {
     ready: Vec<Token>,
     /// This turn's connections (swapped with `ready`; both keep their capacity).
     turn: Vec<Token>,
+    /// Connections waiting to authenticate: (deadline, key, serial), in deadline order.
+    pending_auth: VecDeque<(u64, Token, u64)>,
+    next_serial: u64,
     ingest: Ingest,
     settings: FeedSettings,
     stop: Arc<AtomicBool>,
@@ -72,6 +81,37 @@ struct FeedConn {
     stream: TcpStream,
     peer: String,
     reader: LineReader,
+    /// Never reused: tells a connection from a later one on the same slab key.
+    serial: u64,
+    /// False until the `AUTH` line passed (true from the start without a token).
+    authed: bool,
+}
+
+/// The first line of a feed when a token is required.
+enum AuthStep {
+    /// No complete line yet.
+    NeedMore,
+    /// The token matched.
+    Passed,
+    /// Refused: send this line and close.
+    Refused(&'static [u8]),
+}
+
+fn authenticate(reader: &mut LineReader, token: &AuthToken) -> AuthStep {
+    match reader.next_line() {
+        None => AuthStep::NeedMore,
+        Some(LineEvent::Line(line)) => {
+            let line = line.strip_suffix(b"\r").unwrap_or(line);
+            match line.strip_prefix(b"AUTH ") {
+                Some(t) if token.verify(t) => AuthStep::Passed,
+                Some(_) => AuthStep::Refused(b"ERR invalid token\n"),
+                None => {
+                    AuthStep::Refused(b"ERR authentication required: send AUTH <token> first\n")
+                }
+            }
+        }
+        Some(LineEvent::TooLong { .. }) => AuthStep::Refused(b"ERR invalid token\n"),
+    }
 }
 
 /// The per-line work, apart from the sockets (so a line reader can be
@@ -124,6 +164,8 @@ impl FeedLoop {
             conns: Slab::with_capacity(settings.max_conns.min(1024)),
             ready: Vec::with_capacity(settings.max_conns.min(1024)),
             turn: Vec::with_capacity(settings.max_conns.min(1024)),
+            pending_auth: VecDeque::new(),
+            next_serial: 1,
             ingest: Ingest {
                 interner,
                 slots,
@@ -178,6 +220,7 @@ impl FeedLoop {
             }
             self.turn.clear();
             let now = self.ingest.clock.now_ns();
+            self.expire_unauthenticated(now);
             self.ingest.recorder.maybe_flush(now);
         }
         self.ingest.recorder.flush();
@@ -218,10 +261,19 @@ impl FeedLoop {
             return;
         }
         let _ = stream.set_nodelay(true);
+        let serial = self.next_serial;
+        self.next_serial += 1;
+        let authed = self.settings.token.is_none();
+        if !authed {
+            let deadline = self.ingest.clock.now_ns() + self.settings.auth_timeout_ns;
+            self.pending_auth.push_back((deadline, token, serial));
+        }
         entry.insert(FeedConn {
             stream,
             peer: peer.to_string(),
             reader: LineReader::new(self.settings.max_line_len, READ_CHUNK),
+            serial,
+            authed,
         });
         bump(&c.connections_accepted, 1);
         set(&c.connections_open, self.conns.len() as u64);
@@ -246,6 +298,25 @@ impl FeedLoop {
                 }
                 Ok(n) => {
                     bump(&self.ingest.counters.feed.bytes_read, n as u64);
+                    if !conn.authed {
+                        let Some(t) = &self.settings.token else {
+                            unreachable!("authed without a token")
+                        };
+                        match authenticate(&mut conn.reader, t) {
+                            AuthStep::NeedMore => continue,
+                            AuthStep::Passed => {
+                                conn.authed = true;
+                                let _ = conn.stream.write(b"OK\n");
+                            }
+                            AuthStep::Refused(reply) => {
+                                let _ = conn.stream.write(reply);
+                                log::warn!("feed {}: authentication refused", conn.peer);
+                                bump(&self.ingest.counters.feed.auth_failures, 1);
+                                self.close(token);
+                                return ticks;
+                            }
+                        }
+                    }
                     let b = self.ingest.batch(&mut conn.reader, &conn.peer);
                     ticks += b.ticks as usize;
                     if b.queued {
@@ -265,6 +336,25 @@ impl FeedLoop {
         // Still readable: come back next turn without waiting for an event.
         self.ready.push(token);
         ticks.max(1)
+    }
+
+    /// Closes feeds whose authentication deadline passed.
+    fn expire_unauthenticated(&mut self, now_ns: u64) {
+        while let Some(&(deadline, token, serial)) = self.pending_auth.front() {
+            if deadline > now_ns {
+                return;
+            }
+            self.pending_auth.pop_front();
+            let Some(conn) = self.conns.get_mut(token.0) else {
+                continue;
+            };
+            if conn.serial == serial && !conn.authed {
+                let _ = conn.stream.write(b"ERR authentication timeout\n");
+                log::warn!("feed {}: no AUTH within the timeout; closing", conn.peer);
+                bump(&self.ingest.counters.feed.auth_failures, 1);
+                self.close(token);
+            }
+        }
     }
 
     fn close(&mut self, token: Token) {

@@ -53,6 +53,8 @@ pub struct FeedCounters {
     pub dlq_handoff_dropped: AtomicU64,
     /// Gauge: symbols interned.
     pub symbols: AtomicU64,
+    /// Feeds refused for a wrong, missing or late token.
+    pub auth_failures: AtomicU64,
 }
 
 /// Counters written by the publisher thread.
@@ -85,6 +87,10 @@ pub struct PublishCounters {
     pub buffered_bytes: AtomicU64,
     /// Gauge: symbol ids waiting in the dirty queue (set once per publisher turn).
     pub dirty_depth: AtomicU64,
+    /// Subscribers refused for a wrong or late token.
+    pub auth_failures: AtomicU64,
+    /// Subscriptions refused over the per-client limit.
+    pub subscriptions_refused: AtomicU64,
 }
 
 /// Every counter of one engine.
@@ -139,6 +145,10 @@ pub struct CountersSnapshot {
     pub buffered_bytes: u64,
     /// Symbols waiting in the dirty queue.
     pub dirty_depth: u64,
+    /// Connections refused for a wrong, missing or late token (feed, subscriber).
+    pub auth_failures: (u64, u64),
+    /// Subscriptions refused over the per-client limit.
+    pub subscriptions_refused: u64,
     /// Dead letters stored / dropped at hand-off.
     pub dlq: (u64, u64),
 }
@@ -182,6 +192,8 @@ impl Counters {
             commands: (get(&p.commands), get(&p.command_errors)),
             buffered_bytes: get(&p.buffered_bytes),
             dirty_depth: get(&p.dirty_depth),
+            auth_failures: (get(&f.auth_failures), get(&p.auth_failures)),
+            subscriptions_refused: get(&p.subscriptions_refused),
             dlq: (get(&self.dlq_stored), get(&f.dlq_handoff_dropped)),
         }
     }

@@ -14,6 +14,7 @@
 use std::ops::Range;
 use std::sync::Arc;
 
+use crate::auth::Token;
 use crate::metrics::counters::{bump, Counters};
 use crate::protocol::resp::{self, Parsed, SubscriptionKind as Kind, Verb};
 use crate::publish::routes::{Routes, SubKey};
@@ -51,6 +52,10 @@ pub struct CommandCtx<'a> {
     pub hwm: usize,
     /// Now, monotonic ns.
     pub now_ns: u64,
+    /// Token `AUTH` must present, if any.
+    pub token: Option<&'a Token>,
+    /// Most channels + patterns per subscriber.
+    pub max_subscriptions: usize,
 }
 
 /// Handles every complete command in the session's input buffer, stopping
@@ -108,7 +113,14 @@ fn execute(
 ) -> bool {
     let arg = |i: usize| &input[args[i].clone()];
     let name = arg(0);
+    if resp::eq_ignore_case(name, b"auth") {
+        return auth(sess, input, args, ctx);
+    }
     let verb = resp::classify(name);
+    if !sess.authed && verb != Verb::Quit {
+        resp::append_error(sess.out(), b"NOAUTH Authentication required.");
+        return false;
+    }
     if !verb.accepts_arg_count(args.len()) {
         resp::append_wrong_arity(sess.out(), verb.name().unwrap_or_default());
         return false;
@@ -119,6 +131,9 @@ fn execute(
             let mut snapshots: Vec<SymbolId> = Vec::new();
             for i in 1..args.len() {
                 let ch = arg(i);
+                if !sess.channels.contains(ch) && at_limit(sess, ctx) {
+                    continue;
+                }
                 if sess.channels.insert(ch.into()) {
                     if let Some(id) = ctx.routes.subscribe(key, ch) {
                         snapshots.push(id);
@@ -135,6 +150,9 @@ fn execute(
             let mut snapshots = Vec::new();
             for i in 1..args.len() {
                 let pat = arg(i);
+                if !sess.patterns.contains(pat) && at_limit(sess, ctx) {
+                    continue;
+                }
                 if sess.patterns.insert(pat.into()) {
                     ctx.matched.clear();
                     let prefix = ctx.routes.psubscribe(key, pat, ctx.matched);
@@ -218,6 +236,63 @@ fn execute(
         }
     }
     true
+}
+
+/// Refuses one more subscription when the client holds the maximum (an
+/// error reply in place of its confirmation, counted).
+fn at_limit(sess: &mut Session, ctx: &CommandCtx<'_>) -> bool {
+    if sess.subscription_count() < ctx.max_subscriptions {
+        return false;
+    }
+    let msg = format!(
+        "ERR max subscriptions per client ({}) reached",
+        ctx.max_subscriptions
+    );
+    resp::append_error(sess.out(), msg.as_bytes());
+    bump(&ctx.counters.publish.subscriptions_refused, 1);
+    true
+}
+
+/// `AUTH <token>` or `AUTH default <token>`, with Redis's replies. A wrong
+/// token is answered and the connection closed.
+fn auth(sess: &mut Session, input: &[u8], args: &[Range<usize>], ctx: &CommandCtx<'_>) -> bool {
+    let arg = |i: usize| &input[args[i].clone()];
+    if !(2..=3).contains(&args.len()) {
+        resp::append_wrong_arity(sess.out(), "auth");
+        return false;
+    }
+    let user_ok = args.len() == 2 || arg(1) == b"default";
+    let Some(token) = ctx.token else {
+        if args.len() == 2 {
+            resp::append_error(
+                sess.out(),
+                b"ERR AUTH <password> called without any password configured for the default user. Are you sure your configuration is correct?",
+            );
+            return false;
+        }
+        if user_ok {
+            resp::append_ok(sess.out());
+            return true;
+        }
+        resp::append_error(
+            sess.out(),
+            b"WRONGPASS invalid username-password pair or user is disabled.",
+        );
+        return false;
+    };
+    if user_ok && token.verify(arg(args.len() - 1)) {
+        sess.authed = true;
+        resp::append_ok(sess.out());
+        return true;
+    }
+    resp::append_error(
+        sess.out(),
+        b"WRONGPASS invalid username-password pair or user is disabled.",
+    );
+    sess.closing = true;
+    bump(&ctx.counters.publish.auth_failures, 1);
+    log::warn!("subscriber {}: wrong token; closing", sess.peer);
+    false
 }
 
 fn offer_snapshot(sess: &mut Session, id: SymbolId, prefix: &[u8], ctx: &CommandCtx<'_>) {

@@ -28,6 +28,7 @@ use mio::{Events, Interest, Poll, Token};
 use parking_lot::Mutex;
 use slab::Slab;
 
+use crate::auth::Token as AuthToken;
 use crate::idle::IdleStrategy;
 use crate::metrics::counters::{bump, set, Counters};
 use crate::metrics::report::SubscriberStats;
@@ -65,6 +66,12 @@ pub struct PublisherSettings {
     pub idle: IdleStrategy,
     /// How often per-subscriber figures are published for reports.
     pub stats_interval_ns: u64,
+    /// Token subscribers must present with `AUTH`, if any.
+    pub token: Option<AuthToken>,
+    /// Close a subscriber that has not authenticated by then.
+    pub auth_timeout_ns: u64,
+    /// Most channels + patterns one subscriber may hold.
+    pub max_subscriptions: usize,
 }
 
 /// Token bucket for the optional publish-rate cap.
@@ -143,6 +150,8 @@ pub struct Publisher {
     stats: Arc<Mutex<Vec<SubscriberStats>>>,
     closed_stats: VecDeque<SubscriberStats>,
     next_stats_ns: u64,
+    /// Subscribers waiting to authenticate: (deadline, key, session id), in deadline order.
+    pending_auth: VecDeque<(u64, usize, u64)>,
     stop: Arc<AtomicBool>,
 }
 
@@ -189,6 +198,7 @@ impl Publisher {
             stats,
             closed_stats: VecDeque::with_capacity(CLOSED_STATS_KEPT),
             next_stats_ns: 0,
+            pending_auth: VecDeque::new(),
             settings,
             stop,
         })
@@ -240,6 +250,7 @@ impl Publisher {
             work += self.flush();
             work += self.serve_attention();
             let now = self.clock.now_ns();
+            self.expire_unauthenticated(now);
             self.recorder.maybe_flush(now);
             if now >= self.next_stats_ns {
                 self.publish_stats(now);
@@ -292,12 +303,18 @@ impl Publisher {
         let _ = stream.set_nodelay(true);
         let id = self.next_session_id;
         self.next_session_id += 1;
+        let authed = self.settings.token.is_none();
+        if !authed {
+            let deadline = self.clock.now_ns() + self.settings.auth_timeout_ns;
+            self.pending_auth.push_back((deadline, key, id));
+        }
         entry.insert(Session::new(
             id,
             stream,
             peer.to_string(),
             self.settings.hwm,
             self.table.capacity(),
+            authed,
         ));
         bump(&p.subscribers_accepted, 1);
         set(&p.subscribers_open, self.sessions.len() as u64);
@@ -323,6 +340,8 @@ impl Publisher {
                 counters: &self.counters,
                 hwm: self.settings.hwm,
                 now_ns: now,
+                token: self.settings.token.as_ref(),
+                max_subscriptions: self.settings.max_subscriptions,
             };
             let outcome = commands::handle_buffered(sess, key, &mut ctx);
             handled += outcome.commands;
@@ -477,6 +496,30 @@ impl Publisher {
         }
         self.rate.spend(published);
         published
+    }
+
+    /// Closes subscribers whose authentication deadline passed.
+    fn expire_unauthenticated(&mut self, now_ns: u64) {
+        while let Some(&(deadline, key, id)) = self.pending_auth.front() {
+            if deadline > now_ns {
+                return;
+            }
+            self.pending_auth.pop_front();
+            let Some(sess) = self.sessions.get_mut(key) else {
+                continue;
+            };
+            if sess.id == id && !sess.authed && !sess.closing {
+                resp::append_error(sess.out(), b"ERR authentication timeout");
+                sess.closing = true;
+                log::warn!(
+                    "subscriber {}: no AUTH within the timeout; closing",
+                    sess.peer
+                );
+                bump(&self.counters.publish.auth_failures, 1);
+                self.queue_flush(key);
+            }
+        }
+        self.flush();
     }
 
     fn mark_attention(&mut self, key: usize) {

@@ -60,11 +60,20 @@ pub struct Session {
     pub queued_for_flush: bool,
     /// On the publisher's attention list (pending symbols or held-back input).
     pub on_attention: bool,
+    /// Passed `AUTH` (true from the start when no token is configured).
+    pub authed: bool,
 }
 
 impl Session {
     /// A session for a freshly accepted socket.
-    pub fn new(id: u64, stream: TcpStream, peer: String, hwm: usize, max_symbols: usize) -> Self {
+    pub fn new(
+        id: u64,
+        stream: TcpStream,
+        peer: String,
+        hwm: usize,
+        max_symbols: usize,
+        authed: bool,
+    ) -> Self {
         Session {
             id,
             stream,
@@ -81,6 +90,7 @@ impl Session {
             failed: false,
             queued_for_flush: false,
             on_attention: false,
+            authed,
         }
     }
 

@@ -16,5 +16,6 @@ mod faults;
 mod poison;
 mod protocol;
 mod recorded_data;
+mod security;
 mod slow_subscriber;
 mod util;
