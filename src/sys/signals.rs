@@ -1,15 +1,26 @@
-//! Ctrl-C and SIGTERM as a flag the main thread polls.
+//! Ctrl-C and SIGTERM as a flag the main thread polls; a second signal exits
+//! at once.
 
 use std::sync::atomic::AtomicBool;
 use std::sync::Arc;
 
-/// Registers SIGINT and SIGTERM to set the returned flag.
+/// Exit status when a second signal interrupts a graceful shutdown.
+pub const FORCED_EXIT: i32 = 130;
+
+/// Registers SIGINT and SIGTERM: the first sets the returned flag (the
+/// engine then shuts down gracefully); a second one, while the flag is set,
+/// exits the process at once with [`FORCED_EXIT`].
 ///
 /// # Errors
 /// When the OS refuses to install the handlers.
 pub fn stop_flag() -> std::io::Result<Arc<AtomicBool>> {
+    use signal_hook::consts::{SIGINT, SIGTERM};
     let flag = Arc::new(AtomicBool::new(false));
-    signal_hook::flag::register(signal_hook::consts::SIGINT, Arc::clone(&flag))?;
-    signal_hook::flag::register(signal_hook::consts::SIGTERM, Arc::clone(&flag))?;
+    for sig in [SIGINT, SIGTERM] {
+        // Order matters: the conditional exit runs first and sees the flag
+        // still false on the first signal.
+        signal_hook::flag::register_conditional_shutdown(sig, FORCED_EXIT, Arc::clone(&flag))?;
+        signal_hook::flag::register(sig, Arc::clone(&flag))?;
+    }
     Ok(flag)
 }
