@@ -63,6 +63,9 @@ pub struct ServeArgs {
     /// Also write the final report as JSON to this file.
     #[arg(long, value_name = "PATH")]
     pub report_json: Option<PathBuf>,
+    /// Write stage histograms (HdrHistogram interval log `engine.hlog`) into this directory.
+    #[arg(long, value_name = "DIR")]
+    pub log_dir: Option<PathBuf>,
 }
 
 /// Parses `feed=0,publish=1`.
@@ -113,6 +116,7 @@ impl ServeArgs {
             print_intervals: !self.quiet,
             dlq_capacity: self.dlq_capacity,
             dlq_file: self.dlq_file.clone(),
+            log_dir: self.log_dir.clone(),
         };
         c.validate()?;
         Ok(c)

@@ -57,6 +57,9 @@ pub struct Config {
     pub dlq_capacity: usize,
     /// JSON-lines file every dead letter is appended to.
     pub dlq_file: Option<PathBuf>,
+    /// Directory the reporter writes its HdrHistogram interval log to
+    /// (`engine.hlog`, one tagged histogram per stage per report interval).
+    pub log_dir: Option<PathBuf>,
 }
 
 impl Default for Config {
@@ -77,6 +80,7 @@ impl Default for Config {
             print_intervals: true,
             dlq_capacity: 10_000,
             dlq_file: None,
+            log_dir: None,
         }
     }
 }

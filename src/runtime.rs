@@ -20,6 +20,7 @@ use crate::config::Config;
 use crate::dlq::{Dlq, DlqConfig, DlqStore};
 use crate::error::StartError;
 use crate::feed::ingest::{FeedLoop, FeedSettings, STOP_WAKER};
+use crate::metrics::hlog::{HistogramLog, ENGINE_LOG};
 use crate::metrics::report::SubscriberStats;
 use crate::metrics::reporter::{Reporter, ReporterInputs, Totals};
 use crate::metrics::{Counters, FinalReport, Stage, StageRecorder};
@@ -78,11 +79,21 @@ impl Engine {
         let publish_stop = Arc::new(AtomicBool::new(false));
         let clock = MonoClock::new();
 
+        let log = match &config.log_dir {
+            Some(dir) => Some(HistogramLog::create(
+                dir,
+                ENGINE_LOG,
+                std::time::SystemTime::now(),
+                "tickfan engine: merged stage histograms per report interval",
+            )?),
+            None => None,
+        };
         let (reporter, link) = Reporter::spawn(ReporterInputs {
             counters: Arc::clone(&counters),
             subscribers: Arc::clone(&subscribers),
             print_intervals: config.print_intervals,
             interval: config.report_interval,
+            log,
         })
         .map_err(os("reporter thread"))?;
         let totals = Arc::clone(reporter.totals());
