@@ -162,6 +162,7 @@ pub fn run(args: &DemoArgs) -> Result<(), Failure> {
             patterns: vec!["*".into()],
             channels: Vec::new(),
             duration: None,
+            until: None,
             interval: Duration::from_secs(1),
             log_dir: Some(dir.clone()),
             print_intervals: false,

@@ -19,8 +19,11 @@
 //! `untimed` and not recorded.
 //!
 //! The run ends after `--duration` (counted from the moment every
-//! connection's subscription is confirmed), on Ctrl-C, or when every
-//! connection has closed. Slow connections are then drained unthrottled for
+//! connection's subscription is confirmed), on Ctrl-C, when every normal
+//! connection has received a message on the `--until` channel (a sentinel
+//! the publisher sends last: per connection, frames arrive in the order the
+//! server appended them, so everything before it has been counted), or
+//! when every connection has closed. Slow connections are then drained unthrottled for
 //! up to two seconds, so a server that disconnected them (Redis does, past
 //! its `client-output-buffer-limit pubsub`) is noticed even though the close
 //! sat behind megabytes of unread data; those drained bytes are not counted
@@ -71,6 +74,9 @@ pub struct SubscribeArgs {
     /// Stop this long after every subscription is confirmed (default: on Ctrl-C).
     #[arg(long, value_name = "DURATION", value_parser = humantime::parse_duration)]
     pub duration: Option<Duration>,
+    /// End once every normal connection has received a message on this channel (a sentinel sent last).
+    #[arg(long, value_name = "SYMBOL")]
+    pub until: Option<String>,
     /// Period of the interval line and of the histogram log.
     #[arg(long, value_name = "DURATION", value_parser = humantime::parse_duration, default_value = "1s")]
     pub interval: Duration,
@@ -102,6 +108,8 @@ pub struct LoadSpec {
     pub channels: Vec<String>,
     /// Measurement length after all subscriptions are confirmed.
     pub duration: Option<Duration>,
+    /// Sentinel channel: the run ends once every normal connection got it.
+    pub until: Option<String>,
     /// Interval of lines and log entries.
     pub interval: Duration,
     /// Histogram log directory.
@@ -262,6 +270,7 @@ pub fn run(args: &SubscribeArgs) -> Result<(), Failure> {
         patterns: args.pattern.clone(),
         channels: args.channel.clone(),
         duration: args.duration,
+        until: args.until.clone(),
         interval: args.interval,
         log_dir: args.log_dir.clone(),
         print_intervals: !args.quiet,
@@ -311,6 +320,8 @@ struct Conn {
     read_total: u64,
     /// Last sequence number per symbol id; 0 = none seen.
     last_seq: Vec<u64>,
+    /// A message on the `until` channel arrived.
+    done: bool,
     opened: Instant,
 }
 
@@ -471,6 +482,7 @@ struct Load {
     classes: [ClassStats; 2],
     symbols: FxHashMap<Vec<u8>, u32>,
     measuring: bool,
+    until: Option<Vec<u8>>,
 }
 
 impl Load {
@@ -522,10 +534,12 @@ impl Load {
                     c.read_total += n as u64;
                     self.classes[c.class].bytes += n as u64;
                     let recv = wall_ns();
+                    let class = c.class;
                     Self::frames(
                         c,
-                        &mut self.classes[c.class],
+                        &mut self.classes[class],
                         &mut self.symbols,
+                        self.until.as_deref(),
                         recv,
                         counting,
                     );
@@ -550,6 +564,7 @@ impl Load {
         c: &mut Conn,
         st: &mut ClassStats,
         symbols: &mut FxHashMap<Vec<u8>, u32>,
+        until: Option<&[u8]>,
         recv_ns: u64,
         counting: bool,
     ) {
@@ -590,8 +605,11 @@ impl Load {
                             }
                             _ => st.untimed += 1,
                         }
+                        let ch = &buf[channel.0..channel.1];
+                        if until == Some(ch) {
+                            c.done = true;
+                        }
                         if let Some(seq) = field_u64(payload, 6) {
-                            let ch = &buf[channel.0..channel.1];
                             let id = match symbols.get(ch) {
                                 Some(&id) => id,
                                 None => {
@@ -661,6 +679,7 @@ pub fn run_load(
         classes: [ClassStats::new(), ClassStats::new()],
         symbols: FxHashMap::default(),
         measuring: false,
+        until: spec.until.as_ref().map(|u| u.as_bytes().to_vec()),
     };
     for i in 0..spec.normal + spec.slow {
         let class = if i < spec.normal { NORMAL } else { SLOW };
@@ -687,6 +706,7 @@ pub fn run_load(
             open: true,
             read_total: 0,
             last_seq: Vec::new(),
+            done: false,
             opened: Instant::now(),
         });
     }
@@ -786,7 +806,12 @@ pub fn run_load(
         }
         let over = stop.load(Ordering::Relaxed)
             || ready_at.is_some_and(|r| spec.duration.is_some_and(|d| now >= r + d))
-            || load.conns.iter().all(|c| !c.open);
+            || load.conns.iter().all(|c| !c.open)
+            || (load.until.is_some()
+                && load
+                    .conns
+                    .iter()
+                    .all(|c| c.done || !c.open || c.class == SLOW));
         if over {
             write_interval(&mut load, &mut log, log_start, interval_from, now, None);
             break;
