@@ -153,12 +153,12 @@ fn gen_bursts_multiply_the_rate() {
     assert!((18_000.0..22_000.0).contains(&calm_rate), "{calm_rate}");
 }
 
+/// Reads of one connection: (wall ns when it arrived, bytes).
+type Reads = Vec<(u64, Vec<u8>)>;
+
 /// Accepts one connection and returns every byte it sent, each read
 /// tagged with the wall time it arrived.
-fn capture() -> (
-    std::net::SocketAddr,
-    std::thread::JoinHandle<Vec<(u64, Vec<u8>)>>,
-) {
+fn capture() -> (std::net::SocketAddr, std::thread::JoinHandle<Reads>) {
     let l = TcpListener::bind("127.0.0.1:0").unwrap();
     let addr = l.local_addr().unwrap();
     let h = std::thread::spawn(move || {
