@@ -198,6 +198,7 @@ pub fn run(args: &DemoArgs) -> Result<(), Failure> {
             format: Format::Csv,
             duration: Some(args.duration),
             log_dir: Some(dir.clone()),
+            stop: None,
         },
         // The engine prints a line per second on stderr; a bar would fight it.
         progress_bar(None, true),

@@ -208,6 +208,8 @@ pub struct SenderSettings {
     pub duration: Option<Duration>,
     /// Send-lag interval log directory.
     pub log_dir: Option<PathBuf>,
+    /// Set (by Ctrl-C) to stop early; the summary still comes.
+    pub stop: Option<Arc<std::sync::atomic::AtomicBool>>,
 }
 
 /// The open-loop sender: schedules, stamps, encodes and writes lines.
@@ -333,7 +335,13 @@ impl Sender {
     /// The connection failed.
     pub fn send(&mut self, line: &[u8]) -> Result<bool, Failure> {
         let mut now = Instant::now();
-        if self.deadline.is_some_and(|d| now >= d) {
+        if self.deadline.is_some_and(|d| now >= d)
+            || self
+                .s
+                .stop
+                .as_ref()
+                .is_some_and(|s| s.load(Ordering::Relaxed))
+        {
             return Ok(false);
         }
         let intended = self.schedule.next(line);
@@ -341,11 +349,22 @@ impl Sender {
             Some(off) => {
                 let due = self.start + Duration::from_nanos(off);
                 if due > now {
-                    // Ahead of schedule: hand over what is buffered, then wait.
+                    // Ahead of schedule: hand over what is buffered, then
+                    // wait (in slices, so Ctrl-C is heard during long gaps).
                     self.out.flush().map_err(send_err)?;
                     self.tick_progress(now, true);
-                    std::thread::sleep(due - now);
-                    now = Instant::now();
+                    while due > now {
+                        if self
+                            .s
+                            .stop
+                            .as_ref()
+                            .is_some_and(|s| s.load(Ordering::Relaxed))
+                        {
+                            return Ok(false);
+                        }
+                        std::thread::sleep((due - now).min(Duration::from_millis(100)));
+                        now = Instant::now();
+                    }
                 }
                 let lag = now.saturating_duration_since(due).as_nanos() as u64;
                 self.lag.saturating_record(lag.max(1));
@@ -544,6 +563,8 @@ pub fn run(args: &ReplayArgs) -> Result<(), Failure> {
         return Err(Failure::Usage("--loops must be at least 1".into()));
     }
     let per_loop = count_lines(&args.file)?;
+    let stop = tickfan::sys::signals::stop_flag()
+        .map_err(|e| Failure::Runtime(format!("cannot install signal handlers: {e}")))?;
     let pb = progress_bar(Some(per_loop * args.loops), args.no_progress);
     let s = replay_file(
         &args.file,
@@ -555,6 +576,7 @@ pub fn run(args: &ReplayArgs) -> Result<(), Failure> {
             format: args.format,
             duration: args.duration,
             log_dir: args.log_dir.clone(),
+            stop: Some(stop),
         },
         pb,
     )?;

@@ -525,3 +525,22 @@ fn demo_replays_the_recorded_file() {
         text(&out.stdout)
     );
 }
+
+#[test]
+fn serve_with_an_unwritable_log_dir_exits_1_with_one_line() {
+    let out = tickfan(&[
+        "serve",
+        "--feed-listen",
+        "127.0.0.1:0",
+        "--sub-listen",
+        "127.0.0.1:0",
+        "--log-dir",
+        "/proc/no-such-dir",
+        "--duration",
+        "1s",
+    ]);
+    assert_eq!(out.status.code(), Some(1));
+    let err = text(&out.stderr);
+    assert_eq!(err.lines().count(), 1, "{err}");
+    assert!(err.contains("cannot write histogram log"), "{err}");
+}
