@@ -27,6 +27,11 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 
 DUR=${DUR:-10}
+SCENARIOS=${SCENARIOS:-"a b c"}
+# PIN=1: the server on CPU 0, the load tools (replay, subscribe) on CPU 1, so
+# each server gets the same one core and the clients never take it from
+# it. PIN=0: let the scheduler place everything.
+PIN=${PIN:-1}
 OUT=${OUT:-perf/out/$(date -u +%Y%m%d-%H%M%S)}
 SLOW_RATE=${SLOW_RATE:-65536}
 mkdir -p "$OUT"
@@ -35,6 +40,10 @@ command -v python3 >/dev/null || { echo "vs_redis: python3 not found" >&2; exit 
 
 cargo build --release --quiet
 BIN=target/release/tickfan
+SRV=(); CLI=()
+if [ "$PIN" = 1 ] && [ "$(nproc)" -ge 2 ] && command -v taskset >/dev/null; then
+  SRV=(taskset -c 0); CLI=(taskset -c 1)
+fi
 
 PIDS=()
 cleanup() {
@@ -85,23 +94,23 @@ run() { # server scenario
   case $server in
     tickfan)
       sport=$(free_port)
-      "$BIN" serve --feed-listen "127.0.0.1:$pport" --sub-listen "127.0.0.1:$sport" \
+      "${SRV[@]}" "$BIN" serve --feed-listen "127.0.0.1:$pport" --sub-listen "127.0.0.1:$sport" \
         --quiet --report-interval 1s --log-dir "$logs" --report-json "$logs/engine.json" \
         > "$logs/server.out" 2> "$logs/server.err" &
       spid=$!; fmt=csv ;;
     redis)
-      redis-server --port "$pport" --bind 127.0.0.1 --save '' --appendonly no \
+      "${SRV[@]}" redis-server --port "$pport" --bind 127.0.0.1 --save '' --appendonly no \
         --logfile "$logs/redis.log" > /dev/null 2>&1 &
       spid=$!; fmt=redis-publish ;;
     floor)
       sport=$(free_port)
-      "$BIN" forward --feed-listen "127.0.0.1:$pport" --sub-listen "127.0.0.1:$sport" \
+      "${SRV[@]}" "$BIN" forward --feed-listen "127.0.0.1:$pport" --sub-listen "127.0.0.1:$sport" \
         > "$logs/server.out" 2> "$logs/server.err" &
       spid=$!; fmt=pmessage ;;
   esac
   PIDS+=("$spid")
   wait_port "$sport"
-  "$BIN" subscribe --to "127.0.0.1:$sport" -k "$k" --slow "$slow" --slow-bytes-per-sec "$SLOW_RATE" \
+  "${CLI[@]}" "$BIN" subscribe --to "127.0.0.1:$sport" -k "$k" --slow "$slow" --slow-bytes-per-sec "$SLOW_RATE" \
     --duration "$((DUR + 2))s" --log-dir "$logs" --json "$logs/sub.json" --quiet \
     > "$logs/sub.out" 2> "$logs/sub.err" &
   local subpid=$!
@@ -114,7 +123,7 @@ run() { # server scenario
     > "$logs/rss.samples" &
   local sampler=$!
   PIDS+=("$sampler")
-  "$BIN" replay "$OUT/ticks.csv" --to "127.0.0.1:$pport" --format "$fmt" --stamp \
+  "${CLI[@]}" "$BIN" replay "$OUT/ticks.csv" --to "127.0.0.1:$pport" --format "$fmt" --stamp \
     --rate "$rate" --loops 1000 --duration "${DUR}s" --no-progress --log-dir "$logs" \
     2> "$logs/replay.err" || true
   wait "$subpid" || true
@@ -149,7 +158,7 @@ EOF
   echo "vs_redis: $name done" >&2
 }
 
-for scen in a b c; do
+for scen in $SCENARIOS; do
   for server in floor tickfan redis; do
     [ "$scen" = b ] && [ "$server" = floor ] && continue
     run "$server" "$scen"
@@ -167,7 +176,7 @@ done
   echo "machine: $(lscpu | sed -n 's/^Model name: *//p' | head -1), $(nproc) cores, $(free -g | awk '/^Mem:/ {print $2}') GiB, Linux $(uname -r)"
   echo "tools: $(rustc --version), $(redis-server --version | cut -d' ' -f1-3)"
   echo "load average at end: $(cut -d' ' -f1-3 /proc/loadavg)"
-  echo "date: $(date -u +%Y-%m-%dT%H:%MZ), DUR=${DUR}s, slow subscribers read ${SLOW_RATE} B/s"
+  echo "date: $(date -u +%Y-%m-%dT%H:%MZ), DUR=${DUR}s, slow subscribers read ${SLOW_RATE} B/s, pinning: ${SRV[*]:-none} (server) / ${CLI[*]:-none} (load tools)"
   echo "raw files: $OUT (per run: sub.json, *.hlog, report.txt, plots)"
 } >> "$OUT/results.md"
 cat "$OUT/results.md"
