@@ -304,6 +304,9 @@ impl Sender {
             ),
             None => None,
         };
+        // Wall time first: a stamp (start_wall + offset) is then never later
+        // than the wall time at which its line actually leaves.
+        let start_wall = wall_ns();
         let start = Instant::now();
         Ok(Sender {
             schedule: Schedule::new(s.pace),
@@ -311,7 +314,7 @@ impl Sender {
             s,
             out: std::io::BufWriter::with_capacity(64 * 1024, stream),
             start,
-            start_wall: wall_ns(),
+            start_wall,
             seqs: FxHashMap::default(),
             line: Vec::with_capacity(512),
             payload: Vec::with_capacity(512),

@@ -332,6 +332,8 @@ fn subscribe_counts_what_the_engine_sent() {
         "1",
         "--until",
         "ZZEND",
+        "--duration",
+        "60s", // a safety net: the sentinel ends the run
         "--json",
         json.to_str().unwrap(),
         "--log-dir",

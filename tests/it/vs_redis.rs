@@ -71,6 +71,8 @@ fn measure(sub_addr: &str, pub_addr: &str, format: &str) -> (Value, String) {
             "2",
             "--until",
             "ZZEND",
+            "--duration",
+            "60s", // a safety net: the sentinel ends the run
             "--json",
             json.to_str().unwrap(),
             "--quiet",
