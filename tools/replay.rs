@@ -465,17 +465,21 @@ impl Sender {
         }
         self.progress.inc(self.since_progress);
         self.since_progress = 0;
-        if self.log.is_some() && now >= self.next_log {
-            self.write_interval(now);
+        let behind = if self.lag_interval.is_empty() {
+            0
+        } else {
+            self.lag_interval.max()
+        };
+        if now >= self.next_log {
+            self.write_interval(now); // also starts a new interval for `behind`
         }
         if !self.progress.is_hidden() {
-            let behind = if self.lag_interval.is_empty() {
-                0
-            } else {
-                self.lag_interval.max()
-            };
-            self.progress
-                .set_message(format!("behind {:.1} ms", behind as f64 / 1e6));
+            let secs = now.duration_since(self.start).as_secs_f64().max(1e-9);
+            self.progress.set_message(format!(
+                "{:.0} lines/s · behind {:.1} ms",
+                (self.summary.lines + self.summary.skipped) as f64 / secs,
+                behind as f64 / 1e6
+            ));
         }
     }
 
@@ -551,7 +555,7 @@ pub fn progress_bar(total: Option<u64>, hidden: bool) -> ProgressBar {
     };
     let pb = ProgressBar::with_draw_target(total, target);
     let style = ProgressStyle::with_template(
-        "{spinner} {elapsed_precise} [{bar:30}] {human_pos}/{human_len} lines {per_sec} · {msg}",
+        "{spinner} {elapsed_precise} [{bar:30}] {human_pos}/{human_len} lines · {msg}",
     )
     .expect("static template")
     .progress_chars("=> ");
