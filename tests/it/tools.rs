@@ -546,3 +546,29 @@ fn serve_with_an_unwritable_log_dir_exits_1_with_one_line() {
     assert_eq!(err.lines().count(), 1, "{err}");
     assert!(err.contains("cannot write histogram log"), "{err}");
 }
+
+#[test]
+fn replay_sends_the_recorded_file_line_for_line() {
+    let Some(path) = shared_data("fx-quotes.csv") else {
+        eprintln!("skipped: ../shared/data/fx-quotes.csv is absent");
+        return;
+    };
+    let data_lines = std::fs::read(&path)
+        .unwrap()
+        .split(|&b| b == b'\n')
+        .filter(|l| !l.is_empty())
+        .count() as u64
+        - 1; // the header
+    let e = engine();
+    ok(&tickfan(&[
+        "replay",
+        path.to_str().unwrap(),
+        "--to",
+        &e.feed_addr().to_string(),
+    ]));
+    wait_until("every recorded line read", || {
+        e.counters().snapshot().ticks_received == data_lines
+    });
+    let c = e.counters().snapshot();
+    assert_eq!((c.poison_total, c.lines_skipped), (0, 1));
+}
