@@ -808,6 +808,7 @@ pub fn run_load(
             || ready_at.is_some_and(|r| spec.duration.is_some_and(|d| now >= r + d))
             || load.conns.iter().all(|c| !c.open)
             || (load.until.is_some()
+                && load.classes[NORMAL].connections > 0
                 && load
                     .conns
                     .iter()
