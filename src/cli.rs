@@ -82,6 +82,9 @@ pub struct ServeArgs {
     /// Also write the final report as JSON to this file.
     #[arg(long, value_name = "PATH")]
     pub report_json: Option<PathBuf>,
+    /// Write stage histograms (HdrHistogram interval log `engine.hlog`) into this directory.
+    #[arg(long, value_name = "DIR")]
+    pub log_dir: Option<PathBuf>,
 }
 
 /// Parses `feed=0,publish=1`.
@@ -225,6 +228,7 @@ impl ServeArgs {
                 None => None,
             },
             auth_timeout: self.auth_timeout,
+            log_dir: self.log_dir.clone(),
         };
         c.validate()?;
         Ok(c)

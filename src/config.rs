@@ -68,6 +68,9 @@ pub struct Config {
     pub token: Option<Token>,
     /// A connection that has not authenticated by then is closed.
     pub auth_timeout: Duration,
+    /// Directory the reporter writes its HdrHistogram interval log to
+    /// (`engine.hlog`, one tagged histogram per stage per report interval).
+    pub log_dir: Option<PathBuf>,
 }
 
 impl Default for Config {
@@ -93,6 +96,7 @@ impl Default for Config {
             alert_dlq_rate: 100.0,
             token: None,
             auth_timeout: Duration::from_secs(5),
+            log_dir: None,
         }
     }
 }

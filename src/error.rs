@@ -52,6 +52,9 @@ pub enum StartError {
         /// The OS error.
         source: std::io::Error,
     },
+    /// The histogram log in `--log-dir` cannot be created.
+    #[error(transparent)]
+    HistogramLog(#[from] crate::metrics::hlog::HistogramLogError),
     /// A thread, poller or waker could not be created.
     #[error("cannot start {what}: {source}")]
     Os {

@@ -33,6 +33,14 @@ enum Command {
     Replay(tools::replay::ReplayArgs),
     /// Run the engine, a replay and subscribers in one process, then print a p99 report.
     Demo(tools::demo::DemoArgs),
+    /// Write a synthetic tick file (bursts, Zipf symbol popularity, random-walk prices).
+    Gen(tools::gen::GenArgs),
+    /// Run subscriber connections on one event loop and measure end-to-end latency.
+    Subscribe(tools::subscribe::SubscribeArgs),
+    /// Render HdrHistogram logs in a directory: percentile table, SVG plots, JSON.
+    Report(tools::report::ReportArgs),
+    /// Raw loopback floor for benchmarks: forward one publisher's bytes to every subscriber.
+    Forward(tools::forward::ForwardArgs),
 }
 
 fn main() -> ExitCode {
@@ -54,6 +62,10 @@ fn main() -> ExitCode {
         Command::Serve(args) => serve(&args),
         Command::Replay(args) => tools::replay::run(&args),
         Command::Demo(args) => tools::demo::run(&args),
+        Command::Gen(args) => tools::gen::run(&args),
+        Command::Subscribe(args) => tools::subscribe::run(&args),
+        Command::Report(args) => tools::report::run(&args),
+        Command::Forward(args) => tools::forward::run(&args),
     };
     match result {
         Ok(()) => ExitCode::SUCCESS,
@@ -153,6 +165,13 @@ fn serve(args: &ServeArgs) -> Result<(), Failure> {
     }
     let report = engine.stop();
     println!("{report}");
+    if let Some(dir) = &config.log_dir {
+        println!(
+            "stage histograms: {} (render with: tickfan report {})",
+            dir.join(tickfan::metrics::hlog::ENGINE_LOG).display(),
+            dir.display()
+        );
+    }
     if let Some(path) = &args.report_json {
         let json = serde_json::to_string_pretty(&report).expect("report serialises");
         std::fs::write(path, json)

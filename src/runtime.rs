@@ -22,6 +22,7 @@ use crate::dlq::{Dlq, DlqConfig, DlqStore};
 use crate::error::StartError;
 use crate::feed::ingest::{FeedLoop, FeedSettings, STOP_WAKER};
 use crate::metrics::alerts::{AlertLimits, Alerts};
+use crate::metrics::hlog::{HistogramLog, ENGINE_LOG};
 use crate::metrics::report::SubscriberStats;
 use crate::metrics::reporter::{Reporter, ReporterInputs, Totals};
 use crate::metrics::{Counters, FinalReport, Stage, StageRecorder};
@@ -100,12 +101,22 @@ impl Engine {
             dlq_per_sec: config.alert_dlq_rate,
         });
         let alert_gauges = Arc::clone(alerts.gauges());
+        let log = match &config.log_dir {
+            Some(dir) => Some(HistogramLog::create(
+                dir,
+                ENGINE_LOG,
+                std::time::SystemTime::now(),
+                "tickfan engine: merged stage histograms per report interval",
+            )?),
+            None => None,
+        };
         let (reporter, link) = Reporter::spawn(ReporterInputs {
             alerts,
             counters: Arc::clone(&counters),
             subscribers: Arc::clone(&subscribers),
             print_intervals: config.print_intervals,
             interval: config.report_interval,
+            log,
         })
         .map_err(os("reporter thread"))?;
         let totals = Arc::clone(reporter.totals());

@@ -1,42 +1,45 @@
 //! `tickfan demo`: the whole market-data path in one process, on ephemeral
-//! loopback ports, then a p99 report.
+//! loopback ports, then a p99 report of every stage and of end-to-end
+//! latency, with its files (HdrHistogram logs, SVG plots, JSON) written to
+//! `--report-dir` (default `./tickfan-report/`).
 //!
 //! ```text
-//!  sender thread ──CSV ticks──▶ engine feed ─▶ slots ─▶ publisher ──RESP──▶ N subscribers
-//!  (open-loop, ts_ns = intended send time)                           └──▶ 1 slow subscriber
+//!  replay sender ──CSV ticks──▶ engine feed ─▶ slots ─▶ publisher ──RESP──▶ K subscribers ┐ one mio
+//!  (open-loop, --stamp)                                           └──RESP──▶ S slow ones  ┘ thread
+//!        │ send_lag                │ every stage                         │ e2e per class
+//!        ▼                         ▼                                     ▼
+//!   replay.hlog               engine.hlog                          subscribers.hlog ──▶ tickfan report
 //! ```
 //!
-//! Ticks come from `--file` when given, otherwise from a built-in
-//! deterministic random walk over `--symbols` symbols. Each tick is stamped
-//! with the time it is *meant* to be sent, so the subscribers' end-to-end
-//! latency (receive time − `ts_ns`) includes any time the sender fell behind
-//! (no coordinated omission).
+//! Ticks come from `--file` (any tick file, looped) or from `tickfan gen`'s
+//! model over `--symbols` symbols. The sender is `replay`'s open-loop sender
+//! at `--rate` with `--stamp`: each tick carries the time it was *meant* to
+//! be sent, so the subscribers' latency includes any time the sender fell
+//! behind (no coordinated omission). The subscribers are `subscribe`'s
+//! event loop. The run succeeds (exit 0) when the normal subscribers
+//! received updates and every file was written.
 
-use std::io::{BufReader, Read, Write};
-use std::net::{SocketAddr, TcpStream};
-use std::path::PathBuf;
-use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use clap::Args;
-use hdrhistogram::Histogram;
-use rand::rngs::StdRng;
-use rand::{RngExt, SeedableRng};
 
 use tickfan::config::Config;
-use tickfan::metrics::report::StageSummary;
 use tickfan::metrics::Stage;
 use tickfan::runtime::Engine;
-use tickfan::sys::clock::wall_ns;
 
+use crate::tools::gen::{GenSpec, TickGen};
+use crate::tools::replay::{progress_bar, Format, Pace, Sender, SenderSettings};
+use crate::tools::report;
+use crate::tools::subscribe::{run_load, LoadProgress, LoadReport, LoadSpec};
 use crate::Failure;
-use tickfan::protocol::client::{as_message, command, read_frame};
 
 /// Flags of `tickfan demo`.
 #[derive(Debug, Clone, Args)]
 pub struct DemoArgs {
-    /// Replay this tick file instead of generated ticks (`ts_ns` is re-stamped).
+    /// Replay this tick file (looped) instead of generated ticks; `ts_ns` is re-stamped.
     #[arg(long, value_name = "PATH")]
     pub file: Option<PathBuf>,
     /// Ticks per second sent to the engine.
@@ -63,279 +66,229 @@ pub struct DemoArgs {
     /// Subscriber output buffer high-water mark of the engine.
     #[arg(long, value_name = "BYTES", default_value_t = 256 * 1024)]
     pub sub_hwm: usize,
+    /// Where the histogram logs, plots and JSON summary go (created if missing; files of the same names are overwritten).
+    #[arg(long, value_name = "DIR", default_value = "tickfan-report")]
+    pub report_dir: PathBuf,
 }
 
-/// One subscriber's view of the run.
-#[derive(Debug)]
-struct SubResult {
-    slow: bool,
-    messages: u64,
-    latency: Histogram<u64>,
+/// Ticks held in memory, sent round-robin: one buffer, lines split on `\n`.
+struct TickRing {
+    bytes: Vec<u8>,
+    at: usize,
+}
+
+impl TickRing {
+    /// The next line and whether it ended a pass over the buffer.
+    fn next_line(&mut self) -> (&[u8], bool) {
+        let start = self.at;
+        let end =
+            memchr::memchr(b'\n', &self.bytes[start..]).map_or(self.bytes.len(), |i| start + i);
+        self.at = end + 1;
+        let wrapped = self.at >= self.bytes.len();
+        if wrapped {
+            self.at = 0;
+        }
+        (&self.bytes[start..end], wrapped)
+    }
+}
+
+fn ticks(args: &DemoArgs) -> Result<TickRing, Failure> {
+    let bytes = match &args.file {
+        Some(p) => std::fs::read(p)
+            .map_err(|e| Failure::Usage(format!("cannot read {}: {e}", p.display())))?,
+        None => {
+            // Enough distinct ticks for the run, at most 200,000 (then they repeat).
+            let n = (args.rate as f64 * args.duration.as_secs_f64()).clamp(1.0, 200_000.0) as usize;
+            let mut g = TickGen::new(&GenSpec::steady(args.symbols, args.seed));
+            let mut b = Vec::with_capacity(n * 64);
+            for _ in 0..n {
+                g.next_into(&mut b);
+                b.push(b'\n');
+            }
+            b
+        }
+    };
+    let mut bytes = bytes;
+    while bytes.last() == Some(&b'\n') {
+        bytes.pop();
+    }
+    if bytes.is_empty() {
+        return Err(Failure::Usage("no ticks to send".into()));
+    }
+    Ok(TickRing { bytes, at: 0 })
 }
 
 /// Runs the subcommand.
 pub fn run(args: &DemoArgs) -> Result<(), Failure> {
-    if args.rate == 0 || args.symbols == 0 {
+    if args.rate == 0 || args.symbols == 0 || args.subscribers == 0 {
         return Err(Failure::Usage(
-            "--rate and --symbols must be positive".into(),
+            "--rate, --symbols and --subscribers must be positive".into(),
         ));
     }
+    let dir = args.report_dir.clone();
+    let mut ring = ticks(args)?;
     let config = Config {
         print_intervals: true,
         report_interval: Duration::from_secs(1),
         sub_hwm: args.sub_hwm,
+        log_dir: Some(dir.clone()),
         ..Config::ephemeral()
     };
     let engine = Engine::start(&config).map_err(|e| Failure::Runtime(e.to_string()))?;
     eprintln!(
-        "demo: engine feed {} subscribers {}; {} subscribers + {} slow, {} ticks/s for {:?}",
+        "demo: engine feed {} subscribers {}; {} subscribers + {} slow, {} ticks/s for {:?}; report files in {}",
         engine.feed_addr(),
         engine.subscriber_addr(),
         args.subscribers,
         args.slow,
         args.rate,
-        args.duration
+        args.duration,
+        dir.display()
     );
+
+    // The load generators. Each writes its own histogram log into `dir`;
+    // `report` reads every `*.hlog` there. Order flow joins here once the
+    // order path exists: start its client beside the tick sender, have it
+    // write `orders.hlog`, and the report (which iterates the engine's
+    // `Stage::ALL` and every log file) shows it with no other change.
     let stop = Arc::new(AtomicBool::new(false));
-    let ready = Arc::new(AtomicU64::new(0));
-    let mut subs = Vec::new();
-    for i in 0..args.subscribers + args.slow {
-        let slow = i >= args.subscribers;
-        let (addr, stop, ready) = (
-            engine.subscriber_addr(),
-            Arc::clone(&stop),
-            Arc::clone(&ready),
-        );
-        let rate = args.slow_bytes_per_sec;
-        subs.push(std::thread::spawn(move || {
-            subscriber(addr, slow, rate, &stop, &ready)
-        }));
-    }
-    // Start sending once every subscriber has its subscription confirmed.
+    let progress = Arc::new(LoadProgress::default());
+    let load = {
+        let spec = LoadSpec {
+            to: engine.subscriber_addr(),
+            normal: args.subscribers,
+            slow: args.slow,
+            slow_bytes_per_sec: args.slow_bytes_per_sec,
+            patterns: vec!["*".into()],
+            channels: Vec::new(),
+            duration: None,
+            until: None,
+            interval: Duration::from_secs(1),
+            log_dir: Some(dir.clone()),
+            print_intervals: false,
+        };
+        let (stop, progress) = (Arc::clone(&stop), Arc::clone(&progress));
+        std::thread::Builder::new()
+            .name("demo-subscribers".into())
+            .spawn(move || run_load(&spec, &stop, &progress))
+            .map_err(|e| Failure::Runtime(format!("cannot start subscribers: {e}")))?
+    };
     let deadline = Instant::now() + Duration::from_secs(30);
-    while ready.load(Ordering::Acquire) < (args.subscribers + args.slow) as u64 {
+    while !progress.ready.load(Ordering::Acquire) {
+        if load.is_finished() {
+            return Err(load
+                .join()
+                .map_err(|_| Failure::Runtime("subscriber thread panicked".into()))?
+                .err()
+                .unwrap_or_else(|| Failure::Runtime("subscribers ended early".into())));
+        }
         if Instant::now() > deadline {
             return Err(Failure::Runtime(
-                "subscribers did not connect within 30 s".into(),
+                "subscribers did not subscribe within 30 s".into(),
             ));
         }
         std::thread::sleep(Duration::from_millis(5));
     }
-    let lines = match &args.file {
-        Some(p) => load_lines(p)?,
-        None => generate(args.symbols, args.seed, 100_000),
-    };
-    let sent = send(engine.feed_addr(), &lines, args.rate, args.duration)?;
-    // Let the publisher drain what is in the slots, then stop.
-    let deadline = Instant::now() + Duration::from_secs(10);
+
+    let mut sender = Sender::connect(
+        engine.feed_addr(),
+        SenderSettings {
+            pace: Pace::Rate(args.rate as f64),
+            stamp: true,
+            format: Format::Csv,
+            duration: Some(args.duration),
+            log_dir: Some(dir.clone()),
+            stop: None,
+        },
+        // The engine prints a line per second on stderr; a bar would fight it.
+        progress_bar(None, true),
+    )?;
     loop {
-        let c = engine.counters().snapshot();
-        if c.ticks_received >= sent && c.published + c.conflated >= c.ticks_valid {
+        let (line, wrapped) = ring.next_line();
+        if !sender.send(line)? {
             break;
         }
-        if Instant::now() > deadline {
-            break;
+        if wrapped {
+            sender.end_loop();
         }
-        std::thread::sleep(Duration::from_millis(10));
     }
-    std::thread::sleep(Duration::from_millis(200));
+    let sent = sender.finish()?;
+
+    // Let the engine take every tick and the subscribers read every update.
+    wait_for(
+        "the engine to read every tick",
+        Duration::from_secs(10),
+        || {
+            let c = engine.counters().snapshot();
+            c.ticks_received + c.lines_skipped >= sent.lines
+                && c.published + c.conflated >= c.ticks_valid
+        },
+    );
+    let published = engine.counters().snapshot().published;
+    let want = published * args.subscribers as u64;
+    wait_for(
+        "the subscribers to read every update",
+        Duration::from_secs(10),
+        || progress.messages[0].load(Ordering::Relaxed) >= want,
+    );
     stop.store(true, Ordering::Release);
-    let report = engine.stop();
-    let results: Vec<SubResult> = subs.into_iter().filter_map(|h| h.join().ok()).collect();
-    println!("{report}");
-    print_subscribers(&results, sent);
-    if let Some(e2e) = report.stage(Stage::EngineE2e) {
+    let subs: LoadReport = load
+        .join()
+        .map_err(|_| Failure::Runtime("subscriber thread panicked".into()))??;
+    let engine_report = engine.stop();
+
+    println!("{engine_report}");
+    println!(
+        "sender: {} ticks in {:.2} s, behind schedule p99 {:.2} ms, max {:.2} ms",
+        sent.lines,
+        sent.elapsed.as_secs_f64(),
+        sent.p99_behind.as_secs_f64() * 1e3,
+        sent.max_behind.as_secs_f64() * 1e3
+    );
+    println!("{subs}");
+    print_files(&dir)?;
+    if subs.class("normal").is_none_or(|c| c.messages == 0) {
+        return Err(Failure::Runtime(
+            "the subscribers received no update".into(),
+        ));
+    }
+    if let Some(e2e) = engine_report.stage(Stage::EngineE2e) {
         println!(
-            "engine end-to-end p99 {:.1} µs over {} updates",
-            e2e.p99_us, e2e.count
+            "engine end-to-end p99 {:.1} µs over {} updates; subscribers (intended send → received) p99 {:.1} µs",
+            e2e.p99_us,
+            e2e.count,
+            subs.class("normal").map_or(0.0, |c| c.latency.p99_us)
         );
     }
     Ok(())
 }
 
-fn print_subscribers(results: &[SubResult], sent: u64) {
-    println!("subscriber end-to-end latency (intended send time → received), µs:");
-    println!(
-        "{:<8} {:>6} {:>12} {:>10} {:>10} {:>10} {:>10} {:>10}",
-        "class", "subs", "messages", "p50", "p90", "p99", "p99.9", "max"
-    );
-    for slow in [false, true] {
-        let mut h =
-            Histogram::<u64>::new_with_bounds(1, 600_000_000_000, 3).expect("static bounds");
-        let mut n = 0;
-        let mut msgs = 0;
-        for r in results.iter().filter(|r| r.slow == slow) {
-            let _ = h.add(&r.latency);
-            n += 1;
-            msgs += r.messages;
-        }
-        if n == 0 {
-            continue;
-        }
-        let s = StageSummary::from_histogram(Stage::EngineE2e, &h);
-        println!(
-            "{:<8} {:>6} {:>12} {:>10.1} {:>10.1} {:>10.1} {:>10.1} {:>10.1}",
-            if slow { "slow" } else { "normal" },
-            n,
-            msgs,
-            s.p50_us,
-            s.p90_us,
-            s.p99_us,
-            s.p999_us,
-            s.max_us
-        );
-    }
-    println!("ticks sent {sent}");
-}
-
-fn subscriber(
-    addr: SocketAddr,
-    slow: bool,
-    bytes_per_sec: u64,
-    stop: &AtomicBool,
-    ready: &AtomicU64,
-) -> SubResult {
-    let mut res = SubResult {
-        slow,
-        messages: 0,
-        latency: Histogram::new_with_bounds(1, 600_000_000_000, 3).expect("static bounds"),
-    };
-    let Ok(mut stream) = TcpStream::connect(addr) else {
-        ready.fetch_add(1, Ordering::AcqRel);
-        return res;
-    };
-    let _ = stream.write_all(&command(&[b"PSUBSCRIBE", b"*"]));
-    let reader: Box<dyn Read> = if slow {
-        Box::new(Throttled {
-            inner: stream.try_clone().expect("clone socket"),
-            bytes_per_sec,
-            started: Instant::now(),
-            read: 0,
-        })
-    } else {
-        Box::new(stream.try_clone().expect("clone socket"))
-    };
-    let mut r = BufReader::with_capacity(if slow { 512 } else { 64 * 1024 }, reader);
-    // The confirmation.
-    let _ = read_frame(&mut r);
-    ready.fetch_add(1, Ordering::AcqRel);
-    while let Ok(frame) = read_frame(&mut r) {
-        if let Some((_, payload)) = as_message(&frame) {
-            res.messages += 1;
-            let ts = payload
-                .split(|&b| b == b',')
-                .next()
-                .and_then(|f| std::str::from_utf8(f).ok())
-                .and_then(|s| s.parse::<u64>().ok());
-            if let Some(ts) = ts {
-                res.latency
-                    .saturating_record(wall_ns().saturating_sub(ts).max(1));
-            }
-        }
-        if slow && stop.load(Ordering::Acquire) {
-            break;
-        }
-    }
-    res
-}
-
-/// A reader limited to a byte rate (the slow subscriber).
-struct Throttled {
-    inner: TcpStream,
-    bytes_per_sec: u64,
-    started: Instant,
-    read: u64,
-}
-
-impl Read for Throttled {
-    fn read(&mut self, buf: &mut [u8]) -> std::io::Result<usize> {
-        let allowed = (self.started.elapsed().as_secs_f64() * self.bytes_per_sec as f64) as u64;
-        if self.read >= allowed {
-            std::thread::sleep(Duration::from_millis(10));
-        }
-        let n = buf.len().min(256);
-        let got = self.inner.read(&mut buf[..n])?;
-        self.read += got as u64;
-        Ok(got)
-    }
-}
-
-/// Generated ticks: a random walk per symbol with 5-decimal prices.
-/// Each line lacks its `ts_ns` (stamped when sent): `symbol,bid,ask,bq,aq`.
-fn generate(symbols: usize, seed: u64, count: usize) -> Vec<String> {
-    let mut rng = StdRng::seed_from_u64(seed);
-    let mut mids: Vec<i64> = (0..symbols)
-        .map(|_| rng.random_range(50_000..200_000))
+/// Renders the report directory and says where it is.
+fn print_files(dir: &Path) -> Result<(), Failure> {
+    let r = report::render(dir, dir)?;
+    println!("percentiles per stage and end to end (from the histogram logs):");
+    print!("{}", report::table(&r.series));
+    let shown = std::fs::canonicalize(dir).unwrap_or_else(|_| dir.to_path_buf());
+    println!("report files written to {}:", shown.display());
+    let mut names: Vec<String> = std::fs::read_dir(dir)
+        .map_err(|e| Failure::Runtime(format!("cannot list {}: {e}", dir.display())))?
+        .filter_map(|e| e.ok().map(|e| e.file_name().to_string_lossy().into_owned()))
         .collect();
-    (0..count)
-        .map(|_| {
-            let s = rng.random_range(0..symbols);
-            mids[s] = (mids[s] + rng.random_range(-3..=3)).max(10);
-            let spread = rng.random_range(1..4);
-            let (bid, ask) = (mids[s], mids[s] + spread);
-            format!(
-                "SYM{s:04},{}.{:05},{}.{:05},{},{}",
-                bid / 100_000,
-                bid % 100_000,
-                ask / 100_000,
-                ask % 100_000,
-                rng.random_range(1..50) * 100_000,
-                rng.random_range(1..50) * 100_000
-            )
-        })
-        .collect()
+    names.sort();
+    println!("  {}", names.join("  "));
+    println!("  (re-render with: tickfan report {})", dir.display());
+    Ok(())
 }
 
-/// A tick file's data lines without their `ts_ns` field.
-fn load_lines(path: &PathBuf) -> Result<Vec<String>, Failure> {
-    let text = std::fs::read_to_string(path)
-        .map_err(|e| Failure::Usage(format!("cannot read {}: {e}", path.display())))?;
-    let lines: Vec<String> = text
-        .lines()
-        .filter(|l| !l.starts_with("ts_ns,") && !l.starts_with('#') && !l.is_empty())
-        .filter_map(|l| l.split_once(',').map(|(_, rest)| rest.to_string()))
-        .collect();
-    if lines.is_empty() {
-        return Err(Failure::Usage(format!("{} holds no ticks", path.display())));
-    }
-    Ok(lines)
-}
-
-/// Sends `lines` round-robin at `rate` for `duration`, stamping each with its
-/// intended send time. Returns the ticks sent.
-fn send(addr: SocketAddr, lines: &[String], rate: u64, duration: Duration) -> Result<u64, Failure> {
-    let stream =
-        TcpStream::connect(addr).map_err(|e| Failure::Runtime(format!("connect feed: {e}")))?;
-    let _ = stream.set_nodelay(true);
-    let mut out = std::io::BufWriter::with_capacity(64 * 1024, stream);
-    let start = Instant::now();
-    let start_wall = wall_ns();
-    let total = (rate as f64 * duration.as_secs_f64()) as u64;
-    let mut buf = Vec::with_capacity(256);
-    // Send in 1 ms slices: every tick due by now goes out, then flush.
-    let mut sent = 0u64;
-    while sent < total {
-        let elapsed = start.elapsed();
-        let due = ((elapsed.as_secs_f64() * rate as f64) as u64 + 1).min(total);
-        while sent < due {
-            let intended = start_wall + (sent as f64 * 1e9 / rate as f64) as u64;
-            buf.clear();
-            buf.extend_from_slice(itoa::Buffer::new().format(intended).as_bytes());
-            buf.push(b',');
-            buf.extend_from_slice(lines[(sent % lines.len() as u64) as usize].as_bytes());
-            buf.push(b'\n');
-            out.write_all(&buf)
-                .map_err(|e| Failure::Runtime(format!("send: {e}")))?;
-            sent += 1;
+/// Polls `cond` until it holds or `limit` passes (then goes on: the report
+/// shows what arrived).
+fn wait_for(what: &str, limit: Duration, mut cond: impl FnMut() -> bool) {
+    let end = Instant::now() + limit;
+    while !cond() {
+        if Instant::now() > end {
+            eprintln!("demo: gave up waiting for {what} after {limit:?}");
+            return;
         }
-        out.flush()
-            .map_err(|e| Failure::Runtime(format!("send: {e}")))?;
-        if sent < total {
-            let next_due = Duration::from_secs_f64(sent as f64 / rate as f64);
-            if let Some(wait) = next_due.checked_sub(start.elapsed()) {
-                std::thread::sleep(wait.min(Duration::from_millis(1)));
-            }
-        }
+        std::thread::sleep(Duration::from_millis(5));
     }
-    Ok(sent)
 }

@@ -1,5 +1,16 @@
 //! The client-side tools, subcommands of the one `tickfan` binary. They use
 //! only the engine's public library API.
+//!
+//! - `gen`: synthetic tick files (bursts, Zipf popularity, random walks)
+//! - `replay`: open-loop sender of a tick file (feed, Redis `PUBLISH`, raw frames)
+//! - `subscribe`: subscriber load on one event loop, end-to-end latency per class
+//! - `forward`: the raw loopback floor (a byte forwarder) for the benchmark
+//! - `report`: percentile tables, SVG plots and JSON from HdrHistogram logs
+//! - `demo`: all of the above around an in-process engine
 
 pub mod demo;
+pub mod forward;
+pub mod gen;
 pub mod replay;
+pub mod report;
+pub mod subscribe;

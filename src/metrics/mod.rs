@@ -7,6 +7,7 @@
 
 pub mod alerts;
 pub mod counters;
+pub mod hlog;
 pub mod recorder;
 pub mod report;
 pub mod reporter;

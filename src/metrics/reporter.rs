@@ -4,6 +4,11 @@
 //! It is the only reader of the hand-off channel and the only writer of the
 //! merged totals; it stops when every recorder has been dropped (the channel
 //! disconnects), so the final report includes each thread's last interval.
+//!
+//! With a [`HistogramLog`] (`--log-dir`), it also appends every interval's
+//! merged histogram of each stage to a standard HdrHistogram interval log
+//! (tag = stage name), the last partial interval included. A write failure
+//! is logged once and the log is dropped; the engine goes on.
 
 use std::sync::Arc;
 use std::thread::JoinHandle;
@@ -15,6 +20,7 @@ use parking_lot::Mutex;
 
 use super::alerts::{AlertInputs, Alerts};
 use super::counters::Counters;
+use super::hlog::HistogramLog;
 use super::recorder::{IntervalSample, RecorderLink};
 use super::report::{FinalReport, StageSummary, SubscriberStats};
 use super::stage::{new_histogram, Stage};
@@ -60,6 +66,8 @@ pub struct ReporterInputs {
     pub print_intervals: bool,
     /// Interval length.
     pub interval: Duration,
+    /// Interval log to append each interval's merged histograms to.
+    pub log: Option<HistogramLog>,
 }
 
 /// A running reporter.
@@ -114,6 +122,7 @@ fn run(
     mut inputs: ReporterInputs,
 ) -> FinalReport {
     let start = Instant::now();
+    let mut log = inputs.log.take().map(|l| IntervalWriter::new(l, start));
     let mut interval: Vec<Histogram<u64>> = Stage::ALL.iter().map(|_| new_histogram()).collect();
     let mut next_tick = start + inputs.interval;
     let mut last = inputs.counters.snapshot();
@@ -129,10 +138,18 @@ fn run(
                 let _ = pool.try_send(s.hist);
             }
             Err(RecvTimeoutError::Timeout) => {}
-            Err(RecvTimeoutError::Disconnected) => break,
+            Err(RecvTimeoutError::Disconnected) => {
+                if let Some(l) = &mut log {
+                    l.write(&interval, Instant::now());
+                }
+                break;
+            }
         }
         let now = Instant::now();
         if now >= next_tick {
+            if let Some(l) = &mut log {
+                l.write(&interval, now);
+            }
             let snap = inputs.counters.snapshot();
             let secs = now.duration_since(last_at).as_secs_f64().max(1e-9);
             {
@@ -178,5 +195,40 @@ fn run(
         stages: totals.summaries(),
         counters: inputs.counters.snapshot(),
         subscribers: inputs.subscribers.lock().clone(),
+    }
+}
+
+/// Appends merged interval histograms to the interval log; gives up (one
+/// warning) at the first failure.
+struct IntervalWriter {
+    log: Option<HistogramLog>,
+    /// The reporter's start, which is the log's time zero.
+    start: Instant,
+    /// End of the previous interval written (the next one starts there).
+    from: Instant,
+}
+
+impl IntervalWriter {
+    fn new(log: HistogramLog, start: Instant) -> Self {
+        IntervalWriter {
+            log: Some(log),
+            start,
+            from: start,
+        }
+    }
+
+    fn write(&mut self, interval: &[Histogram<u64>], now: Instant) {
+        let Some(log) = &mut self.log else { return };
+        let since = self.from.duration_since(self.start);
+        let length = now.duration_since(self.from);
+        self.from = now;
+        let result = Stage::ALL
+            .iter()
+            .try_for_each(|s| log.append(s.as_str(), since, length, &interval[s.index()]))
+            .and_then(|_| log.flush());
+        if let Err(e) = result {
+            log::warn!("{e}; no more histogram intervals will be written");
+            self.log = None;
+        }
     }
 }

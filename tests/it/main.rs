@@ -8,6 +8,8 @@
 //! - `protocol`: replies byte for byte like a real `redis-server`; `redis-cli` drives the engine
 //! - `recorded_data`: the real recorded ticks in `../shared/data/`, every line accounted for
 //! - `cli`: flags, exit codes, one-line errors of the binary
+//! - `tools`: gen, replay, subscribe, report and demo as an operator runs them
+//! - `vs_redis`: the benchmark's tool modes against a real `redis-server` and the raw forwarder
 
 mod admin;
 mod cli;
@@ -18,4 +20,6 @@ mod protocol;
 mod recorded_data;
 mod security;
 mod slow_subscriber;
+mod tools;
 mod util;
+mod vs_redis;

@@ -15,7 +15,7 @@ use tickfan::protocol::client::Frame;
 
 use crate::util::{engine, tick, wait_until, Feed, Sub, DEADLINE};
 
-fn require(bin: &str) {
+pub(crate) fn require(bin: &str) {
     let found = Command::new(bin).arg("--version").output().is_ok();
     assert!(
         found,
@@ -24,13 +24,13 @@ fn require(bin: &str) {
 }
 
 /// A `redis-server` on a free loopback port, killed (by its pid) on drop.
-struct RedisServer {
+pub(crate) struct RedisServer {
     child: Child,
-    port: u16,
+    pub(crate) port: u16,
 }
 
 impl RedisServer {
-    fn start() -> RedisServer {
+    pub(crate) fn start() -> RedisServer {
         require("redis-server");
         let port = std::net::TcpListener::bind("127.0.0.1:0")
             .unwrap()
