@@ -11,13 +11,19 @@
 //! feed (ingest loop, parser) ──▶ slots (conflation) ──▶ publish (publisher, sessions)
 //!        │ poison                     ▲ symbols
 //!        ▼
-//!       dlq                 metrics, protocol, config, sys: shared leaves
+//!       dlq ◀── order (gateway, queue, workers) ──▶ bridge (venues)
+//!                      │ transient ▲
+//!                      ▼           │
+//!                      retry (backoff, delay queue, timer, clock)
+//!
+//!   metrics, protocol, config, sys: shared leaves
 //! ```
 //!
 //! [`runtime`] wires the stages into threads; only the binary, the tools and
 //! the tests use it.
 #![deny(missing_docs, missing_debug_implementations)]
 
+pub mod bridge;
 pub mod cli;
 pub mod config;
 pub mod dlq;
@@ -25,8 +31,10 @@ pub mod error;
 pub mod feed;
 pub mod idle;
 pub mod metrics;
+pub mod order;
 pub mod protocol;
 pub mod publish;
+pub mod retry;
 pub mod runtime;
 pub mod slots;
 pub mod symbols;

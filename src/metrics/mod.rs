@@ -6,6 +6,7 @@
 //! single writer each.
 
 pub mod counters;
+pub mod order_counters;
 pub mod recorder;
 pub mod report;
 pub mod reporter;
