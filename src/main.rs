@@ -28,7 +28,7 @@ struct Cli {
 #[derive(Debug, Subcommand)]
 enum Command {
     /// Run the engine.
-    Serve(ServeArgs),
+    Serve(Box<ServeArgs>),
     /// Send a tick file to a feed port over TCP.
     Replay(tools::replay::ReplayArgs),
     /// Run the engine, a replay and subscribers in one process, then print a p99 report.
@@ -102,10 +102,11 @@ fn serve(args: &ServeArgs) -> Result<(), Failure> {
         other => Failure::Runtime(other.to_string()),
     })?;
     eprintln!(
-        "tickfan serving: feed {} · subscribers {} (redis-cli -p {} psubscribe '*')",
+        "tickfan serving: feed {} · subscribers {} (redis-cli -p {} psubscribe '*') · orders {}",
         engine.feed_addr(),
         engine.subscriber_addr(),
-        engine.subscriber_addr().port()
+        engine.subscriber_addr().port(),
+        engine.order_addr()
     );
     let started = Instant::now();
     // The main thread only watches for the end: a signal or --duration.

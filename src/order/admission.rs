@@ -89,6 +89,7 @@ impl Admission {
     ///
     /// # Errors
     /// `Busy(order)` when the queue is full (or the workers are gone).
+    #[allow(clippy::result_large_err)] // reason: the order moves back by value; boxing it would allocate on the SYSTEM_BUSY path, which must stay cheap
     pub fn offer(&self, order: Order) -> Result<(), Busy<Order>> {
         let stamp = order.enq_mono_ns;
         match self.tx.try_send(order) {

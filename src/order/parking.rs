@@ -43,6 +43,9 @@ pub struct Parking {
 impl Fire<Order> for Parking {
     fn fire(&mut self, o: Order, _due_ns: u64, now_ns: u64) -> Result<(), Order> {
         if o.expired_at(now_ns) {
+            // Counted before the reply goes out, so a client that reads the
+            // reply and then the counters sees it.
+            bump(&self.counters.retry.expired_when_due, 1);
             self.permits.release();
             let attempts = o.attempts();
             self.events.send(Event {
@@ -52,7 +55,6 @@ impl Fire<Order> for Parking {
                 kind: EventKind::Expired { attempts },
             });
             self.events.wake();
-            bump(&self.counters.retry.expired_when_due, 1);
             return Ok(());
         }
         let retry = o.attempts() as usize; // retry number: 1 after the first attempt

@@ -721,7 +721,7 @@ mod tests {
     fn replies_round_trip() {
         let mut out = Vec::new();
         write_ack(&mut out, "o1");
-        write_fill(&mut out, "o1", 1, Lots(40), Amount(434_048_0), Lots(60));
+        write_fill(&mut out, "o1", 1, Lots(40), Amount(4_340_480), Lots(60));
         write_done(
             &mut out,
             "o1",

@@ -20,6 +20,12 @@ fn bad_flags_and_values_exit_2_with_one_line() {
         &["serve", "--max-line-len", "3"],
         &["serve", "--duration", "soon"],
         &["serve", "--feed-listen", "nowhere"],
+        &["serve", "--order-queue-capacity", "0"],
+        &["serve", "--retry-jitter", "wild"],
+        &["serve", "--retry-base", "1s", "--retry-cap", "10ms"],
+        &["serve", "--bridge", "transient=2"],
+        &["serve", "--bridge", "down=10s"],
+        &["serve", "--order-listen", "127.0.0.1:9101"],
         &["frobnicate"],
     ] {
         let out = tickfan(args);
@@ -37,6 +43,8 @@ fn timed_run_prints_the_final_report() {
         "--feed-listen",
         "127.0.0.1:0",
         "--sub-listen",
+        "127.0.0.1:0",
+        "--order-listen",
         "127.0.0.1:0",
         "--duration",
         "300ms",
@@ -94,6 +102,8 @@ fn sigterm_stops_the_engine_with_the_final_report() {
             "--feed-listen",
             "127.0.0.1:0",
             "--sub-listen",
+            "127.0.0.1:0",
+            "--order-listen",
             "127.0.0.1:0",
             "--quiet",
         ])

@@ -8,9 +8,15 @@
 //! - `protocol`: replies byte for byte like a real `redis-server`; `redis-cli` drives the engine
 //! - `recorded_data`: the real recorded ticks in `../shared/data/`, every line accounted for
 //! - `cli`: flags, exit codes, one-line errors of the binary
+//! - `orders_admission`: bounded queue and SYSTEM_BUSY under overload, malformed lines, duplicates
+//! - `orders_retry`: transient → delayed retry (simulated clock), permanent → DLQ, deadlines
+//! - `orders_dlq`: DLQ file across a restart, replay on command, answers at shutdown
 
 mod cli;
 mod fanout;
+mod orders_admission;
+mod orders_dlq;
+mod orders_retry;
 mod poison;
 mod protocol;
 mod recorded_data;
