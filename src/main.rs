@@ -33,6 +33,8 @@ enum Command {
     Replay(tools::replay::ReplayArgs),
     /// Run the engine, a replay and subscribers in one process, then print a p99 report.
     Demo(tools::demo::DemoArgs),
+    /// Send open-loop order flow to an order port and check every order's answers.
+    Orders(tools::orders::OrdersArgs),
 }
 
 fn main() -> ExitCode {
@@ -47,6 +49,7 @@ fn main() -> ExitCode {
         Command::Serve(args) => serve(&args),
         Command::Replay(args) => tools::replay::run(&args),
         Command::Demo(args) => tools::demo::run(&args),
+        Command::Orders(args) => tools::orders::run(&args),
     };
     match result {
         Ok(()) => ExitCode::SUCCESS,

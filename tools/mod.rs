@@ -2,4 +2,5 @@
 //! only the engine's public library API.
 
 pub mod demo;
+pub mod orders;
 pub mod replay;

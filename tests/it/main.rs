@@ -11,12 +11,14 @@
 //! - `orders_admission`: bounded queue and SYSTEM_BUSY under overload, malformed lines, duplicates
 //! - `orders_retry`: transient → delayed retry (simulated clock), permanent → DLQ, deadlines
 //! - `orders_dlq`: DLQ file across a restart, replay on command, answers at shutdown
+//! - `orders_tool`: `tickfan orders` against a running engine
 
 mod cli;
 mod fanout;
 mod orders_admission;
 mod orders_dlq;
 mod orders_retry;
+mod orders_tool;
 mod poison;
 mod protocol;
 mod recorded_data;
