@@ -306,7 +306,9 @@ fn main() {
             let r = run(name, p, 500, 5, 1);
             assert_eq!(r.completed + r.dead, 500, "{name}: every order ends once");
         }
-        println!("retry_storm: smoke run ok (run `cargo bench --bench retry_storm` for the experiment)");
+        println!(
+            "retry_storm: smoke run ok (run `cargo bench --bench retry_storm` for the experiment)"
+        );
         return;
     }
     let dir = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("perf");

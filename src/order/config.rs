@@ -88,9 +88,7 @@ impl OrderConfig {
             100_000_000,
         )?;
         range("--order-max-line-len", self.max_line_len as u64, 64, 65_536)?;
-        if self.retry.retries != u32::MAX {
-            range("--retry-attempts", u64::from(self.retry.retries), 0, 100)?;
-        }
+        range("--retry-attempts", u64::from(self.retry.retries), 0, 100)?;
         let invalid = |flag, why: &str| {
             Err(ConfigError::Invalid {
                 flag,

@@ -56,6 +56,9 @@ fn overload_every_order_gets_exactly_one_answer_and_none_is_lost() {
     let snap = e.counters().snapshot().orders;
     assert_eq!(snap.busy, (N - 100) as u64);
     assert_eq!(snap.queue_depth, 100, "depth gauge");
+    wait_until("the oldest-age gauge moves", || {
+        e.counters().snapshot().orders.queue_oldest_age_us > 0
+    });
     // The connection stays usable while rejecting.
     cl.line("PING");
     assert_eq!(cl.reply(), Reply::Pong);

@@ -227,3 +227,47 @@ fn an_order_past_its_ttl_when_its_retry_is_due_is_expired_not_retried() {
     let s = e.counters().snapshot().orders;
     assert_eq!((s.expired, s.retry_expired, s.accepted), (1, 1, 1));
 }
+
+#[test]
+fn several_bridges_side_by_side_and_a_retry_goes_to_the_next_one() {
+    use std::sync::Arc;
+    use tickfan::bridge::Bridge;
+    use tickfan::runtime::{Engine, Injected};
+    let clock = SimClock::new();
+    let (a, b) = (ScriptBridge::new(), ScriptBridge::new());
+    let mut c = tickfan::config::Config::ephemeral();
+    c.order.workers = 2;
+    let e = Engine::start_with(
+        &c,
+        Injected {
+            clock: Some(Arc::new(clock.clone())),
+            bridges: Some(vec![
+                Arc::clone(&a) as Arc<dyn Bridge>,
+                Arc::clone(&b) as Arc<dyn Bridge>,
+            ]),
+        },
+    )
+    .unwrap();
+    let mut cl = OrderClient::connect(e.order_addr());
+    for i in 0..10 {
+        cl.new_order(&format!("s{i}"), "EURUSD", "1");
+    }
+    cl.new_order("r", "T1", "1"); // admission number 11: bridge b first, then a
+    for i in 0..10 {
+        cl.until_terminal(&format!("s{i}"));
+    }
+    wait_until("r waits for its retry", || e.retry_waiting() == 1);
+    clock.advance_ms(100);
+    let r = cl.until_terminal("r");
+    assert!(
+        matches!(r.last(), Some(Reply::Done { attempts: 2, .. })),
+        "{r:?}"
+    );
+    assert_eq!((a.calls().len(), b.calls().len()), (6, 6), "spread evenly");
+    assert_eq!(b.calls_for("r")[0].attempt, 1);
+    assert_eq!(
+        a.calls_for("r")[0].attempt,
+        2,
+        "the retry went to the other bridge"
+    );
+}
