@@ -85,6 +85,9 @@ pub struct ServeArgs {
     /// Write stage histograms (HdrHistogram interval log `engine.hlog`) into this directory.
     #[arg(long, value_name = "DIR")]
     pub log_dir: Option<PathBuf>,
+    /// The order path.
+    #[command(flatten)]
+    pub order: crate::order::OrderArgs,
 }
 
 /// Parses `feed=0,publish=1`.
@@ -201,7 +204,10 @@ impl ServeArgs {
     /// # Errors
     /// The first invalid value, naming its flag.
     pub fn to_config(&self) -> Result<Config, ConfigError> {
+        let (order_addr, order) = self.order.to_config()?;
         let c = Config {
+            order_addr,
+            order,
             feed_addr: self.feed_listen,
             sub_addr: self.sub_listen,
             admin_addr: self.admin_listen,

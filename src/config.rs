@@ -7,6 +7,7 @@ use std::time::Duration;
 
 use crate::auth::Token;
 use crate::idle::IdleStrategy;
+use crate::order::config::{OrderConfig, DEFAULT_ORDER_ADDR};
 
 /// Default feed listen address.
 pub const DEFAULT_FEED_ADDR: &str = "127.0.0.1:9101";
@@ -33,6 +34,10 @@ pub struct Config {
     pub sub_addr: SocketAddr,
     /// Admin listener (reserved; the admin endpoint is not served yet).
     pub admin_addr: SocketAddr,
+    /// Order listener.
+    pub order_addr: SocketAddr,
+    /// The order path.
+    pub order: OrderConfig,
     /// Most distinct symbols; a new one past it is poison (`symbol_limit`).
     pub max_symbols: usize,
     /// Longest feed line in bytes, excluding the newline.
@@ -79,6 +84,8 @@ impl Default for Config {
             feed_addr: DEFAULT_FEED_ADDR.parse().expect("static address"),
             sub_addr: DEFAULT_SUB_ADDR.parse().expect("static address"),
             admin_addr: DEFAULT_ADMIN_ADDR.parse().expect("static address"),
+            order_addr: DEFAULT_ORDER_ADDR.parse().expect("static address"),
+            order: OrderConfig::default(),
             max_symbols: 10_000,
             max_line_len: 256,
             max_conns_per_port: 1_024,
@@ -110,6 +117,7 @@ impl Config {
             feed_addr: any,
             sub_addr: any,
             admin_addr: any,
+            order_addr: any,
             print_intervals: false,
             report_interval: Duration::from_millis(100),
             ..Config::default()
@@ -168,6 +176,15 @@ impl Config {
                 flag: "--duration",
                 why: "must be positive".into(),
             });
+        }
+        self.order.validate()?;
+        for (flag, a) in [("--order-listen", self.order_addr)] {
+            if a.port() != 0 && (a == self.feed_addr || a == self.sub_addr) {
+                return Err(E::Invalid {
+                    flag,
+                    why: "must differ from --feed-listen and --sub-listen".into(),
+                });
+            }
         }
         if self.feed_addr.port() != 0 && self.feed_addr == self.sub_addr {
             return Err(E::Invalid {

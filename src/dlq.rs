@@ -1,15 +1,33 @@
 //! The dead-letter store: where poison input goes, with its reason, instead
 //! of being retried or silently dropped.
 //!
-//! Producers (the feed thread now; the order path later) hand records to the
-//! DLQ thread over a bounded channel and never block: when the channel is
-//! full the producer counts the record as dropped (its poison counter still
-//! counts it). The DLQ thread is the single writer of the store: it appends
-//! each record as one JSON line to the optional file (so nothing is lost on
-//! restart) and keeps the newest `capacity` records in memory for listing;
-//! older ones are evicted from memory (counted), never from the file.
+//! Producers hand records to the DLQ thread over bounded channels, one per
+//! path:
+//!
+//! * the **feed** never blocks on it: when its channel is full the record is
+//!   counted as dropped (its poison counter still counts it); a flood of
+//!   poison must not stall ingest;
+//! * the **order path** blocks on its own channel ([`DlqSender::send_order`]):
+//!   a dead-lettered order is an accepted order the client was promised an
+//!   answer for and that may be replayed, so it is never dropped. A slow disk
+//!   slows the workers down, the main queue fills and new orders get
+//!   `SYSTEM_BUSY`: backpressure ends at the admission bound, not in a lost
+//!   record. The separate channel means a feed flood cannot take its room.
+//!
+//! The DLQ thread is the single writer of the store: it appends each record
+//! as one JSON line to the optional file (so nothing is lost on restart) and
+//! keeps the newest `capacity` records in memory for listing; older ones are
+//! evicted from memory (counted), never from the file.
+//!
+//! Dead-lettered orders are also kept in a replay index (by order id, newest
+//! `capacity` ids), rebuilt from the file at start, so `REPLAY <id>` on the
+//! order port works after a restart. A replay appends a marker line (the
+//! record with `replayed_ns` set) so a replayed order is not replayable again
+//! after the next restart.
 
 use std::collections::{BTreeMap, VecDeque};
+
+use indexmap::IndexMap;
 use std::fs::{File, OpenOptions};
 use std::io::{BufWriter, Write};
 use std::path::PathBuf;
@@ -47,6 +65,34 @@ pub struct DeadLetter {
     pub first_seen_ns: u64,
     /// Last seen, wall-clock ns since the epoch.
     pub last_seen_ns: u64,
+    /// The client order id (order records only).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub order_id: Option<String>,
+    /// Every attempt made, oldest first (order records only).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub history: Vec<AttemptRecord>,
+    /// Set on a replay marker: the order was replayed at this wall-clock ns.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub replayed_ns: Option<u64>,
+}
+
+/// One attempt of a dead-lettered order.
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+pub struct AttemptRecord {
+    /// Attempt number, 1 for the first send.
+    pub n: u32,
+    /// Bridge it went to.
+    pub bridge: String,
+    /// What came back: `transient:<why>`, `permanent:<why>`.
+    pub outcome: String,
+    /// When it was sent, engine clock ns.
+    pub at_ns: u64,
+    /// When it was sent, wall-clock ns since the epoch.
+    pub wall_ns: u64,
+    /// The backoff delay drawn before this attempt (0 for the first), ns.
+    pub delay_ns: u64,
+    /// The ceiling that delay was drawn under (0 for the first), ns.
+    pub ceiling_ns: u64,
 }
 
 impl DeadLetter {
@@ -77,7 +123,15 @@ impl DeadLetter {
             attempts: 1,
             first_seen_ns: now_ns,
             last_seen_ns: now_ns,
+            order_id: None,
+            history: Vec::new(),
+            replayed_ns: None,
         }
+    }
+
+    /// Is this a dead-lettered order that can be replayed (not a marker)?
+    pub fn is_replayable_order(&self) -> bool {
+        self.source == "order" && self.order_id.is_some() && self.replayed_ns.is_none()
     }
 }
 
@@ -88,9 +142,13 @@ pub struct DlqConfig {
     pub capacity: usize,
     /// JSON-lines file every record is appended to, if any.
     pub file: Option<PathBuf>,
-    /// Capacity of the producer → DLQ thread channel.
+    /// Capacity of the feed → DLQ thread channel (the order path has its
+    /// own, [`ORDER_HANDOFF_CAPACITY`], on which it blocks).
     pub handoff_capacity: usize,
 }
+
+/// Capacity of the order path → DLQ thread channel.
+pub const ORDER_HANDOFF_CAPACITY: usize = 1024;
 
 /// The in-memory side, readable from any thread.
 #[derive(Debug, Default)]
@@ -99,6 +157,8 @@ pub struct DlqStore {
     by_reason: Mutex<BTreeMap<String, u64>>,
     evicted: AtomicU64,
     capacity: usize,
+    /// Replayable dead-lettered orders by id, oldest first (bounded by `capacity`).
+    orders: Mutex<IndexMap<String, DeadLetter>>,
 }
 
 impl DlqStore {
@@ -129,7 +189,47 @@ impl DlqStore {
         self.evicted.load(Ordering::Relaxed)
     }
 
+    /// The replayable dead letter of order `id`, if any.
+    pub fn replayable(&self, id: &str) -> Option<DeadLetter> {
+        self.orders.lock().get(id).cloned()
+    }
+
+    /// Takes order `id` out of the replay index (the caller replays it).
+    pub fn take_replayable(&self, id: &str) -> Option<DeadLetter> {
+        self.orders.lock().shift_remove(id)
+    }
+
+    /// Puts a record taken with [`take_replayable`](Self::take_replayable)
+    /// back (its replay could not be admitted).
+    pub fn restore_replayable(&self, rec: DeadLetter) {
+        self.index_order(rec);
+    }
+
+    /// Ids of every replayable order, oldest first.
+    pub fn replayable_ids(&self) -> Vec<String> {
+        self.orders.lock().keys().cloned().collect()
+    }
+
+    fn index_order(&self, rec: DeadLetter) {
+        let Some(id) = rec.order_id.clone() else {
+            return;
+        };
+        let mut idx = self.orders.lock();
+        if rec.replayed_ns.is_some() {
+            idx.shift_remove(&id);
+            return;
+        }
+        idx.shift_remove(&id);
+        if idx.len() >= self.capacity {
+            idx.shift_remove_index(0);
+        }
+        idx.insert(id, rec);
+    }
+
     fn push(&self, rec: DeadLetter) {
+        if rec.source == "order" {
+            self.index_order(rec.clone());
+        }
         *self.by_reason.lock().entry(rec.reason.clone()).or_default() += 1;
         let mut ring = self.ring.lock();
         if ring.len() == self.capacity {
@@ -140,10 +240,12 @@ impl DlqStore {
     }
 }
 
-/// A producer's handle: hands records to the DLQ thread without blocking.
+/// A producer's handle: the feed's non-blocking channel and the order
+/// path's blocking one.
 #[derive(Debug, Clone)]
 pub struct DlqSender {
     tx: Sender<DeadLetter>,
+    order_tx: Sender<DeadLetter>,
 }
 
 impl DlqSender {
@@ -155,6 +257,15 @@ impl DlqSender {
         self.tx.try_send(rec).map_err(|e| match e {
             TrySendError::Full(r) | TrySendError::Disconnected(r) => Box::new(r),
         })
+    }
+
+    /// Hands a dead-lettered order (or a replay marker) to the DLQ thread,
+    /// waiting for room: never dropped.
+    ///
+    /// # Errors
+    /// Hands the record back only when the DLQ thread has stopped.
+    pub fn send_order(&self, rec: DeadLetter) -> Result<(), Box<DeadLetter>> {
+        self.order_tx.send(rec).map_err(|e| Box::new(e.0))
     }
 }
 
@@ -174,6 +285,10 @@ impl Dlq {
     /// # Errors
     /// When the file cannot be opened or the thread cannot start.
     pub fn start(config: &DlqConfig, counters: Arc<Counters>) -> std::io::Result<(Dlq, DlqSender)> {
+        let previous = match &config.file {
+            Some(p) if p.exists() => read_file_lenient(p)?,
+            _ => Vec::new(),
+        };
         let file = match &config.file {
             Some(p) => Some(BufWriter::new(
                 OpenOptions::new().create(true).append(true).open(p)?,
@@ -184,12 +299,17 @@ impl Dlq {
             capacity: config.capacity.max(1),
             ..DlqStore::default()
         });
+        // A restart: dead-lettered orders stay replayable.
+        for rec in previous.into_iter().filter(|r| r.source == "order") {
+            store.index_order(rec);
+        }
         let (tx, rx) = crossbeam_channel::bounded(config.handoff_capacity.max(1));
+        let (order_tx, order_rx) = crossbeam_channel::bounded(ORDER_HANDOFF_CAPACITY);
         let s = Arc::clone(&store);
         let handle = std::thread::Builder::new()
             .name("tickfan-dlq".into())
-            .spawn(move || run(rx, file, s, counters))?;
-        Ok((Dlq { store, handle }, DlqSender { tx }))
+            .spawn(move || run(rx, order_rx, file, s, counters))?;
+        Ok((Dlq { store, handle }, DlqSender { tx, order_tx }))
     }
 
     /// The in-memory store.
@@ -205,12 +325,37 @@ impl Dlq {
 
 fn run(
     rx: Receiver<DeadLetter>,
+    order_rx: Receiver<DeadLetter>,
     mut file: Option<BufWriter<File>>,
     store: Arc<DlqStore>,
     counters: Arc<Counters>,
 ) {
     let mut file_failed = false;
-    while let Ok(first) = rx.recv() {
+    let (mut feed_open, mut order_open) = (true, true);
+    while feed_open || order_open {
+        let mut sel = crossbeam_channel::Select::new();
+        let feed_i = feed_open.then(|| sel.recv(&rx));
+        let order_i = order_open.then(|| sel.recv(&order_rx));
+        let op = sel.select();
+        let i = op.index();
+        let first = if Some(i) == feed_i {
+            match op.recv(&rx) {
+                Ok(r) => r,
+                Err(_) => {
+                    feed_open = false;
+                    continue;
+                }
+            }
+        } else {
+            debug_assert_eq!(Some(i), order_i);
+            match op.recv(&order_rx) {
+                Ok(r) => r,
+                Err(_) => {
+                    order_open = false;
+                    continue;
+                }
+            }
+        };
         let mut next = Some(first);
         while let Some(rec) = next {
             if let Some(f) = file.as_mut() {
@@ -224,9 +369,14 @@ fn run(
                     }
                 }
             }
-            store.push(rec);
-            bump(&counters.dlq_stored, 1);
-            next = rx.try_recv().ok();
+            if rec.replayed_ns.is_some() {
+                // A marker: the file keeps it; memory only updates the index.
+                store.index_order(rec);
+            } else {
+                store.push(rec);
+                bump(&counters.dlq_stored, 1);
+            }
+            next = order_rx.try_recv().or_else(|_| rx.try_recv()).ok();
         }
         if let Some(f) = file.as_mut() {
             let _ = f.flush();
@@ -235,6 +385,25 @@ fn run(
     if let Some(f) = file.as_mut() {
         let _ = f.flush();
     }
+}
+
+/// Reads a DLQ file at start, skipping lines that do not parse (a line cut
+/// by a crash must not stop the engine from starting); says how many once.
+fn read_file_lenient(path: &std::path::Path) -> std::io::Result<Vec<DeadLetter>> {
+    let text = std::fs::read_to_string(path)?;
+    let mut bad = 0usize;
+    let recs = text
+        .lines()
+        .filter(|l| !l.trim().is_empty())
+        .filter_map(|l| serde_json::from_str(l).map_err(|_| bad += 1).ok())
+        .collect();
+    if bad > 0 {
+        log::warn!(
+            "dead-letter file {}: {bad} unreadable line(s) skipped",
+            path.display()
+        );
+    }
+    Ok(recs)
 }
 
 /// Reads every record of a DLQ file (e.g. after a restart).

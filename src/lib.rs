@@ -11,7 +11,12 @@
 //! feed (ingest loop, parser) ──▶ slots (conflation) ──▶ publish (publisher, sessions)
 //!        │ poison                     ▲ symbols
 //!        ▼
-//!       dlq                 metrics, protocol, config, sys: shared leaves
+//!       dlq ◀── order (gateway, queue, workers) ──▶ bridge (venues)
+//!                      │ transient ▲
+//!                      ▼           │
+//!                      retry (backoff, delay queue, timer, clock)
+//!
+//!   metrics, protocol, config, sys: shared leaves
 //! ```
 //!
 //! [`runtime`] wires the stages into threads; only the binary, the tools and
@@ -20,6 +25,7 @@
 
 pub mod admin;
 pub mod auth;
+pub mod bridge;
 pub mod cli;
 pub mod config;
 pub mod dlq;
@@ -28,8 +34,10 @@ pub mod feed;
 pub mod fills;
 pub mod idle;
 pub mod metrics;
+pub mod order;
 pub mod protocol;
 pub mod publish;
+pub mod retry;
 pub mod runtime;
 pub mod slots;
 pub mod symbols;

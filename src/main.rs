@@ -41,6 +41,8 @@ enum Command {
     Report(tools::report::ReportArgs),
     /// Raw loopback floor for benchmarks: forward one publisher's bytes to every subscriber.
     Forward(tools::forward::ForwardArgs),
+    /// Send open-loop order flow to an order port and check every order's answers.
+    Orders(tools::orders::OrdersArgs),
 }
 
 fn main() -> ExitCode {
@@ -66,6 +68,7 @@ fn main() -> ExitCode {
         Command::Subscribe(args) => tools::subscribe::run(&args),
         Command::Report(args) => tools::report::run(&args),
         Command::Forward(args) => tools::forward::run(&args),
+        Command::Orders(args) => tools::orders::run(&args),
     };
     match result {
         Ok(()) => ExitCode::SUCCESS,
@@ -150,10 +153,11 @@ fn serve(args: &ServeArgs) -> Result<(), Failure> {
         other => Failure::Runtime(other.to_string()),
     })?;
     eprintln!(
-        "tickfan serving: feed {} · subscribers {} (redis-cli -p {} psubscribe '*')",
+        "tickfan serving: feed {} · subscribers {} (redis-cli -p {} psubscribe '*') · orders {}",
         engine.feed_addr(),
         engine.subscriber_addr(),
-        engine.subscriber_addr().port()
+        engine.subscriber_addr().port(),
+        engine.order_addr()
     );
     let started = Instant::now();
     // The main thread only watches for the end: a signal or --duration.

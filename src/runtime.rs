@@ -3,10 +3,13 @@
 //! but the binary, the tools and the tests.
 //!
 //! Threads: `feed` (ingest loop), `publish` (publisher loop), `reporter`
-//! (histogram merge + report lines), `dlq` (dead-letter store). Shutdown
-//! order: stop flag → wake feed and publisher → join them (they flush their
-//! histograms; the publisher drains the slots once more) → the DLQ and the
-//! reporter stop when their last producer is gone.
+//! (histogram merge + report lines), `dlq` (dead-letter store), and the
+//! order path (`order-gw` gateway, `order-wN` workers, `retry` timer; see
+//! [`crate::order::path`]). Shutdown order: the order path first (it stops
+//! taking orders and gives every accepted one its terminal reply) → stop
+//! flag → wake feed and publisher → join them (they flush their histograms;
+//! the publisher drains the slots once more) → the DLQ and the reporter stop
+//! when their last producer is gone.
 
 use std::net::SocketAddr;
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -17,6 +20,7 @@ use mio::{Poll, Waker};
 use parking_lot::Mutex;
 
 use crate::admin::{AdminServer, AdminState};
+use crate::bridge::Bridge;
 use crate::config::Config;
 use crate::dlq::{Dlq, DlqConfig, DlqStore};
 use crate::error::StartError;
@@ -26,17 +30,31 @@ use crate::metrics::hlog::{HistogramLog, ENGINE_LOG};
 use crate::metrics::report::SubscriberStats;
 use crate::metrics::reporter::{Reporter, ReporterInputs, Totals};
 use crate::metrics::{Counters, FinalReport, Stage, StageRecorder};
+use crate::order::path::{OrderPath, OrderPathInputs};
 use crate::publish::publisher::{Publisher, PublisherSettings, WAKER};
+use crate::retry::SharedClock;
 use crate::slots::slots;
 use crate::symbols::{SymbolInterner, SymbolTable};
 use crate::sys::affinity::pin_and_log;
 use crate::sys::clock::MonoClock;
+
+/// Parts a test or a tool may put in place of the defaults.
+#[derive(Debug, Default)]
+pub struct Injected {
+    /// The engine clock of the order path (deadlines, retry timers, dedup
+    /// retention, scheduled outages). Default: the monotonic clock.
+    pub clock: Option<SharedClock>,
+    /// Bridges to use instead of the simulators the config describes.
+    pub bridges: Option<Vec<Arc<dyn Bridge>>>,
+}
 
 /// A running engine.
 #[derive(Debug)]
 pub struct Engine {
     feed_addr: SocketAddr,
     sub_addr: SocketAddr,
+    order_addr: SocketAddr,
+    order: OrderPath,
     counters: Arc<Counters>,
     symbols: Arc<SymbolTable>,
     subscribers: Arc<Mutex<Vec<SubscriberStats>>>,
@@ -68,6 +86,14 @@ impl Engine {
     /// An invalid configuration, a listener that cannot bind, a DLQ file that
     /// cannot be opened, or a thread/poller the OS refuses.
     pub fn start(config: &Config) -> Result<Engine, StartError> {
+        Engine::start_with(config, Injected::default())
+    }
+
+    /// [`start`](Self::start) with an injected clock and/or bridges.
+    ///
+    /// # Errors
+    /// As [`start`](Self::start).
+    pub fn start_with(config: &Config, injected: Injected) -> Result<Engine, StartError> {
         config.validate()?;
         for (what, addr) in [
             ("feed", config.feed_addr),
@@ -82,6 +108,8 @@ impl Engine {
         }
         let feed_listener = bind("feed", config.feed_addr)?;
         let sub_listener = bind("subscribers", config.sub_addr)?;
+        let order_listener = bind("orders", config.order_addr)?;
+        let order_addr = order_listener.local_addr().map_err(os("order listener"))?;
         let feed_addr = feed_listener.local_addr().map_err(os("feed listener"))?;
         let sub_addr = sub_listener
             .local_addr()
@@ -156,6 +184,21 @@ impl Engine {
             addr: config.admin_addr,
             source,
         })?;
+        let order = OrderPath::start(OrderPathInputs {
+            listener: order_listener,
+            config: config.order.clone(),
+            max_conns: config.max_conns_per_port,
+            idle: config.idle,
+            counters: Arc::clone(&counters),
+            dlq_store: Arc::clone(&dlq_store),
+            dlq: dlq_tx.clone(),
+            link: link.clone(),
+            interval_ns: config.report_interval.as_nanos() as u64,
+            mono: clock,
+            clock: injected.clock.unwrap_or_else(|| Arc::new(clock)),
+            bridges: injected.bridges,
+        })
+        .map_err(os("order path"))?;
 
         let (interner, symbols) = SymbolInterner::new(config.max_symbols);
         let (slot_writer, slot_reader) = slots(config.max_symbols);
@@ -236,13 +279,15 @@ impl Engine {
             })
             .map_err(os("feed thread"))?;
         log::info!(
-            "feed listening on {feed_addr}, subscribers on {sub_addr}, admin on http://{}",
+            "feed listening on {feed_addr}, subscribers on {sub_addr}, orders on {order_addr}, admin on http://{}",
             admin.addr()
         );
 
         Ok(Engine {
             feed_addr,
             sub_addr,
+            order_addr,
+            order,
             counters,
             symbols,
             subscribers,
@@ -276,6 +321,16 @@ impl Engine {
     /// Where subscribers connect.
     pub fn subscriber_addr(&self) -> SocketAddr {
         self.sub_addr
+    }
+
+    /// Where order clients connect.
+    pub fn order_addr(&self) -> SocketAddr {
+        self.order_addr
+    }
+
+    /// Orders in the retry stage now (waiting for a retry or just due).
+    pub fn retry_waiting(&self) -> usize {
+        self.order.retry_in_use()
     }
 
     /// Live counters.
@@ -312,6 +367,7 @@ impl Engine {
         if let Some(a) = self.admin.take() {
             a.stop();
         }
+        self.order.stop();
         self.feed_stop.store(true, Ordering::Release);
         let _ = self.feed_waker.wake();
         if let Some(h) = self.feed.take() {

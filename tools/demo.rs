@@ -31,6 +31,7 @@ use tickfan::metrics::Stage;
 use tickfan::runtime::Engine;
 
 use crate::tools::gen::{GenSpec, TickGen};
+use crate::tools::orders::{self, OrdersArgs};
 use crate::tools::replay::{progress_bar, Format, Pace, Sender, SenderSettings};
 use crate::tools::report;
 use crate::tools::subscribe::{run_load, LoadProgress, LoadReport, LoadSpec};
@@ -69,6 +70,9 @@ pub struct DemoArgs {
     /// Where the histogram logs, plots and JSON summary go (created if missing; files of the same names are overwritten).
     #[arg(long, value_name = "DIR", default_value = "tickfan-report")]
     pub report_dir: PathBuf,
+    /// Orders per second sent to the order port during the run (0 = none).
+    #[arg(long, value_name = "PER_SEC", default_value_t = 500)]
+    pub order_rate: u64,
 }
 
 /// Ticks held in memory, sent round-robin: one buffer, lines split on `\n`.
@@ -147,10 +151,8 @@ pub fn run(args: &DemoArgs) -> Result<(), Failure> {
     );
 
     // The load generators. Each writes its own histogram log into `dir`;
-    // `report` reads every `*.hlog` there. Order flow joins here once the
-    // order path exists: start its client beside the tick sender, have it
-    // write `orders.hlog`, and the report (which iterates the engine's
-    // `Stage::ALL` and every log file) shows it with no other change.
+    // `report` reads every `*.hlog` there. The order flow runs beside the
+    // tick sender; its stages are in the engine's log and final report.
     let stop = Arc::new(AtomicBool::new(false));
     let progress = Arc::new(LoadProgress::default());
     let load = {
@@ -190,6 +192,21 @@ pub fn run(args: &DemoArgs) -> Result<(), Failure> {
         std::thread::sleep(Duration::from_millis(5));
     }
 
+    let orders = (args.order_rate > 0).then(|| {
+        let oargs = OrdersArgs {
+            to: engine.order_addr(),
+            rate: args.order_rate,
+            connections: 2,
+            count: ((args.order_rate as f64 * args.duration.as_secs_f64()) as u64).max(1),
+            qty: "uniform:0.01..5".into(),
+            symbols: 10,
+            ttl: None,
+            drain_timeout: Duration::from_secs(30),
+            seed: args.seed,
+            id_prefix: "demo".into(),
+        };
+        std::thread::spawn(move || orders::run(&oargs))
+    });
     let mut sender = Sender::connect(
         engine.feed_addr(),
         SenderSettings {
@@ -213,6 +230,11 @@ pub fn run(args: &DemoArgs) -> Result<(), Failure> {
         }
     }
     let sent = sender.finish()?;
+    if let Some(h) = orders {
+        // Every order it sent has its terminal reply (the tool checks).
+        h.join()
+            .map_err(|_| Failure::Runtime("order flow thread panicked".into()))??;
+    }
 
     // Let the engine take every tick and the subscribers read every update.
     wait_for(

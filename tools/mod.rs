@@ -11,6 +11,7 @@
 pub mod demo;
 pub mod forward;
 pub mod gen;
+pub mod orders;
 pub mod replay;
 pub mod report;
 pub mod subscribe;

@@ -12,6 +12,8 @@ use crossbeam_utils::CachePadded;
 
 use crate::feed::poison::PoisonReason;
 
+use super::order_counters::{OrderCounters, OrderSnapshot, RetryCounters};
+
 /// Adds `n` to a counter that only the calling thread writes.
 #[inline]
 pub fn bump(c: &AtomicU64, n: u64) {
@@ -102,6 +104,10 @@ pub struct Counters {
     pub publish: CachePadded<PublishCounters>,
     /// Single writer: the DLQ thread. Dead letters stored.
     pub dlq_stored: CachePadded<AtomicU64>,
+    /// Single writer: the order gateway thread.
+    pub orders: CachePadded<OrderCounters>,
+    /// Single writer: the retry timer thread.
+    pub retry: CachePadded<RetryCounters>,
 }
 
 /// A point-in-time copy of every counter, for reports.
@@ -151,6 +157,8 @@ pub struct CountersSnapshot {
     pub subscriptions_refused: u64,
     /// Dead letters stored / dropped at hand-off.
     pub dlq: (u64, u64),
+    /// The order path.
+    pub orders: OrderSnapshot,
 }
 
 impl Counters {
@@ -195,6 +203,7 @@ impl Counters {
             auth_failures: (get(&f.auth_failures), get(&p.auth_failures)),
             subscriptions_refused: get(&p.subscriptions_refused),
             dlq: (get(&self.dlq_stored), get(&f.dlq_handoff_dropped)),
+            orders: OrderSnapshot::take(&self.orders, &self.retry),
         }
     }
 

@@ -8,6 +8,7 @@
 pub mod alerts;
 pub mod counters;
 pub mod hlog;
+pub mod order_counters;
 pub mod recorder;
 pub mod report;
 pub mod reporter;

@@ -160,6 +160,7 @@ impl fmt::Display for FinalReport {
             "feeds accepted {} refused {}  dead letters stored {} (hand-off dropped {})",
             c.feed_connections.0, c.feed_connections.1, c.dlq.0, c.dlq.1
         )?;
+        write!(f, "{}", c.orders)?;
         for s in &self.subscribers {
             writeln!(
                 f,

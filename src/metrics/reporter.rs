@@ -179,6 +179,9 @@ fn run(
                     e2e.p99_us,
                     e2e.max_us,
                 );
+                if let Some(line) = snap.orders.interval_line(&last.orders, secs) {
+                    eprintln!("{line}");
+                }
             }
             last = snap;
             last_at = now;

@@ -16,11 +16,21 @@ pub enum Stage {
     /// Inside the engine: tick received → its frame handed to the kernel for
     /// the subscribers it was appended to.
     EngineE2e,
+    /// Order line received → its `REJECT` handed to the kernel (order gateway).
+    OrderReject,
+    /// Order offered to the main queue → taken by a worker.
+    OrderQueueWait,
+    /// One attempt of one order in a worker: deadline check, bridge call,
+    /// outcome handling (fills, DLQ hand-off or parking for a retry).
+    OrderProcess,
+    /// Order line received → its terminal reply handed to the kernel
+    /// (retries and their delays included).
+    OrderE2e,
 }
 
 impl Stage {
     /// Number of stages.
-    pub const COUNT: usize = 5;
+    pub const COUNT: usize = 9;
     /// Every stage, in index order.
     pub const ALL: [Stage; Stage::COUNT] = [
         Stage::FeedParse,
@@ -28,6 +38,10 @@ impl Stage {
         Stage::Publish,
         Stage::SocketWrite,
         Stage::EngineE2e,
+        Stage::OrderReject,
+        Stage::OrderQueueWait,
+        Stage::OrderProcess,
+        Stage::OrderE2e,
     ];
 
     /// Stable snake-case name (reports, files, metric labels).
@@ -38,6 +52,10 @@ impl Stage {
             Stage::Publish => "publish",
             Stage::SocketWrite => "socket_write",
             Stage::EngineE2e => "engine_e2e",
+            Stage::OrderReject => "order_reject",
+            Stage::OrderQueueWait => "order_queue_wait",
+            Stage::OrderProcess => "order_process",
+            Stage::OrderE2e => "order_e2e",
         }
     }
 

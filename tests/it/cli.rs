@@ -20,6 +20,12 @@ fn bad_flags_and_values_exit_2_with_one_line() {
         &["serve", "--max-line-len", "3"],
         &["serve", "--duration", "soon"],
         &["serve", "--feed-listen", "nowhere"],
+        &["serve", "--order-queue-capacity", "0"],
+        &["serve", "--retry-jitter", "wild"],
+        &["serve", "--retry-base", "1s", "--retry-cap", "10ms"],
+        &["serve", "--bridge", "transient=2"],
+        &["serve", "--bridge", "down=10s"],
+        &["serve", "--order-listen", "127.0.0.1:9101"],
         &["frobnicate"],
     ] {
         let out = tickfan(args);
@@ -39,6 +45,8 @@ fn timed_run_prints_the_final_report() {
         "--sub-listen",
         "127.0.0.1:0",
         "--admin-listen",
+        "127.0.0.1:0",
+        "--order-listen",
         "127.0.0.1:0",
         "--duration",
         "300ms",
@@ -99,6 +107,8 @@ fn sigterm_stops_the_engine_with_the_final_report() {
             "127.0.0.1:0",
             "--admin-listen",
             "127.0.0.1:0",
+            "--order-listen",
+            "127.0.0.1:0",
             "--quiet",
         ])
         .stdout(Stdio::piped())
@@ -132,7 +142,7 @@ fn a_config_file_sets_flags_the_command_line_wins_and_bad_keys_are_named() {
     let cfg = dir.path().join("tickfan.toml");
     std::fs::write(
         &cfg,
-        "feed-listen = \"127.0.0.1:0\"\nsub_listen = \"127.0.0.1:0\"\nadmin-listen = \"127.0.0.1:0\"\nduration = \"10m\"\nquiet = true\nmax-symbols = 5\n",
+        "feed-listen = \"127.0.0.1:0\"\nsub_listen = \"127.0.0.1:0\"\nadmin-listen = \"127.0.0.1:0\"\norder-listen = \"127.0.0.1:0\"\nduration = \"10m\"\nquiet = true\nmax-symbols = 5\n",
     )
     .unwrap();
     // The file says 10 minutes; the command line says 200 ms and wins.

@@ -10,11 +10,19 @@
 //! - `cli`: flags, exit codes, one-line errors of the binary
 //! - `tools`: gen, replay, subscribe, report and demo as an operator runs them
 //! - `vs_redis`: the benchmark's tool modes against a real `redis-server` and the raw forwarder
+//! - `orders_admission`: bounded queue and SYSTEM_BUSY under overload, malformed lines, duplicates
+//! - `orders_retry`: transient → delayed retry (simulated clock), permanent → DLQ, deadlines
+//! - `orders_dlq`: DLQ file across a restart, replay on command, answers at shutdown
+//! - `orders_tool`: `tickfan orders` against a running engine
 
 mod admin;
 mod cli;
 mod fanout;
 mod faults;
+mod orders_admission;
+mod orders_dlq;
+mod orders_retry;
+mod orders_tool;
 mod poison;
 mod protocol;
 mod recorded_data;

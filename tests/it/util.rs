@@ -228,3 +228,221 @@ pub fn shared_data(file: &str) -> Option<std::path::PathBuf> {
         .join(file);
     p.exists().then_some(p)
 }
+
+// ---- order path -------------------------------------------------------------
+
+use std::io::BufRead;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, Condvar, Mutex};
+
+use tickfan::bridge::{Amount, Bridge, BridgeOrder, Lots, Outcome, Price, VenueFill};
+use tickfan::order::protocol::Reply;
+use tickfan::retry::SimClock;
+use tickfan::runtime::Injected;
+
+/// An engine whose order path runs on `clock` with `bridge` as its only venue.
+pub fn order_engine(
+    clock: &SimClock,
+    bridge: &Arc<ScriptBridge>,
+    f: impl FnOnce(&mut Config),
+) -> Engine {
+    let mut c = Config::ephemeral();
+    c.order.workers = 1;
+    f(&mut c);
+    Engine::start_with(
+        &c,
+        Injected {
+            clock: Some(Arc::new(clock.clone())),
+            bridges: Some(vec![Arc::clone(bridge) as Arc<dyn Bridge>]),
+        },
+    )
+    .expect("engine starts")
+}
+
+/// One call a [`ScriptBridge`] received.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Call {
+    /// Order id.
+    pub id: String,
+    /// Attempt number.
+    pub attempt: u32,
+    /// Engine clock at the call.
+    pub at_ns: u64,
+}
+
+/// A venue whose behaviour the symbol chooses:
+/// `T<k>` fails transiently on the first k attempts, then fills;
+/// `TX` always fails transiently; `PERM` is refused permanently (unless
+/// `accept_all`); `GATE` blocks until [`open_gate`](Self::open_gate);
+/// anything else fills in two fills at 1.10000.
+#[derive(Debug, Default)]
+pub struct ScriptBridge {
+    calls: Mutex<Vec<Call>>,
+    gate: Mutex<bool>,
+    gate_cv: Condvar,
+    /// Fill everything (the cause of a permanent failure was fixed).
+    pub accept_all: AtomicBool,
+}
+
+impl ScriptBridge {
+    /// A new bridge, gate closed.
+    pub fn new() -> Arc<Self> {
+        Arc::new(ScriptBridge::default())
+    }
+
+    /// Lets `GATE` orders through.
+    pub fn open_gate(&self) {
+        *self.gate.lock().unwrap() = true;
+        self.gate_cv.notify_all();
+    }
+
+    /// Every call so far.
+    pub fn calls(&self) -> Vec<Call> {
+        self.calls.lock().unwrap().clone()
+    }
+
+    /// Calls for one order.
+    pub fn calls_for(&self, id: &str) -> Vec<Call> {
+        self.calls().into_iter().filter(|c| c.id == id).collect()
+    }
+
+    fn fills(qty: Lots) -> Vec<VenueFill> {
+        let price = Price(110_000);
+        let first = Lots(qty.0 / 2);
+        let mut v = Vec::new();
+        if first.0 > 0 {
+            v.push(VenueFill {
+                fill_no: 1,
+                cum_lots: first,
+                cum_amount: Amount::of(first, price),
+                price,
+            });
+        }
+        v.push(VenueFill {
+            fill_no: v.len() as u32 + 1,
+            cum_lots: qty,
+            cum_amount: Amount::of(qty, price),
+            price,
+        });
+        v
+    }
+}
+
+impl Bridge for ScriptBridge {
+    fn name(&self) -> &str {
+        "script"
+    }
+
+    fn execute(&self, o: &BridgeOrder<'_>, now_ns: u64) -> Outcome {
+        self.calls.lock().unwrap().push(Call {
+            id: o.order_id.to_string(),
+            attempt: o.attempt,
+            at_ns: now_ns,
+        });
+        if self.accept_all.load(Ordering::Relaxed) {
+            return Outcome::Executed(Self::fills(o.qty));
+        }
+        match o.symbol {
+            "TX" => Outcome::Transient("unavailable".into()),
+            "PERM" => Outcome::Permanent("unknown_instrument".into()),
+            "GATE" => {
+                let mut open = self.gate.lock().unwrap();
+                while !*open {
+                    open = self.gate_cv.wait(open).unwrap();
+                }
+                Outcome::Executed(Self::fills(o.qty))
+            }
+            s if s.starts_with('T') && s[1..].parse::<u32>().is_ok() => {
+                let k: u32 = s[1..].parse().unwrap();
+                if o.attempt <= k {
+                    Outcome::Transient("unavailable".into())
+                } else {
+                    Outcome::Executed(Self::fills(o.qty))
+                }
+            }
+            _ => Outcome::Executed(Self::fills(o.qty)),
+        }
+    }
+}
+
+/// An order-protocol client.
+pub struct OrderClient {
+    writer: TcpStream,
+    reader: BufReader<TcpStream>,
+}
+
+impl OrderClient {
+    /// Connects to the engine's order port.
+    pub fn connect(addr: SocketAddr) -> OrderClient {
+        let s = TcpStream::connect(addr).expect("order client connects");
+        s.set_nodelay(true).unwrap();
+        s.set_read_timeout(Some(DEADLINE)).unwrap();
+        OrderClient {
+            writer: s.try_clone().unwrap(),
+            reader: BufReader::new(s),
+        }
+    }
+
+    /// Sends raw bytes.
+    pub fn send(&mut self, bytes: &[u8]) {
+        self.writer.write_all(bytes).expect("order write");
+    }
+
+    /// Sends one line (adds `\n`).
+    pub fn line(&mut self, l: &str) {
+        self.send(format!("{l}\n").as_bytes());
+    }
+
+    /// Sends `NEW id symbol BUY qty`.
+    pub fn new_order(&mut self, id: &str, symbol: &str, qty: &str) {
+        self.line(&format!("NEW {id} {symbol} BUY {qty}"));
+    }
+
+    /// The next reply line, raw (fails the test after [`DEADLINE`]).
+    pub fn raw_reply(&mut self) -> String {
+        let mut s = String::new();
+        let n = self
+            .reader
+            .read_line(&mut s)
+            .expect("a reply before the deadline");
+        assert!(n > 0, "connection closed while waiting for a reply");
+        s.trim_end().to_string()
+    }
+
+    /// The next reply, parsed.
+    pub fn reply(&mut self) -> Reply {
+        let l = self.raw_reply();
+        Reply::parse(&l).unwrap_or_else(|| panic!("unparseable reply: {l}"))
+    }
+
+    /// Reads replies until the terminal one of `id`; returns all of `id`'s
+    /// replies read on the way (other orders' replies are skipped).
+    pub fn until_terminal(&mut self, id: &str) -> Vec<Reply> {
+        let mut got = Vec::new();
+        loop {
+            let r = self.reply();
+            if r.id() == Some(id) {
+                let t = r.is_terminal();
+                got.push(r);
+                if t {
+                    return got;
+                }
+            }
+        }
+    }
+
+    /// The raw socket.
+    pub fn socket(&self) -> &TcpStream {
+        &self.writer
+    }
+}
+
+/// Advances `clock` by `step_ms` each poll until `cond` holds (fails after [`DEADLINE`]).
+pub fn advance_until(clock: &SimClock, step_ms: u64, what: &str, mut cond: impl FnMut() -> bool) {
+    let end = Instant::now() + DEADLINE;
+    while !cond() {
+        assert!(Instant::now() < end, "timed out waiting for: {what}");
+        clock.advance_ms(step_ms);
+        std::thread::sleep(Duration::from_millis(2));
+    }
+}

@@ -1,0 +1,71 @@
+//! Bridges: the adapters between the order workers and the venues.
+//!
+//! Every venue sits behind one trait, [`Bridge`]: a worker hands it one
+//! attempt of one order and gets back an [`Outcome`]: executed (with the
+//! fills, as absolute cumulative values), a transient failure (the 503-like
+//! case: retry later) or a permanent one (the 400-like case: never retry).
+//! A configurable simulator ([`sim::SimBridge`]) ships and is the default;
+//! several bridges run side by side (see `order::worker` for the routing).
+//!
+//! Contract for implementors: `execute` may block for the venue's latency
+//! and is called from several worker threads at once (`Send + Sync`); it must
+//! not panic on any order the gateway accepted.
+
+pub mod sim;
+pub mod spec;
+pub mod types;
+
+use std::fmt;
+
+pub use types::{Amount, Lots, LotsError, Price, Side};
+
+/// One attempt of one order, as a bridge sees it.
+#[derive(Debug, Clone, Copy)]
+pub struct BridgeOrder<'a> {
+    /// The client order id (unique within the dedup retention).
+    pub order_id: &'a str,
+    /// Symbol.
+    pub symbol: &'a str,
+    /// Side.
+    pub side: Side,
+    /// Quantity.
+    pub qty: Lots,
+    /// Attempt number, 1 for the first send.
+    pub attempt: u32,
+}
+
+/// One fill, with absolute cumulative values (never deltas), so a fill that
+/// arrives twice or late cannot make a total wrong.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct VenueFill {
+    /// 1, 2, 3… within the order.
+    pub fill_no: u32,
+    /// Lots filled so far, this fill included.
+    pub cum_lots: Lots,
+    /// Σ lots × price so far, this fill included.
+    pub cum_amount: Amount,
+    /// Price of this fill.
+    pub price: Price,
+}
+
+/// What a bridge did with one attempt.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Outcome {
+    /// The venue took the order; `fills` in fill-number order (possibly
+    /// empty: nothing was filled). Filled quantity is the last `cum_lots`.
+    Executed(Vec<VenueFill>),
+    /// Try again later (venue unavailable, throttled, timed out).
+    Transient(String),
+    /// The venue refuses this order; retrying cannot help.
+    Permanent(String),
+}
+
+/// A venue adapter.
+pub trait Bridge: Send + Sync + fmt::Debug {
+    /// A short name for reports and dead letters.
+    fn name(&self) -> &str;
+
+    /// Sends one attempt and waits for the venue's answer. `now_ns` is the
+    /// engine clock (for scheduled outages).
+    fn execute(&self, order: &BridgeOrder<'_>, now_ns: u64) -> Outcome;
+}

@@ -1,0 +1,274 @@
+//! The venue simulator, the default bridge.
+//!
+//! Each attempt: wait the latency (real time), then, in this order: inside a
+//! scheduled outage → transient failure `outage`; with probability
+//! `permanent` → permanent `rejected_by_venue` (decided per order, so every
+//! attempt of that order gets the same answer); with probability `transient`
+//! → transient `unavailable`; otherwise executed: the whole quantity, or with
+//! probability `partial` a random part of it (possibly nothing), split into
+//! 1..=`max_fills` fills at prices near the symbol's reference price.
+//!
+//! Deterministic: every random draw comes from a generator seeded with
+//! `(seed, order id, attempt)`, so outcomes do not depend on which worker
+//! thread runs the attempt or when. Stateless apart from the spec: no lock.
+
+use std::hash::{Hash, Hasher};
+use std::time::Duration;
+
+use rand::rngs::StdRng;
+use rand::{RngExt, SeedableRng};
+
+use super::spec::{Latency, SimSpec};
+use super::types::{Amount, Lots, Price};
+use super::{Bridge, BridgeOrder, Outcome, VenueFill};
+
+/// A simulated venue.
+#[derive(Debug, Clone)]
+pub struct SimBridge {
+    spec: SimSpec,
+    /// Engine-clock time of engine start (outages are measured from it).
+    start_ns: u64,
+}
+
+fn hash_of(parts: &[&[u8]], n: u64) -> u64 {
+    let mut h = rustc_hash::FxHasher::default();
+    for p in parts {
+        p.hash(&mut h);
+    }
+    n.hash(&mut h);
+    h.finish()
+}
+
+impl SimBridge {
+    /// A simulator; outages count from `start_ns` on the engine clock.
+    pub fn new(spec: SimSpec, start_ns: u64) -> Self {
+        SimBridge { spec, start_ns }
+    }
+
+    /// Its settings.
+    pub fn spec(&self) -> &SimSpec {
+        &self.spec
+    }
+
+    /// Is the venue inside a scheduled outage at `now_ns`?
+    pub fn is_down(&self, now_ns: u64) -> bool {
+        let t = Duration::from_nanos(now_ns.saturating_sub(self.start_ns));
+        self.spec.outages.iter().any(|o| o.covers(t))
+    }
+
+    /// The latency of one attempt, drawn from the spec's distribution.
+    pub fn draw_latency(&self, rng: &mut StdRng) -> Duration {
+        match self.spec.latency {
+            Latency::Fixed(d) => d,
+            Latency::Uniform(a, b) => {
+                let (a, b) = (a.as_nanos() as u64, b.as_nanos() as u64);
+                Duration::from_nanos(rng.random_range(a..=b))
+            }
+            Latency::Exp(mean) => {
+                let u: f64 = rng.random::<f64>().max(1e-12);
+                let x = (-u.ln()).min(20.0);
+                Duration::from_secs_f64(mean.as_secs_f64() * x)
+            }
+        }
+    }
+
+    /// The outcome of one attempt, without waiting the latency (the worker
+    /// path waits; the retry experiment uses this directly).
+    pub fn decide(&self, order: &BridgeOrder<'_>, now_ns: u64, rng: &mut StdRng) -> Outcome {
+        if self.is_down(now_ns) {
+            return Outcome::Transient("outage".into());
+        }
+        // Per order, not per attempt: a venue that refuses an order refuses it every time.
+        let mut per_order =
+            StdRng::seed_from_u64(hash_of(&[order.order_id.as_bytes()], self.spec.seed));
+        if per_order.random_bool(self.spec.permanent) {
+            return Outcome::Permanent("rejected_by_venue".into());
+        }
+        if rng.random_bool(self.spec.transient) {
+            return Outcome::Transient("unavailable".into());
+        }
+        let filled = if rng.random_bool(self.spec.partial) {
+            rng.random_range(0..order.qty.0)
+        } else {
+            order.qty.0
+        };
+        Outcome::Executed(self.split(order.symbol, filled, rng))
+    }
+
+    fn split(&self, symbol: &str, filled: u64, rng: &mut StdRng) -> Vec<VenueFill> {
+        if filled == 0 {
+            return Vec::new();
+        }
+        let n = rng
+            .random_range(1..=u64::from(self.spec.max_fills))
+            .min(filled);
+        // n − 1 distinct cut points in 1..filled, sorted: fill sizes ≥ 0.01 lot.
+        let mut cuts: Vec<u64> = Vec::with_capacity(n as usize);
+        while (cuts.len() as u64) < n - 1 {
+            let c = rng.random_range(1..filled);
+            if !cuts.contains(&c) {
+                cuts.push(c);
+            }
+        }
+        cuts.sort_unstable();
+        cuts.push(filled);
+        let reference = 50_000 + hash_of(&[symbol.as_bytes()], 0) % 150_000;
+        let mut fills = Vec::with_capacity(cuts.len());
+        let (mut prev, mut amount) = (0u64, Amount(0));
+        for (i, cum) in cuts.into_iter().enumerate() {
+            let price = Price((reference as i64 + rng.random_range(-20i64..=20)) as u64);
+            amount = Amount(amount.0 + Amount::of(Lots(cum - prev), price).0);
+            fills.push(VenueFill {
+                fill_no: i as u32 + 1,
+                cum_lots: Lots(cum),
+                cum_amount: amount,
+                price,
+            });
+            prev = cum;
+        }
+        fills
+    }
+
+    fn rng_for(&self, order: &BridgeOrder<'_>) -> StdRng {
+        StdRng::seed_from_u64(hash_of(
+            &[order.order_id.as_bytes(), self.spec.name.as_bytes()],
+            self.spec.seed ^ (u64::from(order.attempt) << 40),
+        ))
+    }
+}
+
+impl Bridge for SimBridge {
+    fn name(&self) -> &str {
+        &self.spec.name
+    }
+
+    fn execute(&self, order: &BridgeOrder<'_>, now_ns: u64) -> Outcome {
+        let mut rng = self.rng_for(order);
+        let latency = self.draw_latency(&mut rng);
+        if !latency.is_zero() {
+            std::thread::sleep(latency);
+        }
+        self.decide(order, now_ns, &mut rng)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::bridge::spec::Outage;
+    use crate::bridge::Side;
+
+    fn order(id: &str, qty: u64, attempt: u32) -> BridgeOrder<'_> {
+        BridgeOrder {
+            order_id: id,
+            symbol: "EURUSD",
+            side: Side::Buy,
+            qty: Lots(qty),
+            attempt,
+        }
+    }
+
+    #[test]
+    fn outage_window_fails_transiently_then_recovers() {
+        let spec = SimSpec {
+            outages: vec![Outage {
+                from: Duration::from_secs(10),
+                len: Duration::from_secs(5),
+            }],
+            ..SimSpec::instant("a")
+        };
+        let b = SimBridge::new(spec, 1_000);
+        let s = 1_000_000_000u64;
+        assert!(matches!(
+            b.execute(&order("o", 100, 1), 1_000 + 9 * s),
+            Outcome::Executed(_)
+        ));
+        assert_eq!(
+            b.execute(&order("o", 100, 1), 1_000 + 10 * s),
+            Outcome::Transient("outage".into())
+        );
+        assert!(b.is_down(1_000 + 15 * s - 1));
+        assert!(!b.is_down(1_000 + 15 * s));
+    }
+
+    #[test]
+    fn fills_are_absolute_increasing_and_add_up() {
+        let spec = SimSpec {
+            max_fills: 5,
+            partial: 0.5,
+            ..SimSpec::instant("a")
+        };
+        let b = SimBridge::new(spec, 0);
+        let mut partial = 0;
+        for i in 0..500 {
+            let id = format!("o{i}");
+            let Outcome::Executed(fills) = b.execute(&order(&id, 300, 1), 0) else {
+                panic!("no failures configured");
+            };
+            let mut prev = (0, Lots(0), Amount(0));
+            for f in &fills {
+                assert_eq!(f.fill_no, prev.0 + 1);
+                assert!(f.cum_lots > prev.1 && f.cum_amount > prev.2);
+                assert_eq!(
+                    f.cum_amount.0 - prev.2 .0,
+                    Amount::of(Lots(f.cum_lots.0 - prev.1 .0), f.price).0
+                );
+                prev = (f.fill_no, f.cum_lots, f.cum_amount);
+            }
+            assert!(fills.len() <= 5);
+            if prev.1 < Lots(300) {
+                partial += 1;
+            }
+        }
+        assert!(
+            (150..350).contains(&partial),
+            "about half partial: {partial}"
+        );
+    }
+
+    #[test]
+    fn probabilities_are_roughly_right_and_permanent_is_per_order() {
+        let spec = SimSpec {
+            transient: 0.2,
+            permanent: 0.1,
+            ..SimSpec::instant("a")
+        };
+        let b = SimBridge::new(spec, 0);
+        let (mut t, mut p) = (0, 0);
+        for i in 0..2_000 {
+            let id = format!("o{i}");
+            match b.execute(&order(&id, 1, 1), 0) {
+                Outcome::Transient(_) => t += 1,
+                Outcome::Permanent(_) => {
+                    p += 1;
+                    assert!(matches!(
+                        b.execute(&order(&id, 1, 2), 0),
+                        Outcome::Permanent(_)
+                    ));
+                }
+                Outcome::Executed(_) => {}
+            }
+        }
+        assert!((100..300).contains(&p), "permanent {p}");
+        assert!((260..460).contains(&t), "transient {t}");
+    }
+
+    #[test]
+    fn same_order_and_attempt_same_outcome() {
+        let b = SimBridge::new(
+            SimSpec {
+                transient: 0.5,
+                max_fills: 4,
+                ..SimSpec::instant("a")
+            },
+            0,
+        );
+        for i in 0..50 {
+            let id = format!("x{i}");
+            assert_eq!(
+                b.execute(&order(&id, 77, 2), 0),
+                b.execute(&order(&id, 77, 2), 0)
+            );
+        }
+    }
+}

@@ -1,0 +1,231 @@
+//! The simulator's settings and their text form (the `--bridge` flag).
+//!
+//! ```text
+//! --bridge name=lp1,latency=uniform:1ms..5ms,transient=0.01,permanent=0.001,down=10s+5s,fills=3,partial=0.05,seed=7
+//! ```
+//!
+//! Every key is optional; `down=` may repeat (one outage each, `FROM+FOR`
+//! measured from engine start). Latency: `fixed:D`, `uniform:D1..D2` or
+//! `exp:MEAN` (exponential), durations as `250us`, `2ms`, `1s`.
+
+use std::time::Duration;
+
+/// A latency distribution.
+#[derive(Debug, Clone, Copy, PartialEq, serde::Serialize)]
+pub enum Latency {
+    /// Always the same.
+    Fixed(Duration),
+    /// Uniform between the two (inclusive).
+    Uniform(Duration, Duration),
+    /// Exponential with this mean (capped at 20 × the mean).
+    Exp(Duration),
+}
+
+/// A scheduled outage: every attempt in `[from, from + len)` fails transiently.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize)]
+pub struct Outage {
+    /// Start, since engine start.
+    pub from: Duration,
+    /// Length.
+    pub len: Duration,
+}
+
+impl Outage {
+    /// Is `t` (since engine start) inside the outage?
+    pub fn covers(&self, t: Duration) -> bool {
+        t >= self.from && t < self.from + self.len
+    }
+}
+
+/// One simulated venue.
+#[derive(Debug, Clone, PartialEq, serde::Serialize)]
+pub struct SimSpec {
+    /// Name in reports and dead letters.
+    pub name: String,
+    /// Time one attempt takes.
+    pub latency: Latency,
+    /// Probability that an attempt fails transiently (503-like).
+    pub transient: f64,
+    /// Probability that an order is refused permanently (400-like).
+    pub permanent: f64,
+    /// Scheduled outages.
+    pub outages: Vec<Outage>,
+    /// Most fills one execution is split into (at least 1).
+    pub max_fills: u32,
+    /// Probability that only part of the quantity is filled (a random part, possibly none).
+    pub partial: f64,
+    /// Random seed (outcomes are a function of seed, order id and attempt).
+    pub seed: u64,
+}
+
+impl SimSpec {
+    /// The default venue `name`: 200 µs–1 ms latency, 1% transient, no
+    /// permanent failure, no outage, up to 3 fills, no partial fills.
+    pub fn named(name: &str) -> Self {
+        SimSpec {
+            name: name.to_string(),
+            latency: Latency::Uniform(Duration::from_micros(200), Duration::from_millis(1)),
+            transient: 0.01,
+            permanent: 0.0,
+            outages: Vec::new(),
+            max_fills: 3,
+            partial: 0.0,
+            seed: 1,
+        }
+    }
+
+    /// A venue for tests: no latency, no failure, one fill.
+    pub fn instant(name: &str) -> Self {
+        SimSpec {
+            latency: Latency::Fixed(Duration::ZERO),
+            transient: 0.0,
+            max_fills: 1,
+            ..SimSpec::named(name)
+        }
+    }
+
+    /// Parses the `--bridge` text form, starting from `SimSpec::named("simN")`.
+    ///
+    /// # Errors
+    /// One line naming the bad key or value.
+    pub fn parse(s: &str, default_name: &str) -> Result<SimSpec, String> {
+        let mut spec = SimSpec::named(default_name);
+        for part in s.split(',').map(str::trim).filter(|p| !p.is_empty()) {
+            let (k, v) = part
+                .split_once('=')
+                .ok_or_else(|| format!("expected KEY=VALUE, got '{part}'"))?;
+            let prob = |v: &str| -> Result<f64, String> {
+                let p: f64 = v
+                    .parse()
+                    .map_err(|_| format!("{k}: '{v}' is not a number"))?;
+                if (0.0..=1.0).contains(&p) {
+                    Ok(p)
+                } else {
+                    Err(format!("{k}: probability must be in 0..1, got {v}"))
+                }
+            };
+            match k {
+                "name" => {
+                    if v.is_empty() || v.contains(char::is_whitespace) {
+                        return Err(format!("name: '{v}' must be non-empty without spaces"));
+                    }
+                    spec.name = v.to_string();
+                }
+                "latency" => spec.latency = parse_latency(v)?,
+                "transient" => spec.transient = prob(v)?,
+                "permanent" => spec.permanent = prob(v)?,
+                "partial" => spec.partial = prob(v)?,
+                "fills" => {
+                    spec.max_fills = v
+                        .parse()
+                        .ok()
+                        .filter(|n| (1..=100).contains(n))
+                        .ok_or_else(|| format!("fills: '{v}' must be 1..100"))?
+                }
+                "seed" => {
+                    spec.seed = v
+                        .parse()
+                        .map_err(|_| format!("seed: '{v}' is not a number"))?
+                }
+                "down" => {
+                    let (from, len) = v
+                        .split_once('+')
+                        .ok_or_else(|| format!("down: expected FROM+FOR (e.g. 10s+5s), got '{v}'"))?;
+                    spec.outages.push(Outage {
+                        from: dur(from)?,
+                        len: dur(len)?,
+                    });
+                }
+                other => {
+                    return Err(format!(
+                        "unknown key '{other}' (known: name, latency, transient, permanent, down, fills, partial, seed)"
+                    ))
+                }
+            }
+        }
+        if spec.transient + spec.permanent > 1.0 {
+            return Err("transient + permanent must not exceed 1".into());
+        }
+        Ok(spec)
+    }
+}
+
+fn dur(s: &str) -> Result<Duration, String> {
+    humantime::parse_duration(s.trim()).map_err(|e| format!("'{s}': {e}"))
+}
+
+fn parse_latency(v: &str) -> Result<Latency, String> {
+    let (kind, arg) = v.split_once(':').unwrap_or(("fixed", v));
+    let l = match kind {
+        "fixed" => Latency::Fixed(dur(arg)?),
+        "uniform" => {
+            let (a, b) = arg
+                .split_once("..")
+                .ok_or_else(|| format!("latency: expected uniform:MIN..MAX, got '{v}'"))?;
+            let (a, b) = (dur(a)?, dur(b)?);
+            if a > b {
+                return Err(format!("latency: {a:?} > {b:?}"));
+            }
+            Latency::Uniform(a, b)
+        }
+        "exp" => Latency::Exp(dur(arg)?),
+        other => {
+            return Err(format!(
+                "latency: unknown kind '{other}' (fixed, uniform, exp)"
+            ))
+        }
+    };
+    let max = match l {
+        Latency::Fixed(d) | Latency::Exp(d) => d,
+        Latency::Uniform(_, b) => b,
+    };
+    if max > Duration::from_secs(10) {
+        return Err("latency: at most 10s".into());
+    }
+    Ok(l)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn parses_every_key() {
+        let s = SimSpec::parse(
+            "name=lp1,latency=uniform:1ms..5ms,transient=0.1,permanent=0.01,down=10s+5s,down=1m+30s,fills=4,partial=0.2,seed=9",
+            "sim1",
+        )
+        .unwrap();
+        assert_eq!(s.name, "lp1");
+        assert_eq!(
+            s.latency,
+            Latency::Uniform(Duration::from_millis(1), Duration::from_millis(5))
+        );
+        assert_eq!((s.transient, s.permanent, s.partial), (0.1, 0.01, 0.2));
+        assert_eq!(s.outages.len(), 2);
+        assert!(s.outages[0].covers(Duration::from_secs(12)));
+        assert!(!s.outages[0].covers(Duration::from_secs(15)));
+        assert_eq!((s.max_fills, s.seed), (4, 9));
+        assert_eq!(SimSpec::parse("", "x").unwrap(), SimSpec::named("x"));
+        assert_eq!(
+            SimSpec::parse("latency=2ms", "x").unwrap().latency,
+            Latency::Fixed(Duration::from_millis(2))
+        );
+    }
+
+    #[test]
+    fn refuses_clearly() {
+        for (s, want) in [
+            ("transient=2", "probability"),
+            ("latency=normal:1ms", "unknown kind"),
+            ("down=10s", "FROM+FOR"),
+            ("color=red", "unknown key"),
+            ("fills=0", "fills"),
+            ("transient=0.6,permanent=0.6", "exceed"),
+            ("latency", "KEY=VALUE"),
+        ] {
+            let e = SimSpec::parse(s, "x").unwrap_err();
+            assert!(e.contains(want), "{s}: {e}");
+        }
+    }
+}

@@ -1,0 +1,240 @@
+//! Settings of the order path (validated, part of [`crate::config::Config`])
+//! and their flags (flattened into `tickfan serve`).
+
+use std::net::SocketAddr;
+use std::time::Duration;
+
+use clap::Args;
+
+use crate::bridge::spec::SimSpec;
+use crate::error::ConfigError;
+use crate::retry::{Backoff, Jitter};
+
+/// Default order listen address.
+pub const DEFAULT_ORDER_ADDR: &str = "127.0.0.1:9103";
+
+/// Everything the order path needs.
+#[derive(Debug, Clone, serde::Serialize)]
+pub struct OrderConfig {
+    /// Orders waiting for a worker, at most; more get `SYSTEM_BUSY`.
+    pub queue_capacity: usize,
+    /// Worker threads (each runs one bridge attempt at a time).
+    pub workers: usize,
+    /// The retry policy.
+    pub retry: Backoff,
+    /// Orders waiting for a retry, at most; a transient failure past it is
+    /// dead-lettered (`retry_queue_full`).
+    pub retry_queue_capacity: usize,
+    /// How long a client order id is remembered after acceptance.
+    pub dedup_retention: Duration,
+    /// Most ids remembered; past it new orders get `SYSTEM_BUSY`.
+    pub dedup_capacity: usize,
+    /// Longest order line, bytes.
+    pub max_line_len: usize,
+    /// The simulated venues, side by side.
+    pub bridges: Vec<SimSpec>,
+}
+
+impl Default for OrderConfig {
+    fn default() -> Self {
+        OrderConfig {
+            queue_capacity: 10_000,
+            workers: 4,
+            retry: Backoff::default(),
+            retry_queue_capacity: 10_000,
+            dedup_retention: Duration::from_secs(300),
+            dedup_capacity: 1_000_000,
+            max_line_len: 256,
+            bridges: vec![SimSpec::named("sim1"), SimSpec::named("sim2")],
+        }
+    }
+}
+
+impl OrderConfig {
+    /// Checks every value.
+    ///
+    /// # Errors
+    /// The first invalid value, naming its flag.
+    pub fn validate(&self) -> Result<(), ConfigError> {
+        let range = |flag: &'static str, v: u64, lo: u64, hi: u64| {
+            if v < lo || v > hi {
+                Err(ConfigError::OutOfRange {
+                    flag,
+                    value: v,
+                    lo,
+                    hi,
+                })
+            } else {
+                Ok(())
+            }
+        };
+        range(
+            "--order-queue-capacity",
+            self.queue_capacity as u64,
+            1,
+            10_000_000,
+        )?;
+        range("--order-workers", self.workers as u64, 1, 256)?;
+        range(
+            "--retry-queue-capacity",
+            self.retry_queue_capacity as u64,
+            1,
+            10_000_000,
+        )?;
+        range(
+            "--dedup-capacity",
+            self.dedup_capacity as u64,
+            1,
+            100_000_000,
+        )?;
+        range("--order-max-line-len", self.max_line_len as u64, 64, 65_536)?;
+        range("--retry-attempts", u64::from(self.retry.retries), 0, 100)?;
+        let invalid = |flag, why: &str| {
+            Err(ConfigError::Invalid {
+                flag,
+                why: why.into(),
+            })
+        };
+        if self.retry.base.is_zero() {
+            return invalid("--retry-base", "must be positive");
+        }
+        if self.retry.cap < self.retry.base {
+            return invalid("--retry-cap", "must be at least --retry-base");
+        }
+        if self.retry.cap > Duration::from_secs(3600) {
+            return invalid("--retry-cap", "must be at most 1h");
+        }
+        if self.dedup_retention.is_zero() {
+            return invalid("--dedup-retention", "must be positive");
+        }
+        if self.bridges.is_empty() {
+            return invalid("--bridge", "at least one bridge is needed");
+        }
+        let mut names: Vec<&str> = self.bridges.iter().map(|b| b.name.as_str()).collect();
+        names.sort_unstable();
+        if names.windows(2).any(|w| w[0] == w[1]) {
+            return invalid("--bridge", "bridge names must differ");
+        }
+        Ok(())
+    }
+}
+
+/// Order-path flags of `tickfan serve`.
+#[derive(Debug, Clone, Args)]
+pub struct OrderArgs {
+    /// Address order clients connect to (text lines; see README "Order protocol").
+    #[arg(long, value_name = "ADDR", default_value = DEFAULT_ORDER_ADDR)]
+    pub order_listen: SocketAddr,
+    /// Orders waiting for a worker, at most; more are rejected at once with SYSTEM_BUSY.
+    #[arg(long, value_name = "N", default_value_t = 10_000)]
+    pub order_queue_capacity: usize,
+    /// Order worker threads (each runs one bridge attempt at a time).
+    #[arg(long, value_name = "N", default_value_t = 4)]
+    pub order_workers: usize,
+    /// Longest order line in bytes.
+    #[arg(long, value_name = "BYTES", default_value_t = 256)]
+    pub order_max_line_len: usize,
+    /// Ceiling of the first retry delay (retry n waits up to min(cap, base·2^(n-1))).
+    #[arg(long, value_name = "DURATION", value_parser = humantime::parse_duration, default_value = "100ms")]
+    pub retry_base: Duration,
+    /// Largest retry delay ceiling.
+    #[arg(long, value_name = "DURATION", value_parser = humantime::parse_duration, default_value = "10s")]
+    pub retry_cap: Duration,
+    /// Retries after the first attempt before an order is dead-lettered (4: delays up to 100, 200, 400, 800 ms).
+    #[arg(long, value_name = "N", default_value_t = 4)]
+    pub retry_attempts: u32,
+    /// How a delay is drawn under its ceiling.
+    #[arg(long, value_enum, default_value_t = Jitter::Full)]
+    pub retry_jitter: Jitter,
+    /// Orders waiting for a retry, at most; a transient failure past it is dead-lettered (retry_queue_full).
+    #[arg(long, value_name = "N", default_value_t = 10_000)]
+    pub retry_queue_capacity: usize,
+    /// How long a client order id is remembered (duplicates rejected).
+    #[arg(long, value_name = "DURATION", value_parser = humantime::parse_duration, default_value = "5m")]
+    pub dedup_retention: Duration,
+    /// Most client order ids remembered; past it new orders get SYSTEM_BUSY.
+    #[arg(long, value_name = "N", default_value_t = 1_000_000)]
+    pub dedup_capacity: usize,
+    /// A simulated venue (repeat for several), e.g.
+    /// `name=lp1,latency=uniform:1ms..5ms,transient=0.01,permanent=0.001,down=10s+5s,fills=3,partial=0.05`.
+    /// Default: two venues `sim1`, `sim2` (200µs–1ms, 1% transient, up to 3 fills).
+    #[arg(long = "bridge", value_name = "SPEC")]
+    pub bridges: Vec<String>,
+}
+
+impl OrderArgs {
+    /// The order listen address and the order settings.
+    ///
+    /// # Errors
+    /// A `--bridge` spec that does not parse, or an invalid value, naming its flag.
+    pub fn to_config(&self) -> Result<(SocketAddr, OrderConfig), ConfigError> {
+        let bridges = if self.bridges.is_empty() {
+            OrderConfig::default().bridges
+        } else {
+            self.bridges
+                .iter()
+                .enumerate()
+                .map(|(i, s)| SimSpec::parse(s, &format!("sim{}", i + 1)))
+                .collect::<Result<Vec<_>, _>>()
+                .map_err(|why| ConfigError::Invalid {
+                    flag: "--bridge",
+                    why,
+                })?
+        };
+        let c = OrderConfig {
+            queue_capacity: self.order_queue_capacity,
+            workers: self.order_workers,
+            retry: Backoff {
+                base: self.retry_base,
+                cap: self.retry_cap,
+                retries: self.retry_attempts,
+                jitter: self.retry_jitter,
+            },
+            retry_queue_capacity: self.retry_queue_capacity,
+            dedup_retention: self.dedup_retention,
+            dedup_capacity: self.dedup_capacity,
+            max_line_len: self.order_max_line_len,
+            bridges,
+        };
+        c.validate()?;
+        Ok((self.order_listen, c))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn defaults_are_valid() {
+        OrderConfig::default().validate().unwrap();
+        let b = OrderConfig::default().retry;
+        assert_eq!(
+            (b.base, b.retries, b.jitter),
+            (Duration::from_millis(100), 4, Jitter::Full)
+        );
+    }
+
+    #[test]
+    fn bad_values_name_their_flag() {
+        let mut c = OrderConfig {
+            queue_capacity: 0,
+            ..OrderConfig::default()
+        };
+        assert!(c
+            .validate()
+            .unwrap_err()
+            .to_string()
+            .contains("--order-queue-capacity"));
+        c.queue_capacity = 5;
+        c.retry.cap = Duration::from_millis(1);
+        assert!(c
+            .validate()
+            .unwrap_err()
+            .to_string()
+            .contains("--retry-cap"));
+        c.retry.cap = Duration::from_secs(1);
+        c.bridges = vec![SimSpec::named("a"), SimSpec::named("a")];
+        assert!(c.validate().unwrap_err().to_string().contains("--bridge"));
+    }
+}

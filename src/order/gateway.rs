@@ -1,0 +1,732 @@
+//! The order gateway: a mio event loop that owns the client connections,
+//! parses order lines, applies idempotency, offers orders to the bounded
+//! main queue (full → `SYSTEM_BUSY` at once), and writes every reply.
+//!
+//! Single writer of: the connections and their output buffers, the dedup
+//! store, the order counters. Workers and the retry timer never touch a
+//! socket: they send [`Event`]s over a bounded channel and ring the waker;
+//! the gateway turns them into lines. Because the gateway appends `ACK`
+//! right after a successful offer, before it next drains events, a client
+//! always reads `ACK` before any `FILL` or `DONE` of that order.
+//!
+//! Output bounds: a connection whose unsent replies pass `OUT_HWM` is not
+//! read until they drain below half of it, so a client that sends without
+//! reading cannot make the engine buffer without bound: its buffer holds at
+//! most `OUT_HWM` plus the replies of the orders it already has in flight.
+//!
+//! A client that half-closes (shuts down its sending side) keeps receiving
+//! the replies of its orders; the connection closes once they have all
+//! ended and been written. Replies for a client that has gone are counted
+//! (`undeliverable`); its orders still run to their end.
+
+use std::io::{ErrorKind, Write};
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Arc;
+use std::time::Duration;
+
+use crossbeam_channel::{Receiver, TryRecvError};
+use mio::net::{TcpListener, TcpStream};
+use mio::{Events, Interest, Poll, Token};
+use slab::Slab;
+
+use crate::dlq::{DlqSender, DlqStore};
+use crate::feed::lines::{LineEvent, LineReader};
+use crate::idle::IdleStrategy;
+use crate::metrics::counters::{bump, set, Counters};
+use crate::metrics::{Stage, StageRecorder};
+use crate::retry::SharedClock;
+use crate::sys::clock::{wall_ns, MonoClock};
+
+use super::admission::{Admission, Busy};
+use super::dedup::{Dedup, IdState, Refusal};
+use super::protocol::{
+    parse_request, write_ack, write_dead, write_done, write_fill, write_reject, InvalidReason,
+    NewOrder, RejectReason, Request,
+};
+use super::types::{ConnId, Event, EventKind, Order};
+
+const LISTENER: Token = Token(usize::MAX - 1);
+/// Token of the waker workers, the timer and the runtime ring.
+pub const WAKER: Token = Token(usize::MAX);
+const READS_PER_TURN: usize = 4;
+const READ_CHUNK: usize = 16 * 1024;
+/// Unsent reply bytes past which a connection is not read.
+pub const OUT_HWM: usize = 1 << 20;
+const MAX_PARK: Duration = Duration::from_millis(10);
+
+/// Settings of the gateway.
+#[derive(Debug, Clone)]
+pub struct GatewaySettings {
+    /// Most simultaneous order connections.
+    pub max_conns: usize,
+    /// Longest order line.
+    pub max_line_len: usize,
+    /// What idle turns do.
+    pub idle: IdleStrategy,
+}
+
+#[derive(Debug)]
+struct Conn {
+    stream: TcpStream,
+    id: ConnId,
+    peer: Box<str>,
+    reader: LineReader,
+    out: Vec<u8>,
+    out_pos: usize,
+    /// Orders accepted on this connection without a terminal reply yet.
+    live: u64,
+    /// Not read until its output drains (over `OUT_HWM`).
+    paused: bool,
+    /// The peer shut down its sending side.
+    read_closed: bool,
+    /// Queued for a write this turn.
+    dirty: bool,
+}
+
+impl Conn {
+    fn pending(&self) -> usize {
+        self.out.len() - self.out_pos
+    }
+}
+
+/// The gateway's state apart from the sockets.
+#[derive(Debug)]
+struct Core {
+    admission: Option<Admission>,
+    events: Receiver<Event>,
+    dedup: Dedup,
+    dlq_store: Arc<DlqStore>,
+    dlq: Option<DlqSender>,
+    counters: Arc<Counters>,
+    recorder: StageRecorder,
+    mono: MonoClock,
+    clock: SharedClock,
+    next_seq: u64,
+    in_flight: u64,
+    /// Rejects written this turn (their latency is recorded after the write).
+    rejects: u64,
+}
+
+/// The gateway loop.
+#[derive(Debug)]
+pub struct Gateway {
+    poll: Poll,
+    listener: Option<TcpListener>,
+    conns: Slab<Conn>,
+    generation: u32,
+    ready: Vec<Token>,
+    turn: Vec<Token>,
+    dirty: Vec<usize>,
+    core: Core,
+    settings: GatewaySettings,
+    closing: Arc<AtomicBool>,
+}
+
+impl Gateway {
+    /// Builds the loop around a bound listener.
+    ///
+    /// # Errors
+    /// When the listener cannot be registered.
+    #[allow(clippy::too_many_arguments)] // reason: the wiring hands each part once
+    pub fn new(
+        poll: Poll,
+        mut listener: TcpListener,
+        admission: Admission,
+        events: Receiver<Event>,
+        dedup: Dedup,
+        dlq_store: Arc<DlqStore>,
+        dlq: DlqSender,
+        counters: Arc<Counters>,
+        recorder: StageRecorder,
+        mono: MonoClock,
+        clock: SharedClock,
+        settings: GatewaySettings,
+        closing: Arc<AtomicBool>,
+    ) -> std::io::Result<Self> {
+        poll.registry()
+            .register(&mut listener, LISTENER, Interest::READABLE)?;
+        Ok(Gateway {
+            poll,
+            listener: Some(listener),
+            conns: Slab::with_capacity(64),
+            generation: 0,
+            ready: Vec::with_capacity(64),
+            turn: Vec::with_capacity(64),
+            dirty: Vec::with_capacity(64),
+            core: Core {
+                admission: Some(admission),
+                events,
+                dedup,
+                dlq_store,
+                dlq: Some(dlq),
+                counters,
+                recorder,
+                mono,
+                clock,
+                next_seq: 0,
+                in_flight: 0,
+                rejects: 0,
+            },
+            settings,
+            closing,
+        })
+    }
+
+    /// Runs until the runtime asks it to close and every worker and the
+    /// timer have gone (so every accepted order has had its terminal reply).
+    pub fn run(mut self) {
+        let mut events = Events::with_capacity(1024);
+        let mut work = 0usize;
+        loop {
+            if self.closing.load(Ordering::Acquire) && self.core.admission.is_some() {
+                self.close_intake();
+            }
+            let now = self.core.mono.now_ns();
+            let max_park =
+                Duration::from_nanos(self.core.recorder.ns_until_flush(now)).min(MAX_PARK);
+            let timeout = if self.ready.is_empty() {
+                self.settings.idle.poll_timeout(work, max_park)
+            } else {
+                Some(Duration::ZERO)
+            };
+            if let Err(e) = self.poll.poll(&mut events, timeout) {
+                if e.kind() == ErrorKind::Interrupted {
+                    continue;
+                }
+                log::error!("order gateway poll failed: {e}");
+                break;
+            }
+            work = 0;
+            let turn_start = self.core.mono.now_ns();
+            std::mem::swap(&mut self.ready, &mut self.turn);
+            for ev in events.iter() {
+                match ev.token() {
+                    LISTENER => self.accept_all(),
+                    WAKER => {}
+                    t => {
+                        if ev.is_writable() {
+                            self.mark_dirty(t.0);
+                        }
+                        if (ev.is_readable() || ev.is_read_closed()) && !self.turn.contains(&t) {
+                            self.turn.push(t);
+                        }
+                    }
+                }
+            }
+            for i in 0..self.turn.len() {
+                let t = self.turn[i];
+                work += self.serve(t);
+            }
+            self.turn.clear();
+            let (applied, workers_gone) = self.drain_events();
+            work += applied;
+            self.flush_dirty();
+            if self.core.rejects > 0 {
+                let lat = self.core.mono.now_ns().saturating_sub(turn_start);
+                self.core
+                    .recorder
+                    .record_n(Stage::OrderReject, lat, self.core.rejects);
+                self.core.rejects = 0;
+            }
+            self.update_gauges();
+            let now = self.core.mono.now_ns();
+            self.core.recorder.maybe_flush(now);
+            if workers_gone && self.core.admission.is_none() {
+                break;
+            }
+        }
+        self.final_flush();
+        self.core.recorder.flush();
+    }
+
+    /// Stops taking orders: the listener closes, connections are no longer
+    /// read, and dropping the queue's producer lets the workers finish.
+    fn close_intake(&mut self) {
+        self.core.admission = None;
+        if let Some(mut l) = self.listener.take() {
+            let _ = self.poll.registry().deregister(&mut l);
+        }
+        self.ready.clear();
+    }
+
+    fn accept_all(&mut self) {
+        loop {
+            let Some(listener) = self.listener.as_ref() else {
+                return;
+            };
+            match listener.accept() {
+                Ok((mut stream, peer)) => {
+                    let c = &self.core.counters.orders;
+                    if self.conns.len() >= self.settings.max_conns {
+                        bump(&c.connections_refused, 1);
+                        let _ = stream.write(b"REJECT - SYSTEM_BUSY too many order connections\n");
+                        continue;
+                    }
+                    let entry = self.conns.vacant_entry();
+                    let key = entry.key();
+                    if let Err(e) = self.poll.registry().register(
+                        &mut stream,
+                        Token(key),
+                        Interest::READABLE | Interest::WRITABLE,
+                    ) {
+                        log::warn!("order connection from {peer}: register failed: {e}");
+                        continue;
+                    }
+                    let _ = stream.set_nodelay(true);
+                    self.generation = self.generation.wrapping_add(1);
+                    entry.insert(Conn {
+                        stream,
+                        id: (u64::from(self.generation) << 32) | key as u64,
+                        peer: peer.to_string().into(),
+                        reader: LineReader::new(self.settings.max_line_len, READ_CHUNK),
+                        out: Vec::with_capacity(4096),
+                        out_pos: 0,
+                        live: 0,
+                        paused: false,
+                        read_closed: false,
+                        dirty: false,
+                    });
+                    bump(&c.connections_accepted, 1);
+                    self.ready.push(Token(key));
+                }
+                Err(e) if e.kind() == ErrorKind::WouldBlock => return,
+                Err(e) if e.kind() == ErrorKind::Interrupted => continue,
+                Err(e) => {
+                    log::warn!("order accept failed: {e}");
+                    return;
+                }
+            }
+        }
+    }
+
+    /// Reads one connection for a turn; returns the lines it handled.
+    fn serve(&mut self, token: Token) -> usize {
+        let key = token.0;
+        if self.core.admission.is_none() {
+            return 0;
+        }
+        let Some(conn) = self.conns.get_mut(key) else {
+            return 0;
+        };
+        if conn.paused || conn.read_closed {
+            return 0;
+        }
+        let mut lines = 0usize;
+        let mut close = false;
+        let mut again = true;
+        for _ in 0..READS_PER_TURN {
+            match conn.reader.read_from(&mut conn.stream) {
+                Ok(0) => {
+                    // Half-close: keep writing the replies of its orders.
+                    conn.read_closed = true;
+                    again = false;
+                    break;
+                }
+                Ok(_) => {
+                    let Conn {
+                        reader,
+                        out,
+                        live,
+                        id,
+                        peer,
+                        ..
+                    } = &mut *conn;
+                    while let Some(ev) = reader.next_line() {
+                        lines += 1;
+                        match ev {
+                            LineEvent::Line(line) => {
+                                self.core.handle_line(*id, peer, out, live, line);
+                            }
+                            LineEvent::TooLong { .. } => self.core.reject_invalid(
+                                out,
+                                "-",
+                                InvalidReason::LineTooLong,
+                                "line over the length limit",
+                            ),
+                        }
+                    }
+                    if conn.pending() > 0 && !conn.dirty {
+                        conn.dirty = true;
+                        self.dirty.push(key);
+                    }
+                    if conn.pending() > OUT_HWM {
+                        conn.paused = true;
+                        again = false;
+                        break;
+                    }
+                }
+                Err(e) if e.kind() == ErrorKind::WouldBlock => {
+                    again = false;
+                    break;
+                }
+                Err(e) if e.kind() == ErrorKind::Interrupted => continue,
+                Err(e) => {
+                    log::info!("order connection {}: read failed: {e}", conn.peer);
+                    close = true;
+                    again = false;
+                    break;
+                }
+            }
+        }
+        if close {
+            self.close(key);
+        } else if again {
+            self.ready.push(token);
+        } else {
+            self.maybe_close_finished(key);
+        }
+        lines.max(usize::from(again))
+    }
+
+    fn mark_dirty(&mut self, key: usize) {
+        if let Some(c) = self.conns.get_mut(key) {
+            if !c.dirty {
+                c.dirty = true;
+                self.dirty.push(key);
+            }
+        }
+    }
+
+    /// Applies every event the workers and the timer sent. Returns how many,
+    /// and whether all of them have gone.
+    fn drain_events(&mut self) -> (usize, bool) {
+        let mut n = 0;
+        loop {
+            match self.core.events.try_recv() {
+                Ok(ev) => {
+                    n += 1;
+                    let key = (ev.conn & 0xffff_ffff) as usize;
+                    let conn = self.conns.get_mut(key).filter(|c| c.id == ev.conn);
+                    let terminal = ev.kind.is_terminal();
+                    match conn {
+                        Some(c) => {
+                            self.core.apply(&ev, &mut c.out);
+                            if terminal {
+                                c.live = c.live.saturating_sub(1);
+                            }
+                            if !c.dirty {
+                                c.dirty = true;
+                                self.dirty.push(key);
+                            }
+                        }
+                        None => {
+                            let mut sink = Vec::new();
+                            self.core.apply(&ev, &mut sink);
+                            bump(&self.core.counters.orders.undeliverable, 1);
+                        }
+                    }
+                }
+                Err(TryRecvError::Empty) => return (n, false),
+                Err(TryRecvError::Disconnected) => return (n, true),
+            }
+        }
+    }
+
+    fn flush_dirty(&mut self) {
+        let dirty = std::mem::take(&mut self.dirty);
+        for &key in &dirty {
+            let Some(conn) = self.conns.get_mut(key) else {
+                continue;
+            };
+            conn.dirty = false;
+            match write_out(conn) {
+                Ok(()) => {
+                    if conn.paused && conn.pending() < OUT_HWM / 2 {
+                        conn.paused = false;
+                        self.ready.push(Token(key));
+                    }
+                    self.maybe_close_finished(key);
+                }
+                Err(e) => {
+                    log::info!("order connection {}: write failed: {e}", conn.peer);
+                    self.close(key);
+                }
+            }
+        }
+        self.dirty = dirty;
+        self.dirty.clear();
+    }
+
+    /// Closes a half-closed connection once all its orders ended and their
+    /// replies are written.
+    fn maybe_close_finished(&mut self, key: usize) {
+        if let Some(c) = self.conns.get(key) {
+            if c.read_closed && c.live == 0 && c.pending() == 0 {
+                self.close(key);
+            }
+        }
+    }
+
+    fn close(&mut self, key: usize) {
+        if self.conns.contains(key) {
+            let mut c = self.conns.remove(key);
+            let _ = self.poll.registry().deregister(&mut c.stream);
+        }
+    }
+
+    fn update_gauges(&mut self) {
+        let o = &self.core.counters.orders;
+        set(&o.connections_open, self.conns.len() as u64);
+        set(&o.in_flight, self.core.in_flight);
+        set(&o.dedup_ids, self.core.dedup.len() as u64);
+        match &self.core.admission {
+            Some(a) => {
+                set(&o.queue_depth, a.depth() as u64);
+                let age = a.stats().oldest_age_ns(self.core.mono.now_ns());
+                set(&o.queue_oldest_age_us, age / 1_000);
+            }
+            None => {
+                set(&o.queue_depth, 0);
+                set(&o.queue_oldest_age_us, 0);
+            }
+        }
+    }
+
+    /// After the last event: give the clients a bounded time to take their replies.
+    fn final_flush(&mut self) {
+        let mut events = Events::with_capacity(64);
+        for _ in 0..100 {
+            let keys: Vec<usize> = self.conns.iter().map(|(k, _)| k).collect();
+            let mut pending = false;
+            for key in keys {
+                let conn = &mut self.conns[key];
+                if write_out(conn).is_err() {
+                    self.close(key);
+                } else if conn.pending() > 0 {
+                    pending = true;
+                }
+            }
+            if !pending {
+                return;
+            }
+            let _ = self.poll.poll(&mut events, Some(Duration::from_millis(10)));
+        }
+    }
+}
+
+fn write_out(conn: &mut Conn) -> std::io::Result<()> {
+    while conn.out_pos < conn.out.len() {
+        match conn.stream.write(&conn.out[conn.out_pos..]) {
+            Ok(0) => return Err(ErrorKind::WriteZero.into()),
+            Ok(n) => conn.out_pos += n,
+            Err(e) if e.kind() == ErrorKind::WouldBlock => return Ok(()),
+            Err(e) if e.kind() == ErrorKind::Interrupted => continue,
+            Err(e) => return Err(e),
+        }
+    }
+    conn.out.clear();
+    conn.out_pos = 0;
+    Ok(())
+}
+
+impl Core {
+    fn handle_line(
+        &mut self,
+        conn: ConnId,
+        peer: &str,
+        out: &mut Vec<u8>,
+        live: &mut u64,
+        line: &[u8],
+    ) {
+        match parse_request(line) {
+            Ok(Request::Blank) => {}
+            Ok(Request::Ping) => out.extend_from_slice(b"PONG\n"),
+            Ok(Request::New(o)) => {
+                let raw = std::str::from_utf8(line.strip_suffix(b"\r").unwrap_or(line))
+                    .expect("a parsed line is UTF-8")
+                    .trim();
+                if self.admit(conn, peer, out, &o, raw, false) {
+                    *live += 1;
+                }
+            }
+            Ok(Request::Replay(id)) => {
+                if self.replay(conn, peer, out, id) {
+                    *live += 1;
+                }
+            }
+            Err(inv) => {
+                let detail = inv.detail.clone();
+                self.reject_invalid(out, inv.id, inv.reason, &detail);
+            }
+        }
+    }
+
+    fn reject_invalid(&mut self, out: &mut Vec<u8>, id: &str, reason: InvalidReason, detail: &str) {
+        bump(&self.counters.orders.invalid[reason.index()], 1);
+        let text = format!("{}: {detail}", reason.as_str());
+        self.reject(out, id, RejectReason::Invalid, &text);
+    }
+
+    fn reject(&mut self, out: &mut Vec<u8>, id: &str, reason: RejectReason, detail: &str) {
+        bump(&self.counters.orders.rejected[reason.index()], 1);
+        self.rejects += 1;
+        write_reject(out, id, reason, detail);
+    }
+
+    /// Admits one order; true if accepted (`ACK` written).
+    fn admit(
+        &mut self,
+        conn: ConnId,
+        peer: &str,
+        out: &mut Vec<u8>,
+        o: &NewOrder<'_>,
+        raw: &str,
+        replay: bool,
+    ) -> bool {
+        let now = self.clock.now_ns();
+        let Some(admission) = &self.admission else {
+            self.reject(out, o.id, RejectReason::SystemBusy, "shutting down");
+            return false;
+        };
+        match self.dedup.check(o.id, now, replay) {
+            Ok(()) => {}
+            Err(Refusal::Duplicate { since_ns, state }) => {
+                let state = match state {
+                    IdState::Live => "in flight",
+                    IdState::Done => "ended",
+                    IdState::Dead => "dead-lettered; REPLAY it instead",
+                };
+                let detail = format!(
+                    "id accepted {} ms ago ({state})",
+                    now.saturating_sub(since_ns) / 1_000_000
+                );
+                self.reject(out, o.id, RejectReason::Duplicate, &detail);
+                return false;
+            }
+            Err(Refusal::Full) => {
+                self.reject(
+                    out,
+                    o.id,
+                    RejectReason::SystemBusy,
+                    "dedup_full: too many recent order ids",
+                );
+                return false;
+            }
+        }
+        let mono = self.mono.now_ns();
+        self.next_seq += 1;
+        let id: Arc<str> = Arc::from(o.id);
+        let order = Order {
+            seq: self.next_seq,
+            conn,
+            id: Arc::clone(&id),
+            symbol: o.symbol.into(),
+            side: o.side,
+            qty: o.qty,
+            raw: raw.into(),
+            peer: peer.into(),
+            recv_mono_ns: mono,
+            enq_mono_ns: mono,
+            deadline_ns: o.ttl.map(|t| now.saturating_add(t.as_nanos() as u64)),
+            recv_wall_ns: wall_ns(),
+            history: Vec::new(),
+            next_delay: (0, 0),
+            replay,
+        };
+        match admission.offer(order) {
+            Ok(()) => {
+                self.dedup.insert(id, now);
+                write_ack(out, o.id);
+                bump(&self.counters.orders.accepted, 1);
+                self.in_flight += 1;
+                true
+            }
+            Err(Busy(_)) => {
+                let detail = format!("queue full ({} orders waiting)", admission.capacity());
+                self.reject(out, o.id, RejectReason::SystemBusy, &detail);
+                false
+            }
+        }
+    }
+
+    /// `REPLAY <id>`: admits the dead-lettered order again; true if accepted.
+    fn replay(&mut self, conn: ConnId, peer: &str, out: &mut Vec<u8>, id: &str) -> bool {
+        let Some(mut rec) = self.dlq_store.take_replayable(id) else {
+            let detail = match self.dedup.state(id) {
+                Some(IdState::Live) => "order is in flight, not dead-lettered",
+                Some(IdState::Done) => "order ended, not dead-lettered",
+                _ => "no dead-lettered order with this id",
+            };
+            self.reject_invalid(out, id, InvalidReason::NotReplayable, detail);
+            return false;
+        };
+        let raw = rec.raw.clone();
+        let accepted = match parse_request(raw.as_bytes()) {
+            Ok(Request::New(o)) if o.id == id => self.admit(conn, peer, out, &o, &raw, true),
+            _ => {
+                self.reject_invalid(
+                    out,
+                    id,
+                    InvalidReason::NotReplayable,
+                    "dead letter does not hold a NEW line for this id",
+                );
+                return false;
+            }
+        };
+        if !accepted {
+            self.dlq_store.restore_replayable(rec);
+            return false;
+        }
+        bump(&self.counters.orders.replays, 1);
+        rec.replayed_ns = Some(wall_ns());
+        rec.last_seen_ns = wall_ns();
+        // Rare and operator-driven: waiting for the DLQ thread here is fine.
+        if let Some(dlq) = &self.dlq {
+            if dlq.send_order(rec).is_err() {
+                log::error!("replay marker of order {id} not stored: DLQ thread stopped");
+            }
+        }
+        true
+    }
+
+    /// Counts an event, updates the dedup state and writes its line to `out`.
+    fn apply(&mut self, ev: &Event, out: &mut Vec<u8>) {
+        let o = &self.counters.orders;
+        let id = &*ev.id;
+        match &ev.kind {
+            EventKind::Fill {
+                n,
+                cum,
+                amount,
+                left,
+            } => {
+                bump(&o.fills, 1);
+                write_fill(out, id, *n, *cum, *amount, *left);
+            }
+            EventKind::Done {
+                status,
+                cum,
+                amount,
+                attempts,
+            } => {
+                bump(&o.done[status.index()], 1);
+                bump(&o.attempts, u64::from(*attempts));
+                self.dedup.mark(id, IdState::Done);
+                write_done(out, id, *status, *cum, *amount, *attempts);
+            }
+            EventKind::Dead {
+                reason,
+                attempts,
+                last,
+            } => {
+                bump(&o.dead[reason.index()], 1);
+                bump(&o.attempts, u64::from(*attempts));
+                self.dedup.mark(id, IdState::Dead);
+                write_dead(out, id, *reason, *attempts, last);
+            }
+            EventKind::Expired { attempts } => {
+                bump(&o.rejected[RejectReason::Expired.index()], 1);
+                bump(&o.attempts, u64::from(*attempts));
+                self.dedup.mark(id, IdState::Done);
+                let detail =
+                    format!("ttl passed before it could be sent (after {attempts} attempts)");
+                write_reject(out, id, RejectReason::Expired, &detail);
+            }
+        }
+        if ev.kind.is_terminal() {
+            self.in_flight = self.in_flight.saturating_sub(1);
+            let e2e = self.mono.now_ns().saturating_sub(ev.recv_mono_ns);
+            self.recorder.record(Stage::OrderE2e, e2e);
+        }
+    }
+}

@@ -1,0 +1,103 @@
+//! The order path's side of the retry timer: what happens to an order when
+//! its delay is over ([`Fire`] for [`Order`]).
+//!
+//! * due and past its deadline → `REJECT … EXPIRED`, not sent;
+//! * due → handed to the workers' ready channel (`try_send`; when the
+//!   workers are all busy it stays in the delay queue and is offered again
+//!   on the next tick, still holding its permit);
+//! * engine stopping → dead-lettered with reason `shutdown` (replayable).
+//!
+//! Counters written here (single writer: the timer thread): retries fired by
+//! retry number, delay-queue depth, time to the next due retry.
+
+use std::sync::Arc;
+
+use crossbeam_channel::{Sender, TrySendError};
+
+use crate::dlq::DlqSender;
+use crate::metrics::counters::{bump, set, Counters};
+use crate::retry::timer::Fire;
+use crate::retry::Permits;
+
+use super::events::EventSender;
+use super::protocol::DeadReason;
+use super::types::{Event, EventKind, Order};
+use super::worker::dead_letter;
+
+/// The timer's handler for orders.
+#[derive(Debug)]
+pub struct Parking {
+    /// Due retries, to the workers (dropped when the timer stops, so the
+    /// workers see the channel close).
+    pub ready: Option<Sender<Order>>,
+    /// Permits of the retry stage (released here for orders that leave it here).
+    pub permits: Arc<Permits>,
+    /// Replies.
+    pub events: EventSender,
+    /// Dead letters.
+    pub dlq: DlqSender,
+    /// Retry counters.
+    pub counters: Arc<Counters>,
+}
+
+impl Fire<Order> for Parking {
+    fn fire(&mut self, o: Order, _due_ns: u64, now_ns: u64) -> Result<(), Order> {
+        if o.expired_at(now_ns) {
+            // Counted before the reply goes out, so a client that reads the
+            // reply and then the counters sees it.
+            bump(&self.counters.retry.expired_when_due, 1);
+            self.permits.release();
+            let attempts = o.attempts();
+            self.events.send(Event {
+                conn: o.conn,
+                id: Arc::clone(&o.id),
+                recv_mono_ns: o.recv_mono_ns,
+                kind: EventKind::Expired { attempts },
+            });
+            self.events.wake();
+            return Ok(());
+        }
+        let retry = o.attempts() as usize; // retry number: 1 after the first attempt
+        let Some(ready) = &self.ready else {
+            self.abandon(o, now_ns);
+            return Ok(());
+        };
+        match ready.try_send(o) {
+            Ok(()) => {
+                let i = retry.clamp(1, crate::metrics::order_counters::RETRY_BUCKETS) - 1;
+                bump(&self.counters.retry.fired[i], 1);
+                Ok(())
+            }
+            Err(TrySendError::Full(o)) => Err(o),
+            Err(TrySendError::Disconnected(o)) => {
+                self.abandon(o, now_ns);
+                Ok(())
+            }
+        }
+    }
+
+    fn close(&mut self) {
+        self.ready = None;
+    }
+
+    fn overflow(&mut self, o: Order, _now_ns: u64) {
+        self.permits.release();
+        dead_letter(&self.dlq, &self.events, o, DeadReason::RetryQueueFull);
+        self.events.wake();
+    }
+
+    fn abandon(&mut self, o: Order, _now_ns: u64) {
+        self.permits.release();
+        dead_letter(&self.dlq, &self.events, o, DeadReason::Shutdown);
+        self.events.wake();
+    }
+
+    fn observe(&mut self, len: usize, next_due_ns: Option<u64>, now_ns: u64) {
+        let r = &self.counters.retry;
+        set(&r.depth, len as u64);
+        set(
+            &r.next_due_in_us,
+            next_due_ns.map_or(0, |d| d.saturating_sub(now_ns) / 1_000),
+        );
+    }
+}

@@ -1,0 +1,149 @@
+//! What travels through the order path: the [`Order`] itself (gateway →
+//! queue → worker → delay queue → worker …) and the [`Event`]s workers send
+//! back to the gateway, which turns them into reply lines.
+
+use std::sync::Arc;
+
+use crate::bridge::{Amount, Lots, Side};
+use crate::dlq::{AttemptRecord, DeadLetter};
+
+use super::protocol::{DeadReason, DoneStatus};
+
+/// Identifies a client connection of the gateway: slab key in the low 32
+/// bits, a generation in the high 32 (a closed connection's id is never
+/// reused, so a late reply cannot reach a newer client).
+pub type ConnId = u64;
+
+/// An accepted order. Owned by exactly one stage at a time (queue, worker,
+/// delay queue): it moves, it is never shared.
+#[derive(Debug)]
+pub struct Order {
+    /// Admission number (gateway), 1-based; also spreads orders over bridges.
+    pub seq: u64,
+    /// The connection that sent it.
+    pub conn: ConnId,
+    /// Client order id.
+    pub id: Arc<str>,
+    /// Symbol.
+    pub symbol: Box<str>,
+    /// Side.
+    pub side: Side,
+    /// Quantity.
+    pub qty: Lots,
+    /// The `NEW` line as received (dead letter and replay).
+    pub raw: Box<str>,
+    /// Where it came from (dead letter).
+    pub peer: Box<str>,
+    /// Received, measurement clock ns.
+    pub recv_mono_ns: u64,
+    /// Offered to a queue, measurement clock ns (queue wait).
+    pub enq_mono_ns: u64,
+    /// Past this engine-clock ns it is expired, not sent.
+    pub deadline_ns: Option<u64>,
+    /// Received, wall-clock ns (dead letter `first_seen`).
+    pub recv_wall_ns: u64,
+    /// Attempts made so far, oldest first.
+    pub history: Vec<AttemptRecord>,
+    /// Delay drawn before the next attempt, ns, and its ceiling (0, 0 before the first).
+    pub next_delay: (u64, u64),
+    /// Is this a replay of a dead-lettered order?
+    pub replay: bool,
+}
+
+impl Order {
+    /// Attempts made so far.
+    pub fn attempts(&self) -> u32 {
+        self.history.len() as u32
+    }
+
+    /// Is the order past its deadline at engine-clock `now_ns`?
+    pub fn expired_at(&self, now_ns: u64) -> bool {
+        self.deadline_ns.is_some_and(|d| now_ns >= d)
+    }
+
+    /// Its dead-letter record.
+    pub fn dead_letter(&self, reason: DeadReason, now_wall_ns: u64) -> DeadLetter {
+        let mut rec = DeadLetter::refused(
+            "order",
+            &self.peer,
+            reason.as_str(),
+            self.raw.as_bytes(),
+            self.raw.len(),
+            self.recv_wall_ns,
+        );
+        rec.attempts = self.attempts();
+        rec.last_seen_ns = now_wall_ns;
+        rec.order_id = Some(self.id.to_string());
+        rec.history = self.history.clone();
+        rec
+    }
+
+    /// What the last attempt got back (for `DEAD … last=`).
+    pub fn last_outcome(&self) -> &str {
+        self.history
+            .last()
+            .map(|a| a.outcome.as_str())
+            .unwrap_or("")
+    }
+}
+
+/// What a worker (or the retry timer) tells the gateway about an order.
+#[derive(Debug)]
+pub struct Event {
+    /// Whose order.
+    pub conn: ConnId,
+    /// Which order.
+    pub id: Arc<str>,
+    /// Received, measurement clock ns (end-to-end latency of terminal events).
+    pub recv_mono_ns: u64,
+    /// What happened.
+    pub kind: EventKind,
+}
+
+/// The kinds of [`Event`].
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum EventKind {
+    /// A fill, absolute values.
+    Fill {
+        /// Fill number.
+        n: u32,
+        /// Cumulative lots.
+        cum: Lots,
+        /// Cumulative amount.
+        amount: Amount,
+        /// Remaining lots.
+        left: Lots,
+    },
+    /// Executed (terminal).
+    Done {
+        /// How it ended.
+        status: DoneStatus,
+        /// Filled lots.
+        cum: Lots,
+        /// Cumulative amount.
+        amount: Amount,
+        /// Attempts made.
+        attempts: u32,
+    },
+    /// Dead-lettered (terminal); the DLQ thread already has the record.
+    Dead {
+        /// Why.
+        reason: DeadReason,
+        /// Attempts made.
+        attempts: u32,
+        /// What the last attempt got back.
+        last: String,
+    },
+    /// Past its TTL before it could be sent (terminal).
+    Expired {
+        /// Attempts made before it expired.
+        attempts: u32,
+    },
+}
+
+impl EventKind {
+    /// Does this event end the order?
+    pub fn is_terminal(&self) -> bool {
+        !matches!(self, EventKind::Fill { .. })
+    }
+}

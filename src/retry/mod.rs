@@ -1,0 +1,19 @@
+//! Delayed retry: backoff policies with jitter, a bounded delay queue, the
+//! timer loop that fires due items from its own clock tick, and the injected
+//! clock all of it reads.
+//!
+//! The order path uses it to take an order that met a transient failure out
+//! of the main queue and hand it back to the workers when its delay is over,
+//! without holding up the orders behind it. Nothing here knows about orders:
+//! the timer loop hands due items to a [`timer::Fire`] implementation.
+
+pub mod backoff;
+pub mod clock;
+pub mod delay_queue;
+pub mod permits;
+pub mod timer;
+
+pub use backoff::{Backoff, Jitter};
+pub use clock::{Clock, SharedClock, SimClock};
+pub use delay_queue::{DelayQueue, Full};
+pub use permits::Permits;

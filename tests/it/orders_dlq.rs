@@ -1,0 +1,116 @@
+//! Dead-lettered orders: kept in the DLQ file across a restart with their
+//! attempt history, replayed on command once the cause is fixed, replayed
+//! once only; and at shutdown every accepted order still gets its answer.
+
+use std::sync::atomic::Ordering;
+
+use tickfan::dlq::read_file;
+use tickfan::order::protocol::{DoneStatus, RejectReason, Reply};
+use tickfan::retry::SimClock;
+
+use crate::util::{order_engine, wait_until, OrderClient, ScriptBridge};
+
+#[test]
+fn the_dlq_file_survives_a_restart_and_replay_re_runs_the_order_once() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("dlq.jsonl");
+    let clock = SimClock::new();
+    {
+        let bridge = ScriptBridge::new();
+        let e = order_engine(&clock, &bridge, |c| c.dlq_file = Some(path.clone()));
+        let mut cl = OrderClient::connect(e.order_addr());
+        cl.new_order("r1", "PERM", "2.5");
+        let r = cl.until_terminal("r1");
+        assert!(
+            matches!(r.last(), Some(Reply::Dead { reason, .. }) if reason == "bridge_rejected")
+        );
+        e.stop();
+    }
+    let recs = read_file(&path).unwrap();
+    assert_eq!(recs.len(), 1);
+    let rec = &recs[0];
+    assert_eq!(
+        (
+            rec.source.as_str(),
+            rec.reason.as_str(),
+            rec.order_id.as_deref(),
+            rec.attempts
+        ),
+        ("order", "bridge_rejected", Some("r1"), 1)
+    );
+    assert_eq!(rec.raw, "NEW r1 PERM BUY 2.5");
+    assert_eq!(rec.history[0].bridge, "script");
+
+    // Restart with the cause fixed: the order is replayable from the file.
+    {
+        let bridge = ScriptBridge::new();
+        bridge.accept_all.store(true, Ordering::Relaxed);
+        let e = order_engine(&clock, &bridge, |c| c.dlq_file = Some(path.clone()));
+        assert!(
+            e.dlq().replayable("r1").is_some(),
+            "index rebuilt from the file"
+        );
+        let mut cl = OrderClient::connect(e.order_addr());
+        cl.line("REPLAY r1");
+        let r = cl.until_terminal("r1");
+        assert_eq!(r[0], Reply::Ack { id: "r1".into() });
+        assert!(
+            matches!(r.last(), Some(Reply::Done { status: DoneStatus::Filled, cum, .. }) if cum.0 == 250),
+            "{r:?}"
+        );
+        cl.line("REPLAY r1");
+        assert!(
+            matches!(cl.reply(), Reply::Reject { reason: RejectReason::Invalid, detail, .. } if detail.starts_with("not_replayable"))
+        );
+        cl.new_order("r1", "EURUSD", "1");
+        assert!(matches!(
+            cl.reply(),
+            Reply::Reject {
+                reason: RejectReason::Duplicate,
+                ..
+            }
+        ));
+        assert_eq!(bridge.calls_for("r1").len(), 1);
+        assert_eq!(e.counters().snapshot().orders.replays, 1);
+        e.stop();
+    }
+    // The replay marker is in the file: no second replay after another restart.
+    let recs = read_file(&path).unwrap();
+    assert_eq!(recs.len(), 2);
+    assert!(recs[1].replayed_ns.is_some());
+    let bridge = ScriptBridge::new();
+    let e = order_engine(&clock, &bridge, |c| c.dlq_file = Some(path.clone()));
+    assert!(e.dlq().replayable("r1").is_none());
+    let mut cl = OrderClient::connect(e.order_addr());
+    cl.line("REPLAY r1");
+    assert!(matches!(
+        cl.reply(),
+        Reply::Reject {
+            reason: RejectReason::Invalid,
+            ..
+        }
+    ));
+    assert!(bridge.calls().is_empty());
+}
+
+#[test]
+fn at_shutdown_waiting_retries_are_dead_lettered_and_answered() {
+    let clock = SimClock::new();
+    let bridge = ScriptBridge::new();
+    let e = order_engine(&clock, &bridge, |_| {});
+    let mut cl = OrderClient::connect(e.order_addr());
+    cl.new_order("w1", "TX", "1");
+    cl.new_order("ok", "EURUSD", "1");
+    assert_eq!(cl.reply(), Reply::Ack { id: "w1".into() });
+    cl.until_terminal("ok");
+    wait_until("w1 waits for a retry", || e.retry_waiting() == 1);
+    let report = e.stop();
+    let r = cl.until_terminal("w1");
+    assert!(
+        matches!(r.last(), Some(Reply::Dead { reason, attempts: 1, .. }) if reason == "shutdown"),
+        "{r:?}"
+    );
+    let o = &report.counters.orders;
+    assert_eq!(o.accepted, o.done_total + o.dead_total + o.expired);
+    assert_eq!(o.in_flight, 0);
+}
