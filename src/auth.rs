@@ -70,6 +70,12 @@ impl Token {
         Ok(Token(t.into()))
     }
 
+    /// The secret itself, for a client the engine runs on its own behalf
+    /// (the admin endpoint replaying orders). Never log it.
+    pub fn expose(&self) -> &[u8] {
+        &self.0
+    }
+
     /// True when `candidate` is the token. Constant time in the token's
     /// content (only the length can be learnt).
     pub fn verify(&self, candidate: &[u8]) -> bool {

@@ -73,6 +73,9 @@ pub struct ServeArgs {
     /// Raise the `dlq_growth` alert above this many dead letters per second.
     #[arg(long, value_name = "PER_SEC", default_value_t = 100.0)]
     pub alert_dlq_rate: f64,
+    /// Raise the `order_queue_old` alert when the oldest queued order waited this long.
+    #[arg(long, value_name = "DURATION", value_parser = humantime::parse_duration, default_value = "1s")]
+    pub alert_order_age: Duration,
     /// File holding the shared-secret token feeds, subscribers (RESP AUTH) and the admin endpoint (Bearer) must present.
     #[arg(long, value_name = "PATH")]
     pub token_file: Option<PathBuf>,
@@ -226,6 +229,7 @@ impl ServeArgs {
             dlq_file: self.dlq_file.clone(),
             alert_staleness: self.alert_staleness,
             alert_dlq_rate: self.alert_dlq_rate,
+            alert_order_age: self.alert_order_age,
             token: match &self.token_file {
                 Some(p) => Some(Token::from_file(p).map_err(|e| ConfigError::Invalid {
                     flag: "--token-file",

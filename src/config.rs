@@ -69,6 +69,8 @@ pub struct Config {
     pub alert_staleness: Duration,
     /// Dead letters per second that raise the `dlq_growth` alert.
     pub alert_dlq_rate: f64,
+    /// The oldest queued order older than this raises `order_queue_old`.
+    pub alert_order_age: Duration,
     /// Shared secret every feed, subscriber and admin client must present.
     pub token: Option<Token>,
     /// A connection that has not authenticated by then is closed.
@@ -101,6 +103,7 @@ impl Default for Config {
             dlq_file: None,
             alert_staleness: Duration::from_secs(1),
             alert_dlq_rate: 100.0,
+            alert_order_age: Duration::from_secs(1),
             token: None,
             auth_timeout: Duration::from_secs(5),
             log_dir: None,

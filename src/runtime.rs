@@ -127,6 +127,8 @@ impl Engine {
             max_conns: config.max_conns_per_port as u64,
             staleness: config.alert_staleness,
             dlq_per_sec: config.alert_dlq_rate,
+            order_queue_capacity: config.order.queue_capacity as u64,
+            order_age: config.alert_order_age,
         });
         let alert_gauges = Arc::clone(alerts.gauges());
         let log = match &config.log_dir {
@@ -176,6 +178,7 @@ impl Engine {
                 dlq: Arc::clone(&dlq_store),
                 alerts: alert_gauges,
                 token: config.token.clone(),
+                order_addr,
                 started: std::time::Instant::now(),
             },
         )

@@ -25,14 +25,14 @@ pub fn http(addr: SocketAddr, method: &str, path: &str) -> (u16, String) {
     (status, body)
 }
 
-fn scrape(addr: SocketAddr) -> prometheus_parse::Scrape {
+pub fn scrape(addr: SocketAddr) -> prometheus_parse::Scrape {
     let (status, body) = http(addr, "GET", "/metrics");
     assert_eq!(status, 200);
     let lines = body.lines().map(|l| Ok(l.to_string()));
     prometheus_parse::Scrape::parse(lines).expect("valid Prometheus text")
 }
 
-fn value(s: &prometheus_parse::Scrape, name: &str, label: Option<(&str, &str)>) -> f64 {
+pub fn value(s: &prometheus_parse::Scrape, name: &str, label: Option<(&str, &str)>) -> f64 {
     s.samples
         .iter()
         .find(|x| x.metric == name && label.is_none_or(|(k, v)| x.labels.get(k) == Some(v)))

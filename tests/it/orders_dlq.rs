@@ -114,3 +114,58 @@ fn at_shutdown_waiting_retries_are_dead_lettered_and_answered() {
     assert_eq!(o.accepted, o.done_total + o.dead_total + o.expired);
     assert_eq!(o.in_flight, 0);
 }
+
+#[test]
+fn admin_post_dlq_replay_re_admits_dead_lettered_orders() {
+    use crate::admin::http;
+    let clock = SimClock::new();
+    let bridge = ScriptBridge::new();
+    let e = order_engine(&clock, &bridge, |_| {});
+    let mut cl = OrderClient::connect(e.order_addr());
+    for id in ["a1", "a2"] {
+        cl.new_order(id, "PERM", "1");
+        cl.until_terminal(id);
+    }
+    wait_until("both dead letters indexed", || e.dlq().replayable_ids() == ["a1", "a2"]);
+    // The cause is fixed; the operator replays everything.
+    bridge.accept_all.store(true, Ordering::Relaxed);
+    let (status, body) = http(e.admin_addr(), "POST", "/dlq/replay");
+    assert_eq!(status, 200, "{body}");
+    let v: serde_json::Value = serde_json::from_str(&body).unwrap();
+    assert_eq!(v["requested"], 2);
+    assert_eq!(v["replayed"], 2, "{body}");
+    wait_until("both replays filled", || {
+        bridge.calls_for("a1").len() == 2 && bridge.calls_for("a2").len() == 2
+    });
+    assert!(e.dlq().replayable_ids().is_empty());
+    // Nothing left: a second call replays nothing; an unknown id is refused.
+    let (_, body) = http(e.admin_addr(), "POST", "/dlq/replay");
+    assert!(body.contains("\"requested\":0"), "{body}");
+    let (_, body) = http(e.admin_addr(), "POST", "/dlq/replay?id=nope");
+    let v: serde_json::Value = serde_json::from_str(&body).unwrap();
+    assert_eq!(
+        (
+            v["replayed"].as_u64(),
+            v["refused"].as_array().map(Vec::len)
+        ),
+        (Some(0), Some(1))
+    );
+    assert_eq!(e.counters().snapshot().orders.replays, 2);
+    let m = crate::admin::scrape(e.admin_addr());
+    assert_eq!(
+        crate::admin::value(&m, "tickfan_order_replays_total", None),
+        2.0
+    );
+    assert_eq!(
+        crate::admin::value(
+            &m,
+            "tickfan_orders_dead_lettered_total",
+            Some(("reason", "bridge_rejected"))
+        ),
+        2.0
+    );
+    assert_eq!(
+        crate::admin::value(&m, "tickfan_alert", Some(("name", "order_queue_high"))),
+        0.0
+    );
+}
