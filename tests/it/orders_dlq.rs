@@ -126,7 +126,9 @@ fn admin_post_dlq_replay_re_admits_dead_lettered_orders() {
         cl.new_order(id, "PERM", "1");
         cl.until_terminal(id);
     }
-    wait_until("both dead letters indexed", || e.dlq().replayable_ids() == ["a1", "a2"]);
+    wait_until("both dead letters indexed", || {
+        e.dlq().replayable_ids() == ["a1", "a2"]
+    });
     // The cause is fixed; the operator replays everything.
     bridge.accept_all.store(true, Ordering::Relaxed);
     let (status, body) = http(e.admin_addr(), "POST", "/dlq/replay");
