@@ -69,7 +69,8 @@ pub struct GatewaySettings {
 struct Conn {
     stream: TcpStream,
     id: ConnId,
-    peer: Box<str>,
+    /// Shared with every order of the connection (no copy per order).
+    peer: Arc<str>,
     reader: LineReader,
     out: Vec<u8>,
     out_pos: usize,
@@ -105,6 +106,9 @@ struct Core {
     in_flight: u64,
     /// Rejects written this turn (their latency is recorded after the write).
     rejects: u64,
+    /// The detail of a queue-full reject, formatted once (the overload path
+    /// must stay cheap).
+    busy_detail: String,
 }
 
 /// The gateway loop.
@@ -145,6 +149,7 @@ impl Gateway {
     ) -> std::io::Result<Self> {
         poll.registry()
             .register(&mut listener, LISTENER, Interest::READABLE)?;
+        let busy_detail = format!("queue full ({} orders waiting)", admission.capacity());
         Ok(Gateway {
             poll,
             listener: Some(listener),
@@ -166,6 +171,7 @@ impl Gateway {
                 next_seq: 0,
                 in_flight: 0,
                 rejects: 0,
+                busy_detail,
             },
             settings,
             closing,
@@ -277,7 +283,7 @@ impl Gateway {
                     entry.insert(Conn {
                         stream,
                         id: (u64::from(self.generation) << 32) | key as u64,
-                        peer: peer.to_string().into(),
+                        peer: Arc::from(peer.to_string()),
                         reader: LineReader::new(self.settings.max_line_len, READ_CHUNK),
                         out: Vec::with_capacity(4096),
                         out_pos: 0,
@@ -523,7 +529,7 @@ impl Core {
     fn handle_line(
         &mut self,
         conn: ConnId,
-        peer: &str,
+        peer: &Arc<str>,
         out: &mut Vec<u8>,
         live: &mut u64,
         line: &[u8],
@@ -567,7 +573,7 @@ impl Core {
     fn admit(
         &mut self,
         conn: ConnId,
-        peer: &str,
+        peer: &Arc<str>,
         out: &mut Vec<u8>,
         o: &NewOrder<'_>,
         raw: &str,
@@ -614,7 +620,7 @@ impl Core {
             side: o.side,
             qty: o.qty,
             raw: raw.into(),
-            peer: peer.into(),
+            peer: Arc::clone(peer),
             recv_mono_ns: mono,
             enq_mono_ns: mono,
             deadline_ns: o.ttl.map(|t| now.saturating_add(t.as_nanos() as u64)),
@@ -632,15 +638,16 @@ impl Core {
                 true
             }
             Err(Busy(_)) => {
-                let detail = format!("queue full ({} orders waiting)", admission.capacity());
+                let detail = std::mem::take(&mut self.busy_detail);
                 self.reject(out, o.id, RejectReason::SystemBusy, &detail);
+                self.busy_detail = detail;
                 false
             }
         }
     }
 
     /// `REPLAY <id>`: admits the dead-lettered order again; true if accepted.
-    fn replay(&mut self, conn: ConnId, peer: &str, out: &mut Vec<u8>, id: &str) -> bool {
+    fn replay(&mut self, conn: ConnId, peer: &Arc<str>, out: &mut Vec<u8>, id: &str) -> bool {
         let Some(mut rec) = self.dlq_store.take_replayable(id) else {
             let detail = match self.dedup.state(id) {
                 Some(IdState::Live) => "order is in flight, not dead-lettered",

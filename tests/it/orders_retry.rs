@@ -6,7 +6,7 @@
 use tickfan::order::protocol::{DoneStatus, RejectReason, Reply};
 use tickfan::retry::SimClock;
 
-use crate::util::{advance_until, order_engine, wait_until, OrderClient, ScriptBridge};
+use crate::util::{advance_until, order_engine, wait_until, OpenOnDrop, OrderClient, ScriptBridge};
 
 const MS: u64 = 1_000_000;
 
@@ -168,6 +168,7 @@ fn an_order_past_its_ttl_when_a_worker_reaches_it_is_expired_not_sent() {
     let clock = SimClock::new();
     let bridge = ScriptBridge::new();
     let e = order_engine(&clock, &bridge, |_| {});
+    let _open = OpenOnDrop(std::sync::Arc::clone(&bridge));
     let mut cl = OrderClient::connect(e.order_addr());
     cl.new_order("hold", "GATE", "1");
     wait_until("the worker holds the gate order", || {

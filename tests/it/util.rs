@@ -365,6 +365,16 @@ impl Bridge for ScriptBridge {
     }
 }
 
+/// Opens a [`ScriptBridge`]'s gate when dropped, so a failing test does not
+/// leave a worker blocked (and the engine's shutdown waiting for it).
+pub struct OpenOnDrop(pub Arc<ScriptBridge>);
+
+impl Drop for OpenOnDrop {
+    fn drop(&mut self) {
+        self.0.open_gate();
+    }
+}
+
 /// An order-protocol client.
 pub struct OrderClient {
     writer: TcpStream,
