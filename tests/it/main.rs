@@ -15,6 +15,7 @@
 //! - `orders_dlq`: DLQ file across a restart, replay on command, answers at shutdown
 //! - `orders_tool`: `tickfan orders` against a running engine
 
+mod accounting;
 mod admin;
 mod cli;
 mod fanout;
