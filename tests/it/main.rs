@@ -14,6 +14,10 @@
 //! - `orders_retry`: transient → delayed retry (simulated clock), permanent → DLQ, deadlines
 //! - `orders_dlq`: DLQ file across a restart, replay on command, answers at shutdown
 //! - `orders_tool`: `tickfan orders` against a running engine
+//! - `faults`: misbehaving peers (10 MB lines, idle peers, floods, vanishing and trickling subscribers)
+//! - `accounting`: after mixed traffic every tick, update and order is counted exactly once
+//! - `admin`: `/metrics` (parsed as Prometheus text), `/report`, `/health`, `/dlq`, alerts
+//! - `security`: tokens on every port, per-client limits
 
 mod accounting;
 mod admin;
