@@ -40,6 +40,9 @@ pub struct ServeArgs {
     /// Subscriber output buffer high-water mark in bytes; past it the subscriber is conflated on its own.
     #[arg(long, value_name = "BYTES", default_value_t = 256 * 1024)]
     pub sub_hwm: usize,
+    /// Kernel send buffer per subscriber socket in bytes (0 = OS auto-tuning); small bounds a slow subscriber's staleness.
+    #[arg(long, value_name = "BYTES", default_value_t = 64 * 1024)]
+    pub sub_sndbuf: usize,
     /// Most channels + patterns one subscriber may hold; more are refused with an error.
     #[arg(long, value_name = "N", default_value_t = 10_000)]
     pub max_subscriptions: usize,
@@ -219,6 +222,7 @@ impl ServeArgs {
             max_conns_per_port: self.max_conns,
             sub_hwm: self.sub_hwm,
             max_subscriptions: self.max_subscriptions,
+            sub_sndbuf: self.sub_sndbuf,
             max_publish_rate: self.max_publish_rate,
             pin: self.pin.unwrap_or_default(),
             idle: self.idle,

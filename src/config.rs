@@ -46,6 +46,10 @@ pub struct Config {
     pub max_conns_per_port: usize,
     /// Subscriber output buffer high-water mark, bytes.
     pub sub_hwm: usize,
+    /// Kernel send buffer of each subscriber socket in bytes (0 = the OS's
+    /// auto-tuning). Small keeps a slow subscriber's staleness bounded: data
+    /// queued in the kernel cannot be conflated any more.
+    pub sub_sndbuf: usize,
     /// Most channels + patterns one subscriber may hold.
     pub max_subscriptions: usize,
     /// Most updates per second the publisher takes from the slots (0 = unlimited).
@@ -93,6 +97,7 @@ impl Default for Config {
             max_conns_per_port: 1_024,
             sub_hwm: 256 * 1024,
             max_subscriptions: 10_000,
+            sub_sndbuf: 64 * 1024,
             max_publish_rate: 0,
             pin: PinPlan::default(),
             idle: IdleStrategy::Park,

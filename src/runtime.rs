@@ -240,6 +240,7 @@ impl Engine {
                 token: config.token.clone(),
                 auth_timeout_ns: config.auth_timeout.as_nanos() as u64,
                 max_subscriptions: config.max_subscriptions,
+                sndbuf: config.sub_sndbuf,
             },
             Arc::clone(&subscribers),
             Arc::clone(&publish_stop),

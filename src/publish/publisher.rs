@@ -72,6 +72,8 @@ pub struct PublisherSettings {
     pub auth_timeout_ns: u64,
     /// Most channels + patterns one subscriber may hold.
     pub max_subscriptions: usize,
+    /// Kernel send buffer per subscriber socket (0 = OS auto-tuning).
+    pub sndbuf: usize,
 }
 
 /// Token bucket for the optional publish-rate cap.
@@ -301,6 +303,10 @@ impl Publisher {
             return;
         }
         let _ = stream.set_nodelay(true);
+        if self.settings.sndbuf > 0 {
+            // What sits in the kernel can no longer be conflated: keep it small.
+            let _ = socket2::SockRef::from(&stream).set_send_buffer_size(self.settings.sndbuf);
+        }
         let id = self.next_session_id;
         self.next_session_id += 1;
         let authed = self.settings.token.is_none();
