@@ -365,15 +365,21 @@ impl Publisher {
             let Some(sess) = self.sessions.get_mut(key) else {
                 return handled;
             };
-            if sess.closing || sess.read_eof {
+            if sess.read_eof && !sess.closing {
+                // The peer closed its side: like Redis, answer what it sent,
+                // then close (an idle closed socket must not hold a slot).
+                sess.closing = true;
+                self.queue_flush(key);
+                return handled;
+            }
+            if sess.closing {
                 return handled;
             }
             match sess.read_some() {
                 Ok(ReadOutcome::Data(_)) => continue,
                 Ok(ReadOutcome::WouldBlock) => return handled,
                 Ok(ReadOutcome::Eof) => {
-                    // Half-closed: keep delivering to a peer that still reads;
-                    // a write error closes the session later.
+                    // Handle what is buffered, then close (above).
                     continue;
                 }
                 Ok(ReadOutcome::BufferFull) => {
