@@ -73,7 +73,7 @@ pub struct ServeArgs {
     /// Raise the `dlq_growth` alert above this many dead letters per second.
     #[arg(long, value_name = "PER_SEC", default_value_t = 100.0)]
     pub alert_dlq_rate: f64,
-    /// File holding the shared-secret token feeds, subscribers (RESP AUTH) and the admin endpoint (Bearer) must present.
+    /// File holding the shared-secret token feeds and order clients (first line `AUTH <token>`), subscribers (RESP AUTH) and the admin endpoint (Bearer) must present.
     #[arg(long, value_name = "PATH")]
     pub token_file: Option<PathBuf>,
     /// Close connections that have not authenticated within this time.

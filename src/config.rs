@@ -69,7 +69,7 @@ pub struct Config {
     pub alert_staleness: Duration,
     /// Dead letters per second that raise the `dlq_growth` alert.
     pub alert_dlq_rate: f64,
-    /// Shared secret every feed, subscriber and admin client must present.
+    /// Shared secret every feed, order, subscriber and admin client must present.
     pub token: Option<Token>,
     /// A connection that has not authenticated by then is closed.
     pub auth_timeout: Duration,
