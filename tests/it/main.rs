@@ -12,8 +12,9 @@
 //! - `vs_redis`: the benchmark's tool modes against a real `redis-server` and the raw forwarder
 //! - `orders_admission`: bounded queue and SYSTEM_BUSY under overload, malformed lines, duplicates
 //! - `orders_retry`: transient → delayed retry (simulated clock), permanent → DLQ, deadlines
-//! - `orders_dlq`: DLQ file across a restart, replay on command, answers at shutdown
+//! - `orders_dlq`: DLQ file across a restart, replay on command, answers at shutdown (deadline)
 //! - `orders_tool`: `tickfan orders` against a running engine
+//! - `security`: tokens on every port, per-client limits (connections, subscriptions, order rate), own replies only
 
 mod admin;
 mod cli;
