@@ -79,7 +79,7 @@ pub struct ServeArgs {
     /// Raise the `order_queue_old` alert when the oldest queued order waited this long.
     #[arg(long, value_name = "DURATION", value_parser = humantime::parse_duration, default_value = "1s")]
     pub alert_order_age: Duration,
-    /// File holding the shared-secret token feeds, subscribers (RESP AUTH) and the admin endpoint (Bearer) must present.
+    /// File holding the shared-secret token feeds and order clients (first line `AUTH <token>`), subscribers (RESP AUTH) and the admin endpoint (Bearer) must present.
     #[arg(long, value_name = "PATH")]
     pub token_file: Option<PathBuf>,
     /// Close connections that have not authenticated within this time.

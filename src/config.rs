@@ -75,7 +75,7 @@ pub struct Config {
     pub alert_dlq_rate: f64,
     /// The oldest queued order older than this raises `order_queue_old`.
     pub alert_order_age: Duration,
-    /// Shared secret every feed, subscriber and admin client must present.
+    /// Shared secret every feed, order, subscriber and admin client must present.
     pub token: Option<Token>,
     /// A connection that has not authenticated by then is closed.
     pub auth_timeout: Duration,

@@ -99,6 +99,7 @@ impl Engine {
             ("feed", config.feed_addr),
             ("subscriber", config.sub_addr),
             ("admin", config.admin_addr),
+            ("order", config.order_addr),
         ] {
             if !addr.ip().is_loopback() && config.token.is_none() {
                 log::warn!(
@@ -200,6 +201,8 @@ impl Engine {
             mono: clock,
             clock: injected.clock.unwrap_or_else(|| Arc::new(clock)),
             bridges: injected.bridges,
+            token: config.token.clone(),
+            auth_timeout: config.auth_timeout,
         })
         .map_err(os("order path"))?;
 

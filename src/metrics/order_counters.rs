@@ -51,6 +51,10 @@ pub struct OrderCounters {
     pub in_flight: AtomicU64,
     /// Gauge: client order ids remembered for duplicate detection.
     pub dedup_ids: AtomicU64,
+    /// Connections refused for a wrong, missing or late token.
+    pub auth_failures: AtomicU64,
+    /// Orders refused over `--max-order-rate` (also counted as `SYSTEM_BUSY`).
+    pub rate_limited: AtomicU64,
 }
 
 /// Written by the retry timer thread only.
@@ -113,6 +117,10 @@ pub struct OrderSnapshot {
     pub in_flight: u64,
     /// Ids remembered.
     pub dedup_ids: u64,
+    /// Connections refused for a wrong, missing or late token.
+    pub auth_failures: u64,
+    /// `SYSTEM_BUSY rate_limited` rejects (part of `busy`).
+    pub rate_limited: u64,
 }
 
 fn get(c: &AtomicU64) -> u64 {
@@ -162,6 +170,8 @@ impl OrderSnapshot {
             retry_depth: get(&r.depth),
             in_flight: get(&o.in_flight),
             dedup_ids: get(&o.dedup_ids),
+            auth_failures: get(&o.auth_failures),
+            rate_limited: get(&o.rate_limited),
         }
     }
 
@@ -205,16 +215,22 @@ impl fmt::Display for OrderSnapshot {
         };
         writeln!(
             f,
-            "orders accepted {} = done {} + dead-lettered {} + expired {} + in flight {}   (connections {} refused {})",
+            "orders accepted {} = done {} + dead-lettered {} + expired {} + in flight {}   (connections {} refused {} auth failures {})",
             self.accepted,
             self.done_total,
             self.dead_total,
             self.expired,
             self.in_flight,
             self.connections.0,
-            self.connections.1
+            self.connections.1,
+            self.auth_failures
         )?;
-        writeln!(f, "orders rejected: {}", join(&self.rejected))?;
+        writeln!(
+            f,
+            "orders rejected: {}   (rate limited {})",
+            join(&self.rejected),
+            self.rate_limited
+        )?;
         if !self.invalid.is_empty() {
             writeln!(f, "invalid by reason: {}", join(&self.invalid))?;
         }

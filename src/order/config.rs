@@ -33,6 +33,12 @@ pub struct OrderConfig {
     pub max_line_len: usize,
     /// The simulated venues, side by side.
     pub bridges: Vec<SimSpec>,
+    /// Orders (`NEW`, `REPLAY`) per second per connection, with a burst of
+    /// as many (0 = no limit); over it `SYSTEM_BUSY rate_limited`.
+    pub max_order_rate: u32,
+    /// At shutdown, how long accepted orders get to end normally before the
+    /// ones not yet at a bridge are dead-lettered (`shutdown`).
+    pub shutdown_deadline: Duration,
 }
 
 impl Default for OrderConfig {
@@ -46,6 +52,8 @@ impl Default for OrderConfig {
             dedup_capacity: 1_000_000,
             max_line_len: 256,
             bridges: vec![SimSpec::named("sim1"), SimSpec::named("sim2")],
+            max_order_rate: 0,
+            shutdown_deadline: Duration::from_secs(5),
         }
     }
 }
@@ -89,6 +97,12 @@ impl OrderConfig {
         )?;
         range("--order-max-line-len", self.max_line_len as u64, 64, 65_536)?;
         range("--retry-attempts", u64::from(self.retry.retries), 0, 100)?;
+        range(
+            "--max-order-rate",
+            u64::from(self.max_order_rate),
+            0,
+            1_000_000,
+        )?;
         let invalid = |flag, why: &str| {
             Err(ConfigError::Invalid {
                 flag,
@@ -103,6 +117,9 @@ impl OrderConfig {
         }
         if self.retry.cap > Duration::from_secs(3600) {
             return invalid("--retry-cap", "must be at most 1h");
+        }
+        if self.shutdown_deadline > Duration::from_secs(3600) {
+            return invalid("--shutdown-deadline", "must be at most 1h");
         }
         if self.dedup_retention.is_zero() {
             return invalid("--dedup-retention", "must be positive");
@@ -160,6 +177,12 @@ pub struct OrderArgs {
     /// Default: two venues `sim1`, `sim2` (200µs–1ms, 1% transient, up to 3 fills).
     #[arg(long = "bridge", value_name = "SPEC")]
     pub bridges: Vec<String>,
+    /// Orders per second per order connection, with a burst of as many (0 = no limit); over it REJECT … SYSTEM_BUSY rate_limited.
+    #[arg(long, value_name = "PER_SEC", default_value_t = 0)]
+    pub max_order_rate: u32,
+    /// At shutdown, how long accepted orders get to end before those not yet at a bridge are dead-lettered (`shutdown`).
+    #[arg(long, value_name = "DURATION", value_parser = humantime::parse_duration, default_value = "5s")]
+    pub shutdown_deadline: Duration,
 }
 
 impl OrderArgs {
@@ -195,6 +218,8 @@ impl OrderArgs {
             dedup_capacity: self.dedup_capacity,
             max_line_len: self.order_max_line_len,
             bridges,
+            max_order_rate: self.max_order_rate,
+            shutdown_deadline: self.shutdown_deadline,
         };
         c.validate()?;
         Ok((self.order_listen, c))
@@ -236,5 +261,19 @@ mod tests {
         c.retry.cap = Duration::from_secs(1);
         c.bridges = vec![SimSpec::named("a"), SimSpec::named("a")];
         assert!(c.validate().unwrap_err().to_string().contains("--bridge"));
+        c.bridges = vec![SimSpec::named("a")];
+        c.max_order_rate = 2_000_000;
+        assert!(c
+            .validate()
+            .unwrap_err()
+            .to_string()
+            .contains("--max-order-rate"));
+        c.max_order_rate = 100;
+        c.shutdown_deadline = Duration::from_secs(7200);
+        assert!(c
+            .validate()
+            .unwrap_err()
+            .to_string()
+            .contains("--shutdown-deadline"));
     }
 }

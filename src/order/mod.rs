@@ -12,7 +12,9 @@
 //!   dedup store ([`dedup`]) and the producer side of the queue ([`admission`]);
 //! * [`worker`]: one attempt of one order against a bridge; [`parking`]: what
 //!   the retry timer does with a due order;
-//! * [`path`]: builds the threads and stops them in order;
+//! * [`path`]: builds the threads and stops them in order (within
+//!   `--shutdown-deadline`);
+//! * [`rate`]: the per-connection order rate limit (GCRA);
 //! * [`config`]: settings and flags.
 //!
 //! Lanes (issue 5) slot in at [`admission`]: the gateway routes an order to
@@ -28,6 +30,7 @@ pub mod gateway;
 pub mod parking;
 pub mod path;
 pub mod protocol;
+pub mod rate;
 pub mod types;
 pub mod worker;
 

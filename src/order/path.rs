@@ -13,14 +13,23 @@
 //! Threads: `tickfan-order-gw` (gateway), `tickfan-order-wN` (workers),
 //! `tickfan-retry` (timer). Shutdown order:
 //!
-//! 1. the gateway stops reading and closes the main queue's producer side;
+//! 1. the gateway stops reading and closes the main queue's producer side
+//!    (and its listener: new connections are refused by the OS);
 //! 2. workers stop parking retries (a transient failure is dead-lettered
 //!    with reason `shutdown`, replayable after a restart); the timer
 //!    dead-letters what waits in the delay queue and closes the ready
 //!    channel;
 //! 3. workers finish the main queue and exit; the timer exits once no
 //!    worker can send to it;
-//! 4. the gateway writes the last replies and exits once every event sender
+//! 4. if the workers have not finished when the shutdown deadline passes
+//!    (`--shutdown-deadline`, on the engine clock), no new attempt starts:
+//!    the orders still queued (main queue, due retries) are dead-lettered
+//!    with reason `shutdown` at once, and an order a worker takes from then
+//!    on is too. An attempt already at a bridge is waited for: its outcome
+//!    is unknown until the venue answers, and dead-lettering it would
+//!    invite a `REPLAY` of an order that may have executed (a second
+//!    signal exits at once, see [`crate::sys::signals`]);
+//! 5. the gateway writes the last replies and exits once every event sender
 //!    has gone.
 
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -28,10 +37,12 @@ use std::sync::Arc;
 use std::thread::JoinHandle;
 use std::time::Duration;
 
+use crossbeam_channel::{Receiver, RecvTimeoutError};
 use mio::{Poll, Waker};
 use rand::rngs::StdRng;
 use rand::SeedableRng;
 
+use crate::auth::Token as AuthToken;
 use crate::bridge::sim::SimBridge;
 use crate::bridge::Bridge;
 use crate::dlq::{DlqSender, DlqStore};
@@ -43,13 +54,15 @@ use crate::retry::timer::TimerLoop;
 use crate::retry::{Permits, SharedClock};
 use crate::sys::clock::MonoClock;
 
-use super::admission::admission;
+use super::admission::{admission, QueueStats};
 use super::config::OrderConfig;
 use super::dedup::Dedup;
 use super::events::{EventSender, EVENT_CAPACITY};
 use super::gateway::{Gateway, GatewaySettings, WAKER};
 use super::parking::Parking;
-use super::worker::Worker;
+use super::protocol::DeadReason;
+use super::types::Order;
+use super::worker::{dead_letter, Worker};
 
 /// How often the retry timer looks at its clock when retries are waiting.
 pub const RETRY_TICK: Duration = Duration::from_millis(2);
@@ -81,6 +94,42 @@ pub struct OrderPathInputs {
     pub clock: SharedClock,
     /// Bridges to use instead of the simulators of `config.bridges`.
     pub bridges: Option<Vec<Arc<dyn Bridge>>>,
+    /// Token every order connection must present first, if any.
+    pub token: Option<AuthToken>,
+    /// Close a connection that has not authenticated by then.
+    pub auth_timeout: Duration,
+}
+
+/// What `stop` needs to dead-letter the orders still queued when the
+/// shutdown deadline passes. Dropped at the end of `stop` (it holds an
+/// event sender, and the gateway runs until every sender has gone).
+#[derive(Debug)]
+struct Leftovers {
+    main: Receiver<Order>,
+    main_stats: Arc<QueueStats>,
+    ready: Receiver<Order>,
+    events: EventSender,
+    dlq: DlqSender,
+}
+
+impl Leftovers {
+    /// Dead-letters every order waiting in the main queue or among the due
+    /// retries (`shutdown`); returns how many.
+    fn drain(&self, permits: &Permits) -> usize {
+        let mut n = 0;
+        while let Ok(o) = self.main.try_recv() {
+            self.main_stats.on_take();
+            dead_letter(&self.dlq, &self.events, o, DeadReason::Shutdown);
+            n += 1;
+        }
+        while let Ok(o) = self.ready.try_recv() {
+            permits.release();
+            dead_letter(&self.dlq, &self.events, o, DeadReason::Shutdown);
+            n += 1;
+        }
+        self.events.wake();
+        n
+    }
 }
 
 /// The running order path.
@@ -91,6 +140,13 @@ pub struct OrderPath {
     timer_stop: Arc<AtomicBool>,
     waker: Arc<Waker>,
     permits: Arc<Permits>,
+    /// Set when the shutdown deadline passed: workers start no new attempt.
+    abandon: Arc<AtomicBool>,
+    /// Disconnected once every worker thread has ended (each holds a sender).
+    workers_done: Receiver<()>,
+    leftovers: Option<Leftovers>,
+    clock: SharedClock,
+    shutdown_deadline: Duration,
     gateway: Option<JoinHandle<()>>,
     workers: Vec<JoinHandle<()>>,
     timer: Option<JoinHandle<()>>,
@@ -115,6 +171,8 @@ impl OrderPath {
         let closing = Arc::new(AtomicBool::new(false));
         let draining = Arc::new(AtomicBool::new(false));
         let timer_stop = Arc::new(AtomicBool::new(false));
+        let abandon = Arc::new(AtomicBool::new(false));
+        let (done_tx, workers_done) = crossbeam_channel::bounded::<()>(0);
         let start_ns = i.clock.now_ns();
         let bridges: Arc<[Arc<dyn Bridge>]> = match i.bridges {
             Some(b) => b.into(),
@@ -140,6 +198,7 @@ impl OrderPath {
                 events: events.clone(),
                 dlq: i.dlq.clone(),
                 draining: Arc::clone(&draining),
+                abandon: Arc::clone(&abandon),
                 recorder: StageRecorder::new(
                     &[Stage::OrderQueueWait, Stage::OrderProcess],
                     i.link.clone(),
@@ -147,13 +206,24 @@ impl OrderPath {
                 ),
                 rng: StdRng::seed_from_u64(worker_seed(n)),
             };
+            let done = done_tx.clone();
             workers.push(
                 std::thread::Builder::new()
                     .name(format!("tickfan-order-w{n}"))
-                    .spawn(move || w.run())?,
+                    .spawn(move || {
+                        let _done = done; // dropped when the worker ends, even by a panic
+                        w.run();
+                    })?,
             );
         }
-        drop((main_rx, ready_rx, retry_tx));
+        drop((done_tx, retry_tx));
+        let leftovers = Leftovers {
+            main: main_rx,
+            main_stats: stats,
+            ready: ready_rx,
+            events: events.clone(),
+            dlq: i.dlq.clone(),
+        };
 
         let timer = TimerLoop::new(
             c.retry_queue_capacity,
@@ -191,11 +261,14 @@ impl OrderPath {
                 i.interval_ns,
             ),
             i.mono,
-            i.clock,
+            Arc::clone(&i.clock),
             GatewaySettings {
                 max_conns: i.max_conns,
                 max_line_len: c.max_line_len,
                 idle: i.idle,
+                token: i.token,
+                auth_timeout_ns: i.auth_timeout.as_nanos() as u64,
+                max_order_rate: c.max_order_rate,
             },
             Arc::clone(&closing),
         )?;
@@ -208,6 +281,11 @@ impl OrderPath {
             timer_stop,
             waker,
             permits,
+            abandon,
+            workers_done,
+            leftovers: Some(leftovers),
+            clock: i.clock,
+            shutdown_deadline: c.shutdown_deadline,
             gateway: Some(gateway),
             workers,
             timer: Some(timer),
@@ -220,21 +298,58 @@ impl OrderPath {
     }
 
     /// Stops in order (see the module docs); every accepted order has had
-    /// its terminal reply when this returns.
+    /// its terminal reply when this returns. Returns once the workers have
+    /// finished, or at the shutdown deadline plus the longest bridge call
+    /// then in progress.
     pub fn stop(&mut self) {
         self.closing.store(true, Ordering::Release);
         let _ = self.waker.wake();
         self.draining.store(true, Ordering::Release);
         self.timer_stop.store(true, Ordering::Release);
+        if !self.workers_finish_by_deadline() {
+            self.abandon.store(true, Ordering::Release);
+            if let Some(l) = &self.leftovers {
+                let n = l.drain(&self.permits);
+                log::warn!(
+                    "shutdown deadline ({:?}) passed: {n} queued order(s) dead-lettered (shutdown); waiting for attempts at a bridge",
+                    self.shutdown_deadline
+                );
+            }
+        }
         for w in self.workers.drain(..) {
             let _ = w.join();
         }
         if let Some(t) = self.timer.take() {
             let _ = t.join();
         }
+        // Late orders (admitted while the gateway saw `closing`) were taken
+        // by a worker; nothing is left, but drain once more to be sure.
+        if let Some(l) = self.leftovers.take() {
+            l.drain(&self.permits);
+        }
         let _ = self.waker.wake();
         if let Some(g) = self.gateway.take() {
             let _ = g.join();
+        }
+    }
+
+    /// Waits for every worker to end, up to the shutdown deadline on the
+    /// engine clock (checked every [`RETRY_TICK`], so a simulated clock
+    /// drives it). True when they all ended in time.
+    fn workers_finish_by_deadline(&self) -> bool {
+        let deadline = self
+            .clock
+            .now_ns()
+            .saturating_add(self.shutdown_deadline.as_nanos() as u64);
+        loop {
+            match self.workers_done.recv_timeout(RETRY_TICK) {
+                Err(RecvTimeoutError::Disconnected) => return true,
+                Ok(()) | Err(RecvTimeoutError::Timeout) => {
+                    if self.clock.now_ns() >= deadline {
+                        return false;
+                    }
+                }
+            }
         }
     }
 

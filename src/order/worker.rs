@@ -63,6 +63,9 @@ pub struct Worker {
     pub dlq: DlqSender,
     /// Set at shutdown: transient failures are dead-lettered (`shutdown`), not parked.
     pub draining: Arc<AtomicBool>,
+    /// Set when the shutdown deadline passed: an order taken now is
+    /// dead-lettered (`shutdown`) without an attempt.
+    pub abandon: Arc<AtomicBool>,
     /// Queue wait and processing histograms.
     pub recorder: StageRecorder,
     /// Jitter.
@@ -132,6 +135,11 @@ impl Worker {
     /// One attempt of one order.
     fn process(&mut self, mut o: Order) {
         let t0 = self.mono.now_ns();
+        if self.abandon.load(Ordering::Acquire) {
+            self.dead(o, DeadReason::Shutdown);
+            self.events.wake();
+            return;
+        }
         let now = self.clock.now_ns();
         if o.expired_at(now) {
             let attempts = o.attempts();

@@ -1,14 +1,18 @@
 //! Dead-lettered orders: kept in the DLQ file across a restart with their
 //! attempt history, replayed on command once the cause is fixed, replayed
-//! once only; and at shutdown every accepted order still gets its answer.
+//! once only; and at shutdown every accepted order still gets its answer
+//! (within the shutdown deadline, or `DEAD shutdown`).
 
+use std::collections::HashMap;
 use std::sync::atomic::Ordering;
+use std::sync::Arc;
+use std::time::Duration;
 
 use tickfan::dlq::read_file;
-use tickfan::order::protocol::{DoneStatus, RejectReason, Reply};
+use tickfan::order::protocol::{DeadReason, DoneStatus, RejectReason, Reply};
 use tickfan::retry::SimClock;
 
-use crate::util::{order_engine, wait_until, OrderClient, ScriptBridge};
+use crate::util::{advance_until, order_engine, wait_until, OrderClient, ScriptBridge};
 
 #[test]
 fn the_dlq_file_survives_a_restart_and_replay_re_runs_the_order_once() {
@@ -170,4 +174,84 @@ fn admin_post_dlq_replay_re_admits_dead_lettered_orders() {
         crate::admin::value(&m, "tickfan_alert", Some(("name", "order_queue_high"))),
         0.0
     );
+}
+
+#[test]
+fn shutdown_deadline_dead_letters_what_is_still_queued_and_flushes_the_file() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("dlq.jsonl");
+    let clock = SimClock::new();
+    let bridge = ScriptBridge::new();
+    let e = order_engine(&clock, &bridge, |c| {
+        c.dlq_file = Some(path.clone());
+        c.order.shutdown_deadline = Duration::from_secs(5);
+    });
+    let mut cl = OrderClient::connect(e.order_addr());
+    // One worker: `g` holds it at a slow venue, q1..q5 wait in the main queue.
+    cl.line("NEW g GATE BUY 1");
+    let queued: Vec<String> = (1..=5).map(|i| format!("q{i}")).collect();
+    for id in &queued {
+        cl.new_order(id, "EURUSD", "1");
+    }
+    wait_until("g at the venue", || bridge.calls_for("g").len() == 1);
+    let counters = Arc::clone(e.counters());
+    let stopping = std::thread::spawn(move || e.stop());
+    // The deadline runs on the engine clock: move it until the queued
+    // orders have been dead-lettered while `g` is still at the venue.
+    let dead_shutdown =
+        || counters.orders.dead[DeadReason::Shutdown.index()].load(Ordering::Relaxed);
+    advance_until(&clock, 100, "queued orders dead-lettered", || {
+        dead_shutdown() == 5
+    });
+    assert_eq!(
+        bridge.calls().len(),
+        1,
+        "no attempt starts after the deadline"
+    );
+    bridge.open_gate();
+    let report = stopping.join().unwrap();
+
+    // Every accepted order got exactly one terminal reply.
+    let mut terminal: HashMap<String, Reply> = HashMap::new();
+    let mut acks = 0;
+    for r in cl.until_closed() {
+        if r == (Reply::Ack {
+            id: r.id().unwrap().into(),
+        }) {
+            acks += 1;
+        } else if r.is_terminal() {
+            let id = r.id().unwrap().to_string();
+            assert!(
+                terminal.insert(id, r.clone()).is_none(),
+                "two terminal replies: {r:?}"
+            );
+        }
+    }
+    assert_eq!(acks, 6);
+    assert!(
+        matches!(terminal["g"], Reply::Done { .. }),
+        "{:?}",
+        terminal["g"]
+    );
+    for id in &queued {
+        assert!(
+            matches!(&terminal[id], Reply::Dead { reason, attempts: 0, .. } if reason == "shutdown"),
+            "{id}: {:?}",
+            terminal[id]
+        );
+    }
+    let o = &report.counters.orders;
+    assert_eq!(
+        (o.accepted, o.done_total, o.dead_total, o.in_flight),
+        (6, 1, 5, 0)
+    );
+    // The DLQ file is complete and readable after the stop.
+    let recs = read_file(&path).unwrap();
+    let mut ids: Vec<String> = recs
+        .iter()
+        .filter(|r| r.reason == "shutdown")
+        .filter_map(|r| r.order_id.clone())
+        .collect();
+    ids.sort();
+    assert_eq!(ids, queued);
 }

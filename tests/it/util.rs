@@ -441,6 +441,24 @@ impl OrderClient {
         }
     }
 
+    /// Every reply until the engine closes the connection (e.g. at its stop).
+    pub fn until_closed(&mut self) -> Vec<Reply> {
+        let mut got = Vec::new();
+        loop {
+            let mut s = String::new();
+            if self
+                .reader
+                .read_line(&mut s)
+                .expect("replies before the deadline")
+                == 0
+            {
+                return got;
+            }
+            let l = s.trim_end();
+            got.push(Reply::parse(l).unwrap_or_else(|| panic!("unparseable reply: {l}")));
+        }
+    }
+
     /// The raw socket.
     pub fn socket(&self) -> &TcpStream {
         &self.writer
