@@ -157,6 +157,38 @@ pub fn render(s: &Scrape<'_>) -> String {
         "Connections refused over the per-port limit (feed and subscriber).",
         c.feed_connections.1 + c.subscriber_connections.1,
     );
+    o.head(
+        "tickfan_auth_failures_total",
+        "counter",
+        "Connections refused for a wrong, missing or late token, by port.",
+    );
+    o.labelled(
+        "tickfan_auth_failures_total",
+        &[("port", "feed")],
+        c.auth_failures.0,
+    );
+    o.labelled(
+        "tickfan_auth_failures_total",
+        &[("port", "subscriber")],
+        c.auth_failures.1,
+    );
+    o.labelled(
+        "tickfan_auth_failures_total",
+        &[("port", "order")],
+        c.orders.auth_failures,
+    );
+    o.one(
+        "tickfan_subscriptions_refused_total",
+        "counter",
+        "Subscriptions refused over the per-client limit.",
+        c.subscriptions_refused,
+    );
+    o.one(
+        "tickfan_orders_rate_limited_total",
+        "counter",
+        "Orders refused over the per-connection rate (part of SYSTEM_BUSY).",
+        c.orders.rate_limited,
+    );
     o.one(
         "tickfan_dlq_stored_total",
         "counter",

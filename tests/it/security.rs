@@ -62,6 +62,19 @@ fn feeds_must_present_the_token_first() {
     assert_eq!(read_all(silent), "ERR authentication timeout\n");
     assert_eq!(e.counters().snapshot().ticks_valid, 1);
     assert_eq!(e.counters().snapshot().auth_failures.0, 3);
+    let m = {
+        // /metrics needs the bearer token here.
+        let mut s = TcpStream::connect(e.admin_addr()).unwrap();
+        s.set_read_timeout(Some(DEADLINE)).unwrap();
+        write!(s, "GET /metrics HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer s3cret-t0ken\r\nConnection: close\r\n\r\n").unwrap();
+        let mut raw = String::new();
+        s.read_to_string(&mut raw).unwrap();
+        raw
+    };
+    assert!(
+        m.contains("tickfan_auth_failures_total{port=\"feed\"} 3"),
+        "{m}"
+    );
     // The good feed still works.
     good.write_all(format!("{}\n", tick(2, "SEC", "1", "2")).as_bytes())
         .unwrap();
@@ -363,4 +376,32 @@ fn a_client_sees_replies_for_its_own_orders_only() {
     assert!(b_terminal.values().all(|&k| k == 1), "{b_terminal:?}");
     assert_eq!(bridge.calls_for("g1").len(), 1, "the duplicate never ran");
     assert_eq!(bridge.calls_for("a0").len(), 1);
+}
+
+#[test]
+fn admin_replay_authenticates_on_the_order_port_itself() {
+    use crate::util::{order_engine, OrderClient, ScriptBridge};
+    use std::sync::atomic::Ordering;
+    use tickfan::retry::SimClock;
+    let clock = SimClock::new();
+    let bridge = ScriptBridge::new();
+    let e = order_engine(&clock, &bridge, |c| c.token = Some(Token::new(TOKEN)));
+    let mut cl = OrderClient::connect(e.order_addr());
+    cl.line("AUTH s3cret-t0ken");
+    assert_eq!(cl.raw_reply(), "OK");
+    cl.new_order("z1", "PERM", "1");
+    cl.until_terminal("z1");
+    wait_until("indexed", || e.dlq().replayable("z1").is_some());
+    bridge.accept_all.store(true, Ordering::Relaxed);
+    let mut s = TcpStream::connect(e.admin_addr()).unwrap();
+    s.set_read_timeout(Some(DEADLINE)).unwrap();
+    write!(
+        s,
+        "POST /dlq/replay HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer s3cret-t0ken\r\nContent-Length: 0\r\nConnection: close\r\n\r\n"
+    )
+    .unwrap();
+    let mut raw = String::new();
+    s.read_to_string(&mut raw).unwrap();
+    assert!(raw.starts_with("HTTP/1.1 200"), "{raw}");
+    assert!(raw.contains("\"replayed\":1"), "{raw}");
 }
