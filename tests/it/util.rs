@@ -46,6 +46,7 @@ impl Feed {
     pub fn connect(addr: SocketAddr) -> Feed {
         let stream = TcpStream::connect(addr).expect("feed connects");
         stream.set_nodelay(true).unwrap();
+        stream.set_write_timeout(Some(DEADLINE)).unwrap();
         Feed { stream }
     }
 
@@ -111,6 +112,7 @@ impl Sub {
     pub fn connect(addr: SocketAddr) -> Sub {
         let s = TcpStream::connect(addr).expect("subscriber connects");
         s.set_read_timeout(Some(DEADLINE)).unwrap();
+        s.set_write_timeout(Some(DEADLINE)).unwrap();
         Sub {
             writer: s.try_clone().unwrap(),
             reader: BufReader::new(s),
@@ -387,6 +389,8 @@ impl OrderClient {
         let s = TcpStream::connect(addr).expect("order client connects");
         s.set_nodelay(true).unwrap();
         s.set_read_timeout(Some(DEADLINE)).unwrap();
+        // A write the engine never drains fails the test instead of hanging it.
+        s.set_write_timeout(Some(DEADLINE)).unwrap();
         OrderClient {
             writer: s.try_clone().unwrap(),
             reader: BufReader::new(s),
