@@ -22,7 +22,9 @@ use mio::net::{TcpListener, TcpStream};
 use mio::{Events, Interest, Poll, Token, Waker};
 use slab::Slab;
 
-use crate::auth::Token as AuthToken;
+use crate::auth::{
+    check_line, LineAuth, Token as AuthToken, LINE_INVALID, LINE_OK, LINE_REQUIRED, LINE_TIMEOUT,
+};
 use crate::dlq::{DeadLetter, DlqSender};
 use crate::feed::lines::{LineEvent, LineReader};
 use crate::feed::parse::{parse_line, Line};
@@ -100,17 +102,12 @@ enum AuthStep {
 fn authenticate(reader: &mut LineReader, token: &AuthToken) -> AuthStep {
     match reader.next_line() {
         None => AuthStep::NeedMore,
-        Some(LineEvent::Line(line)) => {
-            let line = line.strip_suffix(b"\r").unwrap_or(line);
-            match line.strip_prefix(b"AUTH ") {
-                Some(t) if token.verify(t) => AuthStep::Passed,
-                Some(_) => AuthStep::Refused(b"ERR invalid token\n"),
-                None => {
-                    AuthStep::Refused(b"ERR authentication required: send AUTH <token> first\n")
-                }
-            }
-        }
-        Some(LineEvent::TooLong { .. }) => AuthStep::Refused(b"ERR invalid token\n"),
+        Some(LineEvent::Line(line)) => match check_line(token, line) {
+            LineAuth::Passed => AuthStep::Passed,
+            LineAuth::Wrong => AuthStep::Refused(LINE_INVALID),
+            LineAuth::Missing => AuthStep::Refused(LINE_REQUIRED),
+        },
+        Some(LineEvent::TooLong { .. }) => AuthStep::Refused(LINE_INVALID),
     }
 }
 
@@ -306,7 +303,7 @@ impl FeedLoop {
                             AuthStep::NeedMore => continue,
                             AuthStep::Passed => {
                                 conn.authed = true;
-                                let _ = conn.stream.write(b"OK\n");
+                                let _ = conn.stream.write(LINE_OK);
                             }
                             AuthStep::Refused(reply) => {
                                 let _ = conn.stream.write(reply);
@@ -349,7 +346,7 @@ impl FeedLoop {
                 continue;
             };
             if conn.serial == serial && !conn.authed {
-                let _ = conn.stream.write(b"ERR authentication timeout\n");
+                let _ = conn.stream.write(LINE_TIMEOUT);
                 log::warn!("feed {}: no AUTH within the timeout; closing", conn.peer);
                 bump(&self.ingest.counters.feed.auth_failures, 1);
                 self.close(token);
