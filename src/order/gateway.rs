@@ -39,11 +39,13 @@ use crate::sys::clock::{wall_ns, MonoClock};
 
 use super::admission::{Admission, Busy};
 use super::dedup::{Dedup, IdState, Refusal};
+use super::lanes::Lane;
 use super::protocol::{
     parse_request, write_ack, write_dead, write_done, write_fill, write_reject, InvalidReason,
     NewOrder, RejectReason, Request,
 };
 use super::types::{ConnId, Event, EventKind, Order};
+use super::worker::e2e_stage;
 
 const LISTENER: Token = Token(usize::MAX - 1);
 /// Token of the waker workers, the timer and the runtime ring.
@@ -470,15 +472,8 @@ impl Gateway {
         set(&o.in_flight, self.core.in_flight);
         set(&o.dedup_ids, self.core.dedup.len() as u64);
         match &self.core.admission {
-            Some(a) => {
-                set(&o.queue_depth, a.depth() as u64);
-                let age = a.stats().oldest_age_ns(self.core.mono.now_ns());
-                set(&o.queue_oldest_age_us, age / 1_000);
-            }
-            None => {
-                set(&o.queue_depth, 0);
-                set(&o.queue_oldest_age_us, 0);
-            }
+            Some(a) => a.publish_gauges(o, self.core.mono.now_ns()),
+            None => Admission::clear_gauges(o),
         }
     }
 
@@ -622,6 +617,8 @@ impl Core {
             history: Vec::new(),
             next_delay: (0, 0),
             replay,
+            lane: Lane::Small, // set by `offer`
+            chunk: None,
         };
         match admission.offer(order) {
             Ok(()) => {
@@ -631,8 +628,12 @@ impl Core {
                 self.in_flight += 1;
                 true
             }
-            Err(Busy(_)) => {
-                let detail = format!("queue full ({} orders waiting)", admission.capacity());
+            Err(Busy(back)) => {
+                let detail = format!(
+                    "queue full ({} orders waiting in the {} lane)",
+                    admission.capacity_of(back.lane),
+                    back.lane.as_str()
+                );
                 self.reject(out, o.id, RejectReason::SystemBusy, &detail);
                 false
             }
@@ -727,6 +728,7 @@ impl Core {
             self.in_flight = self.in_flight.saturating_sub(1);
             let e2e = self.mono.now_ns().saturating_sub(ev.recv_mono_ns);
             self.recorder.record(Stage::OrderE2e, e2e);
+            self.recorder.record(e2e_stage(ev.lane), e2e);
         }
     }
 }

@@ -3,15 +3,17 @@
 //! exactly one terminal reply.
 //!
 //! ```text
-//!  clients ⇄ gateway ──main queue (bounded)──▶ workers ×N ──▶ bridges
-//!              ▲  ▲                             │  ▲   │
-//!              │  └──── events (bounded) ───────┘  │   └─(due, order)─▶ timer (delay queue)
-//!              └──────── events ───────────────────┼──────────────────────┘   │
-//!                                                  └──── ready (due retries) ◀┘
+//!  clients ⇄ gateway ──small queue──▶ small workers ×N ──┬──▶ bridges
+//!              ▲  ▲  ──large queue──▶ large workers ×M ──┤     (chunks ⟲ chunk queue)
+//!              │  │                      ▲   │ fills      └─(due, order)─▶ timer (delay queue)
+//!              │  └── FILL/DONE ── fill thread ◀──────────────── chunk ends ──┘   │
+//!              └───── DEAD/EXPIRED (events, bounded) ◀── workers, timer         │
+//!                           ready (due retries, one channel per lane) ◀──────────┘
 //! ```
 //!
-//! Threads: `tickfan-order-gw` (gateway), `tickfan-order-wN` (workers),
-//! `tickfan-retry` (timer). Shutdown order:
+//! Threads: `tickfan-order-gw` (gateway), `tickfan-order-wN` (small-lane
+//! workers), `tickfan-order-LN` (large-lane workers), `tickfan-retry`
+//! (timer), `tickfan-fills` (fill thread). Shutdown order:
 //!
 //! 1. the gateway stops reading and closes the main queue's producer side;
 //! 2. workers stop parking retries (a transient failure is dead-lettered
@@ -20,7 +22,10 @@
 //!    channel;
 //! 3. workers finish the main queue and exit; the timer exits once no
 //!    worker can send to it;
-//! 4. the gateway writes the last replies and exits once every event sender
+//! 4. the fill thread, once every worker and the timer have gone (its inbox
+//!    closes), skips the gaps still open, sends the last `FILL`/`DONE`s and
+//!    exits;
+//! 5. the gateway writes the last replies and exits once every event sender
 //!    has gone.
 
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -47,9 +52,12 @@ use super::admission::admission;
 use super::config::OrderConfig;
 use super::dedup::Dedup;
 use super::events::{EventSender, EVENT_CAPACITY};
+use super::fill_book::FillBook;
+use super::fill_thread::{FillThread, FILL_CAPACITY};
 use super::gateway::{Gateway, GatewaySettings, WAKER};
+use super::lanes::{Lane, LaneMode};
 use super::parking::Parking;
-use super::worker::Worker;
+use super::worker::{e2e_stage, process_stage, queue_stage, Outlet, Worker};
 
 /// How often the retry timer looks at its clock when retries are waiting.
 pub const RETRY_TICK: Duration = Duration::from_millis(2);
@@ -94,6 +102,7 @@ pub struct OrderPath {
     gateway: Option<JoinHandle<()>>,
     workers: Vec<JoinHandle<()>>,
     timer: Option<JoinHandle<()>>,
+    fills: Option<JoinHandle<()>>,
 }
 
 impl OrderPath {
@@ -105,13 +114,20 @@ impl OrderPath {
         let c = &i.config;
         let poll = Poll::new()?;
         let waker = Arc::new(Waker::new(poll.registry(), WAKER)?);
-        let (adm, main_rx, stats) = admission(c.queue_capacity);
+        let (adm, lane_rx) = admission(c.lanes, [c.queue_capacity, c.large_queue_capacity]);
         let (ev_tx, ev_rx) = crossbeam_channel::bounded(EVENT_CAPACITY);
         let events = EventSender::new(ev_tx, Arc::clone(&waker));
+        let (fill_tx, fill_rx) = crossbeam_channel::bounded(FILL_CAPACITY);
+        let out = Outlet {
+            events: events.clone(),
+            fills: fill_tx,
+            dlq: i.dlq.clone(),
+        };
         let permits = Arc::new(Permits::new(c.retry_queue_capacity));
-        // Both channels around the delay queue hold at most `permits` orders.
+        // The channels around the delay queue hold at most `permits` orders each.
         let (retry_tx, retry_rx) = crossbeam_channel::bounded(c.retry_queue_capacity);
-        let (ready_tx, ready_rx) = crossbeam_channel::bounded(c.retry_queue_capacity);
+        let (ready_small_tx, ready_small_rx) = crossbeam_channel::bounded(c.retry_queue_capacity);
+        let (ready_large_tx, ready_large_rx) = crossbeam_channel::bounded(c.retry_queue_capacity);
         let closing = Arc::new(AtomicBool::new(false));
         let draining = Arc::new(AtomicBool::new(false));
         let timer_stop = Arc::new(AtomicBool::new(false));
@@ -124,46 +140,65 @@ impl OrderPath {
                 .map(|s| Arc::new(SimBridge::new(s.clone(), start_ns)) as Arc<dyn Bridge>)
                 .collect(),
         };
+        let [n_small, n_large] = c.lane_workers();
+        let chunk_cap = n_large.max(1) * c.lanes.max_chunks as usize;
+        let chunks =
+            (c.lanes.mode == LaneMode::Split).then(|| crossbeam_channel::bounded(chunk_cap));
 
-        let mut workers = Vec::with_capacity(c.workers);
-        for n in 0..c.workers {
-            let w = Worker {
-                main: main_rx.clone(),
-                main_stats: Arc::clone(&stats),
-                ready: ready_rx.clone(),
-                retry_tx: retry_tx.clone(),
-                permits: Arc::clone(&permits),
-                bridges: Arc::clone(&bridges),
-                backoff: c.retry,
-                clock: Arc::clone(&i.clock),
-                mono: i.mono,
-                events: events.clone(),
-                dlq: i.dlq.clone(),
-                draining: Arc::clone(&draining),
-                recorder: StageRecorder::new(
-                    &[Stage::OrderQueueWait, Stage::OrderProcess],
-                    i.link.clone(),
-                    i.interval_ns,
-                ),
-                rng: StdRng::seed_from_u64(worker_seed(n)),
-            };
-            workers.push(
-                std::thread::Builder::new()
-                    .name(format!("tickfan-order-w{n}"))
-                    .spawn(move || w.run())?,
-            );
+        let mut workers = Vec::with_capacity(n_small + n_large);
+        for (lane, count) in [(Lane::Small, n_small), (Lane::Large, n_large)] {
+            for n in 0..count {
+                let (ready, name) = match lane {
+                    Lane::Small => (ready_small_rx.clone(), format!("tickfan-order-w{n}")),
+                    Lane::Large => (ready_large_rx.clone(), format!("tickfan-order-L{n}")),
+                };
+                let w = Worker {
+                    lane,
+                    own: lane_rx[lane.index()].clone(),
+                    chunks: if lane == Lane::Large {
+                        chunks.clone()
+                    } else {
+                        None
+                    },
+                    lanes: c.lanes,
+                    ready,
+                    retry_tx: retry_tx.clone(),
+                    permits: Arc::clone(&permits),
+                    bridges: Arc::clone(&bridges),
+                    backoff: c.retry,
+                    clock: Arc::clone(&i.clock),
+                    mono: i.mono,
+                    out: out.clone(),
+                    draining: Arc::clone(&draining),
+                    recorder: StageRecorder::new(
+                        &[
+                            Stage::OrderQueueWait,
+                            Stage::OrderProcess,
+                            queue_stage(lane),
+                            process_stage(lane),
+                        ],
+                        i.link.clone(),
+                        i.interval_ns,
+                    ),
+                    rng: StdRng::seed_from_u64(worker_seed(n + lane.index() * 1_000)),
+                };
+                workers.push(
+                    std::thread::Builder::new()
+                        .name(name)
+                        .spawn(move || w.run())?,
+                );
+            }
         }
-        drop((main_rx, ready_rx, retry_tx));
+        drop((lane_rx, ready_small_rx, ready_large_rx, retry_tx, chunks));
 
         let timer = TimerLoop::new(
             c.retry_queue_capacity,
             retry_rx,
             Arc::clone(&i.clock),
             Parking {
-                ready: Some(ready_tx),
+                ready: [Some(ready_small_tx), Some(ready_large_tx)],
                 permits: Arc::clone(&permits),
-                events: events.clone(),
-                dlq: i.dlq.clone(),
+                out: out.clone(),
                 counters: Arc::clone(&i.counters),
             },
             RETRY_TICK,
@@ -174,6 +209,20 @@ impl OrderPath {
             .spawn(move || {
                 timer.run();
             })?;
+        drop(out);
+
+        let fills = FillThread {
+            inbox: fill_rx,
+            book: FillBook::new(c.sequencer()),
+            clock: Arc::clone(&i.clock),
+            events: events.clone(),
+            dlq: i.dlq.clone(),
+            counters: Arc::clone(&i.counters),
+            tick: c.gap_tick,
+        };
+        let fills = std::thread::Builder::new()
+            .name("tickfan-fills".into())
+            .spawn(move || fills.run())?;
         drop(events);
 
         let gateway = Gateway::new(
@@ -186,7 +235,12 @@ impl OrderPath {
             i.dlq,
             i.counters,
             StageRecorder::new(
-                &[Stage::OrderReject, Stage::OrderE2e],
+                &[
+                    Stage::OrderReject,
+                    Stage::OrderE2e,
+                    e2e_stage(Lane::Small),
+                    e2e_stage(Lane::Large),
+                ],
                 i.link,
                 i.interval_ns,
             ),
@@ -211,6 +265,7 @@ impl OrderPath {
             gateway: Some(gateway),
             workers,
             timer: Some(timer),
+            fills: Some(fills),
         })
     }
 
@@ -231,6 +286,9 @@ impl OrderPath {
         }
         if let Some(t) = self.timer.take() {
             let _ = t.join();
+        }
+        if let Some(f) = self.fills.take() {
+            let _ = f.join();
         }
         let _ = self.waker.wake();
         if let Some(g) = self.gateway.take() {
