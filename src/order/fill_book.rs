@@ -443,3 +443,371 @@ fn finish(mut p: Parent, out: &mut impl FnMut(BookOut)) {
     };
     out(BookOut::Event(event(&p.order, kind)));
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::bridge::{Price, Side};
+    use crate::order::lanes::Lane;
+
+    fn order(seq: u64, qty: u64) -> Box<Order> {
+        Box::new(Order {
+            seq,
+            conn: 1,
+            id: format!("p{seq}").into(),
+            symbol: "X".into(),
+            side: Side::Buy,
+            qty: Lots(qty),
+            raw: format!("NEW p{seq} X BUY {}", Lots(qty)).into(),
+            peer: "test".into(),
+            recv_mono_ns: 0,
+            enq_mono_ns: 0,
+            deadline_ns: None,
+            recv_wall_ns: 0,
+            history: Vec::new(),
+            next_delay: (0, 0),
+            replay: false,
+            lane: Lane::Large,
+            chunk: None,
+        })
+    }
+
+    /// Fills of a chunk of `qty` lots cut into `n` parts at price 100,000 + chunk.
+    fn venue_fills(chunk: u32, qty: u64, n: u32) -> Vec<VenueFill> {
+        let price = Price(100_000 + u64::from(chunk));
+        (1..=n)
+            .map(|i| {
+                let cum = Lots(qty * u64::from(i) / u64::from(n));
+                VenueFill {
+                    fill_no: i,
+                    cum_lots: cum,
+                    cum_amount: Amount::of(cum, price),
+                    price,
+                }
+            })
+            .collect()
+    }
+
+    fn cfg(per_order: usize) -> SequencerConfig {
+        SequencerConfig {
+            max_held_per_order: per_order,
+            max_held_total: 1_000,
+            gap_timeout_ns: 200,
+        }
+    }
+
+    /// Runs `msgs` through a book; returns the parent's events (ticking at
+    /// the end until nothing is held) and the dead letters.
+    fn drive(book: &mut FillBook, msgs: Vec<FillMsg>, now: u64) -> (Vec<EventKind>, usize) {
+        let mut evs = Vec::new();
+        let mut dead = 0;
+        let mut sink = |o: BookOut| match o {
+            BookOut::Event(e) => evs.push(e.kind),
+            BookOut::DeadLetter(_) => dead += 1,
+        };
+        for m in msgs {
+            book.handle(m, now, &mut sink);
+        }
+        (evs, dead)
+    }
+
+    fn fill(parent: u64, chunk: u32, f: VenueFill) -> FillMsg {
+        FillMsg::Fill {
+            parent,
+            chunk,
+            fill: f,
+        }
+    }
+
+    fn end(parent: u64, chunk: u32, last_fill: u32) -> FillMsg {
+        FillMsg::End {
+            parent,
+            chunk,
+            end: ChunkEnd::Executed {
+                last_fill,
+                attempts: 1,
+            },
+        }
+    }
+
+    #[test]
+    fn chunks_fold_into_the_parents_absolute_values() {
+        let mut b = FillBook::new(cfg(8));
+        let c0 = venue_fills(0, 500, 2);
+        let c1 = venue_fills(1, 500, 3);
+        let msgs = vec![
+            FillMsg::Begin {
+                order: order(7, 1_000),
+                chunks: vec![Lots(500), Lots(500)],
+            },
+            fill(7, 1, c1[2]), // early: held
+            fill(7, 0, c0[0]),
+            fill(7, 1, c1[0]),
+            fill(7, 0, c0[0]), // duplicate
+            fill(7, 1, c1[1]), // releases 3
+            fill(7, 0, c0[1]),
+            end(7, 0, 2),
+            end(7, 1, 3),
+        ];
+        let (evs, dead) = drive(&mut b, msgs, 0);
+        assert_eq!(dead, 0);
+        let total = Amount(
+            Amount::of(Lots(500), Price(100_000)).0 + Amount::of(Lots(500), Price(100_001)).0,
+        );
+        let cums: Vec<(u32, u64)> = evs
+            .iter()
+            .filter_map(|e| match e {
+                EventKind::Fill { n, cum, left, .. } => {
+                    assert_eq!(cum.0 + left.0, 1_000);
+                    Some((*n, cum.0))
+                }
+                _ => None,
+            })
+            .collect();
+        assert_eq!(
+            cums.iter().map(|c| c.0).collect::<Vec<_>>(),
+            vec![1, 2, 3, 4, 5]
+        );
+        assert!(cums.windows(2).all(|w| w[0].1 < w[1].1), "{cums:?}");
+        assert_eq!(
+            evs.last(),
+            Some(&EventKind::Done {
+                status: DoneStatus::Filled,
+                cum: Lots(1_000),
+                amount: total,
+                attempts: 2
+            })
+        );
+        assert_eq!(b.sequencer().stats.stale, 1);
+        assert_eq!(b.open(), 0, "forgotten at the end");
+        assert_eq!((b.stats.large_orders, b.stats.chunks), (1, 2));
+    }
+
+    #[test]
+    fn a_gap_holds_the_end_until_the_timer_skips_it() {
+        let mut b = FillBook::new(cfg(8));
+        let f = venue_fills(0, 300, 3);
+        let (evs, _) = drive(
+            &mut b,
+            vec![
+                FillMsg::Begin {
+                    order: order(1, 300),
+                    chunks: vec![Lots(300)],
+                },
+                fill(1, 0, f[0]),
+                fill(1, 0, f[2]), // 2 is lost
+                end(1, 0, 3),
+            ],
+            1_000,
+        );
+        assert_eq!(evs.len(), 1, "FILL 1 only: 3 waits behind the gap");
+        let mut more = Vec::new();
+        assert_eq!(b.tick(1_199, &mut |o| more.push(o)), 0, "open 199 < 200");
+        assert!(more.is_empty());
+        assert_eq!(b.tick(1_200, &mut |o| more.push(o)), 1);
+        let kinds: Vec<EventKind> = more
+            .into_iter()
+            .map(|o| match o {
+                BookOut::Event(e) => e.kind,
+                BookOut::DeadLetter(_) => panic!("no dead letter"),
+            })
+            .collect();
+        assert!(
+            matches!(
+                kinds[0],
+                EventKind::Fill {
+                    n: 2,
+                    cum: Lots(300),
+                    ..
+                }
+            ),
+            "{kinds:?}"
+        );
+        assert!(matches!(
+            kinds[1],
+            EventKind::Done {
+                status: DoneStatus::Filled,
+                ..
+            }
+        ));
+        assert_eq!(b.sequencer().stats.fills_missing, 1);
+        assert_eq!(b.open(), 0);
+    }
+
+    #[test]
+    fn a_refused_last_fill_still_brings_the_position_up_to_date() {
+        let mut b = FillBook::new(cfg(1));
+        let f = venue_fills(0, 300, 3);
+        let (evs, _) = drive(
+            &mut b,
+            vec![
+                FillMsg::Begin {
+                    order: order(1, 300),
+                    chunks: vec![Lots(300)],
+                },
+                fill(1, 0, f[1]), // held (the one slot)
+                fill(1, 0, f[2]), // refused: bound of 1
+                fill(1, 0, f[0]), // applies 1, 2
+                end(1, 0, 3),
+            ],
+            0,
+        );
+        assert_eq!(b.sequencer().stats.refused, 1);
+        assert!(
+            matches!(
+                evs[2],
+                EventKind::Fill {
+                    n: 3,
+                    cum: Lots(300),
+                    ..
+                }
+            ),
+            "{evs:?}"
+        );
+        assert!(matches!(evs[3], EventKind::Done { cum: Lots(300), .. }));
+    }
+
+    #[test]
+    fn failed_chunks_partial_dead_or_expired() {
+        let dead = |parent, chunk| FillMsg::End {
+            parent,
+            chunk,
+            end: ChunkEnd::Dead {
+                reason: DeadReason::BridgeRejected,
+                history: vec![AttemptRecord {
+                    n: 1,
+                    bridge: "b".into(),
+                    outcome: "permanent:no".into(),
+                    at_ns: 0,
+                    wall_ns: 0,
+                    delay_ns: 0,
+                    ceiling_ns: 0,
+                }],
+            },
+        };
+        let begin = |seq| FillMsg::Begin {
+            order: order(seq, 200),
+            chunks: vec![Lots(100), Lots(100)],
+        };
+        let mut b = FillBook::new(cfg(8));
+        let f = venue_fills(0, 100, 1);
+        let (evs, dl) = drive(
+            &mut b,
+            vec![begin(1), fill(1, 0, f[0]), end(1, 0, 1), dead(1, 1)],
+            0,
+        );
+        assert_eq!(dl, 0, "part executed: not replayable as a whole");
+        assert!(matches!(
+            evs.last(),
+            Some(EventKind::Done {
+                status: DoneStatus::Partial,
+                cum: Lots(100),
+                ..
+            })
+        ));
+        let (evs, dl) = drive(&mut b, vec![begin(2), dead(2, 0), dead(2, 1)], 0);
+        assert_eq!(
+            dl, 1,
+            "nothing executed: the parent is dead-lettered, replayable"
+        );
+        assert!(matches!(
+            evs.last(),
+            Some(EventKind::Dead {
+                reason: DeadReason::BridgeRejected,
+                attempts: 2,
+                ..
+            })
+        ));
+        let expired = |c| FillMsg::End {
+            parent: 3,
+            chunk: c,
+            end: ChunkEnd::Expired { attempts: 0 },
+        };
+        let (evs, _) = drive(&mut b, vec![begin(3), expired(0), expired(1)], 0);
+        assert_eq!(evs, vec![EventKind::Expired { attempts: 0 }]);
+        assert_eq!(b.stats.chunks_failed, 5);
+    }
+
+    mod proptests {
+        use super::*;
+        use proptest::prelude::*;
+
+        /// Per chunk: how many fills, and which are delivered twice.
+        fn plan() -> impl Strategy<Value = (Vec<(u32, Vec<bool>)>, Vec<u32>)> {
+            proptest::collection::vec(
+                (1u32..6).prop_flat_map(|n| {
+                    (
+                        Just(n),
+                        proptest::collection::vec(any::<bool>(), n as usize),
+                    )
+                }),
+                1..5,
+            )
+            .prop_flat_map(|chunks| {
+                let total: usize = chunks
+                    .iter()
+                    .map(|(n, d)| *n as usize + d.iter().filter(|x| **x).count() + 1)
+                    .sum();
+                (Just(chunks), proptest::collection::vec(0u32..1_000, total))
+            })
+        }
+
+        proptest! {
+            /// Chunks delivered interleaved, each out of order with copies:
+            /// the parent's FILLs are numbered 1, 2, 3…, strictly increasing
+            /// absolute values, and it ends once, at the sum of its chunks.
+            #[test]
+            fn any_interleaving_ends_at_the_sum((chunks, keys) in plan()) {
+                let qty_per = 600u64;
+                let k = chunks.len();
+                let mut per_chunk: Vec<Vec<FillMsg>> = Vec::new();
+                let mut want_amount = 0u64;
+                let mut key_i = 0;
+                for (c, (n, dups)) in chunks.iter().enumerate() {
+                    let f = venue_fills(c as u32, qty_per, *n);
+                    want_amount += f.last().unwrap().cum_amount.0;
+                    let mut d: Vec<VenueFill> = f.clone();
+                    d.extend(f.iter().zip(dups).filter(|(_, x)| **x).map(|(v, _)| *v));
+                    // Shuffle this chunk's delivery by the random keys.
+                    let mut keyed: Vec<(u32, VenueFill)> = d.into_iter().map(|v| { key_i += 1; (keys[key_i - 1], v) }).collect();
+                    keyed.sort_by_key(|(k, v)| (*k, v.fill_no));
+                    let mut msgs: Vec<FillMsg> = keyed.into_iter().map(|(_, v)| fill(1, c as u32, v)).collect();
+                    msgs.push(end(1, c as u32, *n));
+                    per_chunk.push(msgs);
+                }
+                // Interleave chunks, keeping each chunk's own order (one worker per chunk).
+                let mut all = vec![FillMsg::Begin { order: order(1, qty_per * k as u64), chunks: vec![Lots(qty_per); k] }];
+                let mut iters: Vec<std::vec::IntoIter<FillMsg>> = per_chunk.into_iter().map(|v| v.into_iter()).collect();
+                let mut turn = 0usize;
+                loop {
+                    let live: Vec<usize> = (0..iters.len()).filter(|i| iters[*i].len() > 0).collect();
+                    if live.is_empty() {
+                        break;
+                    }
+                    let pick = live[keys[turn % keys.len()] as usize % live.len()];
+                    turn += 1;
+                    all.extend(iters[pick].next());
+                }
+                let mut b = FillBook::new(cfg(64));
+                let (evs, _) = drive(&mut b, all, 0);
+                let fills: Vec<(u32, u64, u64)> = evs.iter().filter_map(|e| match e {
+                    EventKind::Fill { n, cum, amount, .. } => Some((*n, cum.0, amount.0)),
+                    _ => None,
+                }).collect();
+                let total_fills: u32 = chunks.iter().map(|(n, _)| *n).sum();
+                prop_assert_eq!(fills.iter().map(|f| f.0).collect::<Vec<_>>(), (1..=total_fills).collect::<Vec<_>>());
+                prop_assert!(fills.windows(2).all(|w| w[0].1 < w[1].1 && w[0].2 < w[1].2));
+                let terminal: Vec<&EventKind> = evs.iter().filter(|e| e.is_terminal()).collect();
+                prop_assert_eq!(terminal.len(), 1);
+                prop_assert_eq!(terminal[0], &EventKind::Done {
+                    status: DoneStatus::Filled,
+                    cum: Lots(qty_per * k as u64),
+                    amount: Amount(want_amount),
+                    attempts: k as u32,
+                });
+                prop_assert!(evs.last().unwrap().is_terminal());
+                prop_assert_eq!(b.open(), 0);
+            }
+        }
+    }
+}

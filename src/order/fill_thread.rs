@@ -105,6 +105,9 @@ impl FillThread {
     }
 
     fn flush(&mut self, out: &mut Vec<BookOut>) {
+        // Counted before the replies go out, so a client that reads a reply
+        // and then the counters sees what led to it.
+        self.publish();
         let any = !out.is_empty();
         for o in out.drain(..) {
             match o {
@@ -120,7 +123,6 @@ impl FillThread {
         if any {
             self.events.wake();
         }
-        self.publish();
     }
 
     fn publish(&self) {
