@@ -4,7 +4,8 @@
 //!
 //! Threads: `feed` (ingest loop), `publish` (publisher loop), `reporter`
 //! (histogram merge + report lines), `dlq` (dead-letter store), and the
-//! order path (`order-gw` gateway, `order-wN` workers, `retry` timer; see
+//! order path (`order-gw` gateway, `order-wN`/`order-LN` small/large-lane
+//! workers, `retry` timer, `fills` fill thread; see
 //! [`crate::order::path`]). Shutdown order: the order path first (it stops
 //! taking orders and gives every accepted one its terminal reply) → stop
 //! flag → wake feed and publisher → join them (they flush their histograms;
