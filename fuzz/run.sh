@@ -8,7 +8,7 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 secs="${1:-60}"
-for target in tick_parser resp_parser line_reader; do
+for target in tick_parser resp_parser line_reader order_parser; do
   mkdir -p "fuzz/corpus/$target" "fuzz/seeds/$target"
   echo "== $target ($secs s)"
   RUSTC_BOOTSTRAP=1 cargo fuzz run "$target" "fuzz/corpus/$target" "fuzz/seeds/$target" -- \

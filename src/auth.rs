@@ -1,7 +1,8 @@
 //! The shared-secret token: read from a file (never from the command line,
 //! where `ps` would show it), compared in constant time.
 //!
-//! Who presents it: feeds (first line `AUTH <token>`), subscribers (RESP
+//! Who presents it: feeds and order clients (first line `AUTH <token>`;
+//! the order gateway checks it with [`check_line`]), subscribers (RESP
 //! `AUTH <token>` or `AUTH default <token>`, as in Redis), the admin
 //! endpoint (`Authorization: Bearer <token>`). A wrong token gets one error
 //! and the connection is closed; a connection that has not authenticated
@@ -70,10 +71,63 @@ impl Token {
         Ok(Token(t.into()))
     }
 
+    /// The secret itself, for a client the engine runs on its own behalf
+    /// (the admin endpoint replaying orders). Never log it.
+    pub fn expose(&self) -> &[u8] {
+        &self.0
+    }
+
     /// True when `candidate` is the token. Constant time in the token's
     /// content (only the length can be learnt).
     pub fn verify(&self, candidate: &[u8]) -> bool {
         self.0.len() == candidate.len() && bool::from(self.0.ct_eq(candidate))
+    }
+}
+
+/// The line the order port sends when the first line passes (`AUTH <token>`).
+pub const LINE_OK: &[u8] = b"OK\n";
+/// The line sent before closing a connection whose `AUTH` token is wrong.
+pub const LINE_INVALID: &[u8] = b"ERR invalid token\n";
+/// The line sent before closing a connection whose first line is not `AUTH`.
+pub const LINE_REQUIRED: &[u8] = b"ERR authentication required: send AUTH <token> first\n";
+/// The line sent before closing a connection that sent no `AUTH` in time.
+pub const LINE_TIMEOUT: &[u8] = b"ERR authentication timeout\n";
+
+/// What the first line of a line protocol says, when a token is required.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum LineAuth {
+    /// `AUTH <token>` with the right token.
+    Passed,
+    /// `AUTH <something else>`: answer [`LINE_INVALID`] and close.
+    Wrong,
+    /// Not an `AUTH` line: answer [`LINE_REQUIRED`] and close.
+    Missing,
+}
+
+impl LineAuth {
+    /// The error line to send before closing (`None` when it passed).
+    pub fn refusal(self) -> Option<&'static [u8]> {
+        match self {
+            LineAuth::Passed => None,
+            LineAuth::Wrong => Some(LINE_INVALID),
+            LineAuth::Missing => Some(LINE_REQUIRED),
+        }
+    }
+}
+
+/// Checks a first line (without its `\n`; a final `\r` is ignored) against
+/// the token: `AUTH <token>`, the keyword in any case, one space.
+pub fn check_line(token: &Token, line: &[u8]) -> LineAuth {
+    let line = line.strip_suffix(b"\r").unwrap_or(line);
+    match line.split_at_checked(5) {
+        Some((kw, t)) if kw.eq_ignore_ascii_case(b"AUTH ") => {
+            if token.verify(t) {
+                LineAuth::Passed
+            } else {
+                LineAuth::Wrong
+            }
+        }
+        _ => LineAuth::Missing,
     }
 }
 
@@ -98,5 +152,17 @@ mod tests {
         ));
         std::fs::write(&p, "two words").unwrap();
         assert!(Token::from_file(&p).is_err());
+    }
+
+    #[test]
+    fn first_line_passes_only_with_the_token() {
+        let t = Token::new(b"s3cret");
+        assert_eq!(check_line(&t, b"AUTH s3cret"), LineAuth::Passed);
+        assert_eq!(check_line(&t, b"auth s3cret\r"), LineAuth::Passed);
+        assert_eq!(check_line(&t, b"AUTH s3cre"), LineAuth::Wrong);
+        assert_eq!(check_line(&t, b"AUTH  s3cret"), LineAuth::Wrong);
+        assert_eq!(check_line(&t, b"NEW o-1 X BUY 1"), LineAuth::Missing);
+        assert_eq!(check_line(&t, b"AUTH"), LineAuth::Missing);
+        assert_eq!(LineAuth::Passed.refusal(), None);
     }
 }

@@ -40,6 +40,9 @@ pub struct ServeArgs {
     /// Subscriber output buffer high-water mark in bytes; past it the subscriber is conflated on its own.
     #[arg(long, value_name = "BYTES", default_value_t = 256 * 1024)]
     pub sub_hwm: usize,
+    /// Kernel send buffer per subscriber socket in bytes (0 = OS auto-tuning); small bounds a slow subscriber's staleness.
+    #[arg(long, value_name = "BYTES", default_value_t = 64 * 1024)]
+    pub sub_sndbuf: usize,
     /// Most channels + patterns one subscriber may hold; more are refused with an error.
     #[arg(long, value_name = "N", default_value_t = 10_000)]
     pub max_subscriptions: usize,
@@ -73,7 +76,10 @@ pub struct ServeArgs {
     /// Raise the `dlq_growth` alert above this many dead letters per second.
     #[arg(long, value_name = "PER_SEC", default_value_t = 100.0)]
     pub alert_dlq_rate: f64,
-    /// File holding the shared-secret token feeds, subscribers (RESP AUTH) and the admin endpoint (Bearer) must present.
+    /// Raise the `order_queue_old` alert when the oldest queued order waited this long.
+    #[arg(long, value_name = "DURATION", value_parser = humantime::parse_duration, default_value = "1s")]
+    pub alert_order_age: Duration,
+    /// File holding the shared-secret token feeds and order clients (first line `AUTH <token>`), subscribers (RESP AUTH) and the admin endpoint (Bearer) must present.
     #[arg(long, value_name = "PATH")]
     pub token_file: Option<PathBuf>,
     /// Close connections that have not authenticated within this time.
@@ -216,6 +222,7 @@ impl ServeArgs {
             max_conns_per_port: self.max_conns,
             sub_hwm: self.sub_hwm,
             max_subscriptions: self.max_subscriptions,
+            sub_sndbuf: self.sub_sndbuf,
             max_publish_rate: self.max_publish_rate,
             pin: self.pin.unwrap_or_default(),
             idle: self.idle,
@@ -226,6 +233,7 @@ impl ServeArgs {
             dlq_file: self.dlq_file.clone(),
             alert_staleness: self.alert_staleness,
             alert_dlq_rate: self.alert_dlq_rate,
+            alert_order_age: self.alert_order_age,
             token: match &self.token_file {
                 Some(p) => Some(Token::from_file(p).map_err(|e| ConfigError::Invalid {
                     flag: "--token-file",

@@ -46,6 +46,10 @@ pub struct Config {
     pub max_conns_per_port: usize,
     /// Subscriber output buffer high-water mark, bytes.
     pub sub_hwm: usize,
+    /// Kernel send buffer of each subscriber socket in bytes (0 = the OS's
+    /// auto-tuning). Small keeps a slow subscriber's staleness bounded: data
+    /// queued in the kernel cannot be conflated any more.
+    pub sub_sndbuf: usize,
     /// Most channels + patterns one subscriber may hold.
     pub max_subscriptions: usize,
     /// Most updates per second the publisher takes from the slots (0 = unlimited).
@@ -69,7 +73,9 @@ pub struct Config {
     pub alert_staleness: Duration,
     /// Dead letters per second that raise the `dlq_growth` alert.
     pub alert_dlq_rate: f64,
-    /// Shared secret every feed, subscriber and admin client must present.
+    /// The oldest queued order older than this raises `order_queue_old`.
+    pub alert_order_age: Duration,
+    /// Shared secret every feed, order, subscriber and admin client must present.
     pub token: Option<Token>,
     /// A connection that has not authenticated by then is closed.
     pub auth_timeout: Duration,
@@ -91,6 +97,7 @@ impl Default for Config {
             max_conns_per_port: 1_024,
             sub_hwm: 256 * 1024,
             max_subscriptions: 10_000,
+            sub_sndbuf: 64 * 1024,
             max_publish_rate: 0,
             pin: PinPlan::default(),
             idle: IdleStrategy::Park,
@@ -101,6 +108,7 @@ impl Default for Config {
             dlq_file: None,
             alert_staleness: Duration::from_secs(1),
             alert_dlq_rate: 100.0,
+            alert_order_age: Duration::from_secs(1),
             token: None,
             auth_timeout: Duration::from_secs(5),
             log_dir: None,

@@ -100,6 +100,7 @@ impl Engine {
             ("feed", config.feed_addr),
             ("subscriber", config.sub_addr),
             ("admin", config.admin_addr),
+            ("order", config.order_addr),
         ] {
             if !addr.ip().is_loopback() && config.token.is_none() {
                 log::warn!(
@@ -128,6 +129,11 @@ impl Engine {
             max_conns: config.max_conns_per_port as u64,
             staleness: config.alert_staleness,
             dlq_per_sec: config.alert_dlq_rate,
+            order_queue_capacity: [
+                config.order.queue_capacity as u64,
+                config.order.large_queue_capacity as u64,
+            ],
+            order_age: config.alert_order_age,
         });
         let alert_gauges = Arc::clone(alerts.gauges());
         let log = match &config.log_dir {
@@ -177,6 +183,7 @@ impl Engine {
                 dlq: Arc::clone(&dlq_store),
                 alerts: alert_gauges,
                 token: config.token.clone(),
+                order_addr,
                 started: std::time::Instant::now(),
             },
         )
@@ -198,6 +205,8 @@ impl Engine {
             mono: clock,
             clock: injected.clock.unwrap_or_else(|| Arc::new(clock)),
             bridges: injected.bridges,
+            token: config.token.clone(),
+            auth_timeout: config.auth_timeout,
         })
         .map_err(os("order path"))?;
 
@@ -238,6 +247,7 @@ impl Engine {
                 token: config.token.clone(),
                 auth_timeout_ns: config.auth_timeout.as_nanos() as u64,
                 max_subscriptions: config.max_subscriptions,
+                sndbuf: config.sub_sndbuf,
             },
             Arc::clone(&subscribers),
             Arc::clone(&publish_stop),

@@ -157,6 +157,38 @@ pub fn render(s: &Scrape<'_>) -> String {
         "Connections refused over the per-port limit (feed and subscriber).",
         c.feed_connections.1 + c.subscriber_connections.1,
     );
+    o.head(
+        "tickfan_auth_failures_total",
+        "counter",
+        "Connections refused for a wrong, missing or late token, by port.",
+    );
+    o.labelled(
+        "tickfan_auth_failures_total",
+        &[("port", "feed")],
+        c.auth_failures.0,
+    );
+    o.labelled(
+        "tickfan_auth_failures_total",
+        &[("port", "subscriber")],
+        c.auth_failures.1,
+    );
+    o.labelled(
+        "tickfan_auth_failures_total",
+        &[("port", "order")],
+        c.orders.auth_failures,
+    );
+    o.one(
+        "tickfan_subscriptions_refused_total",
+        "counter",
+        "Subscriptions refused over the per-client limit.",
+        c.subscriptions_refused,
+    );
+    o.one(
+        "tickfan_orders_rate_limited_total",
+        "counter",
+        "Orders refused over the per-connection rate (part of SYSTEM_BUSY).",
+        c.orders.rate_limited,
+    );
     o.one(
         "tickfan_dlq_stored_total",
         "counter",
@@ -212,6 +244,108 @@ pub fn render(s: &Scrape<'_>) -> String {
             u64::from(s.alerts.is_active(a)),
         );
     }
+
+    let ord = &c.orders;
+    o.one(
+        "tickfan_orders_accepted_total",
+        "counter",
+        "Orders accepted into the queue.",
+        ord.accepted,
+    );
+    o.head(
+        "tickfan_orders_rejected_total",
+        "counter",
+        "Orders rejected at once, by reason.",
+    );
+    for (reason, n) in &ord.rejected {
+        o.labelled("tickfan_orders_rejected_total", &[("reason", reason)], n);
+    }
+    o.head(
+        "tickfan_orders_done_total",
+        "counter",
+        "Orders ended with DONE, by status.",
+    );
+    for (status, n) in &ord.done {
+        o.labelled("tickfan_orders_done_total", &[("status", status)], n);
+    }
+    o.head(
+        "tickfan_orders_dead_lettered_total",
+        "counter",
+        "Orders dead-lettered, by reason.",
+    );
+    for (reason, n) in &ord.dead {
+        o.labelled(
+            "tickfan_orders_dead_lettered_total",
+            &[("reason", reason)],
+            n,
+        );
+    }
+    o.one(
+        "tickfan_orders_expired_total",
+        "counter",
+        "Orders past their time to live (rejected EXPIRED).",
+        ord.expired,
+    );
+    o.one(
+        "tickfan_orders_duplicates_total",
+        "counter",
+        "Orders rejected as duplicates.",
+        ord.duplicates,
+    );
+    o.head(
+        "tickfan_order_retries_total",
+        "counter",
+        "Retries fired, by attempt number (the last bucket counts later ones too).",
+    );
+    for (i, n) in ord.retries.iter().enumerate() {
+        o.labelled(
+            "tickfan_order_retries_total",
+            &[("retry", &(i + 1).to_string())],
+            n,
+        );
+    }
+    o.one(
+        "tickfan_order_fills_total",
+        "counter",
+        "FILL replies sent.",
+        ord.fills,
+    );
+    o.one(
+        "tickfan_order_replays_total",
+        "counter",
+        "Dead-lettered orders replayed.",
+        ord.replays,
+    );
+    o.one(
+        "tickfan_order_queue_depth",
+        "gauge",
+        "Orders waiting for a worker.",
+        ord.queue_depth,
+    );
+    o.one(
+        "tickfan_order_queue_oldest_age_seconds",
+        "gauge",
+        "Age of the oldest order waiting for a worker.",
+        ord.queue_oldest_age_us as f64 / 1e6,
+    );
+    o.one(
+        "tickfan_order_retry_queue_depth",
+        "gauge",
+        "Orders waiting for a retry.",
+        ord.retry_depth,
+    );
+    o.one(
+        "tickfan_orders_in_flight",
+        "gauge",
+        "Accepted orders not yet ended.",
+        ord.in_flight,
+    );
+    o.one(
+        "tickfan_order_connections",
+        "gauge",
+        "Order connections open.",
+        ord.connections.2,
+    );
 
     o.head(
         "tickfan_subscriber_backlog_bytes",

@@ -31,6 +31,8 @@ pub struct AdminState {
     pub alerts: Arc<AlertGauges>,
     /// Bearer token every route but `/health` requires, if any.
     pub token: Option<Token>,
+    /// The order port, where `POST /dlq/replay` sends `REPLAY` lines.
+    pub order_addr: SocketAddr,
     /// Engine start.
     pub started: Instant,
 }
@@ -115,6 +117,76 @@ fn query(url: &str, key: &str) -> Option<usize> {
         .and_then(|(_, v)| v.parse().ok())
 }
 
+/// Replays dead-lettered orders (one `id`, or every replayable one, at most
+/// [`DLQ_PAGE_MAX`]) by sending `REPLAY` lines to the order port, as any
+/// client could: the gateway stays the single owner of admission. Answers
+/// how many were accepted again and why the others were refused. Their
+/// outcome (fills, `DONE`, `DEAD`) shows in the counters and the DLQ.
+fn replay(st: &AdminState, id: Option<String>) -> std::io::Result<serde_json::Value> {
+    use std::io::{BufRead, BufReader, Write};
+    let ids: Vec<String> = match id {
+        Some(i) => vec![i],
+        None => st
+            .dlq
+            .replayable_ids()
+            .into_iter()
+            .take(DLQ_PAGE_MAX)
+            .collect(),
+    };
+    if ids.is_empty() {
+        return Ok(serde_json::json!({"requested": 0, "replayed": 0, "refused": []}));
+    }
+    let stream =
+        std::net::TcpStream::connect_timeout(&st.order_addr, std::time::Duration::from_secs(5))?;
+    stream.set_read_timeout(Some(std::time::Duration::from_secs(10)))?;
+    let mut reader = BufReader::new(stream.try_clone()?);
+    let mut w = std::io::BufWriter::new(stream);
+    let mut line = String::new();
+    if let Some(t) = &st.token {
+        w.write_all(b"AUTH ")?;
+        w.write_all(t.expose())?;
+        w.write_all(b"\n")?;
+        w.flush()?;
+        reader.read_line(&mut line)?;
+        if !line.starts_with("OK") {
+            return Err(std::io::Error::other(format!(
+                "order port refused the token: {}",
+                line.trim()
+            )));
+        }
+    }
+    for i in &ids {
+        writeln!(w, "REPLAY {i}")?;
+    }
+    w.flush()?;
+    let mut waiting: std::collections::HashSet<&str> = ids.iter().map(String::as_str).collect();
+    let mut replayed = Vec::new();
+    let mut refused = Vec::new();
+    while !waiting.is_empty() {
+        line.clear();
+        if reader.read_line(&mut line)? == 0 {
+            break;
+        }
+        let mut f = line.split_whitespace();
+        let (Some(kind), Some(rid)) = (f.next(), f.next()) else {
+            continue;
+        };
+        if !waiting.remove(rid) {
+            continue; // a fill or reply of an order replayed just before
+        }
+        match kind {
+            "ACK" => replayed.push(rid.to_string()),
+            _ => refused.push(serde_json::json!({"id": rid, "reply": line.trim()})),
+        }
+    }
+    Ok(serde_json::json!({
+        "requested": ids.len(),
+        "replayed": replayed.len(),
+        "replayed_ids": replayed,
+        "refused": refused,
+    }))
+}
+
 /// True when the request carries the bearer token (or none is required).
 fn authorized(req: &Request, st: &AdminState) -> bool {
     let Some(token) = &st.token else { return true };
@@ -176,7 +248,18 @@ fn serve(req: Request, st: &AdminState) {
             });
             (200, "application/json", body.to_string())
         }
-        (_, "/health" | "/metrics" | "/report" | "/dlq") => {
+        (Method::Post, "/dlq/replay") => {
+            let id = req
+                .url()
+                .split_once('?')
+                .and_then(|(_, q)| q.split('&').find_map(|kv| kv.strip_prefix("id=")))
+                .map(str::to_string);
+            match replay(st, id) {
+                Ok(v) => (200, "application/json", v.to_string()),
+                Err(e) => (502, "text/plain", format!("replay failed: {e}\n")),
+            }
+        }
+        (_, "/health" | "/metrics" | "/report" | "/dlq" | "/dlq/replay") => {
             (405, "text/plain", "method not allowed\n".to_string())
         }
         _ => (

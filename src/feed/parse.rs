@@ -900,7 +900,9 @@ mod proptests {
             let line = fields.join(",");
             let line = line.as_bytes();
             assert_paths_agree(line);
-            if !line.starts_with(HEADER_PREFIX) {
+            // Header and comment lines are skipped before any checking
+            // (regression: an edgy first field starting with `#`).
+            if !line.starts_with(HEADER_PREFIX) && !line.starts_with(b"#") {
                 prop_assert_eq!(parse_line(line), parse_checked(line));
             }
         }

@@ -25,11 +25,15 @@ pub enum Alert {
     SubscriberStale,
     /// Dead letters arrive faster than the rate threshold.
     DlqGrowth,
+    /// The order queue holds `pct`% of its capacity (SYSTEM_BUSY rejects come next).
+    OrderQueueHigh,
+    /// The oldest queued order waited longer than the age threshold.
+    OrderQueueOld,
 }
 
 impl Alert {
     /// Number of alerts.
-    pub const COUNT: usize = 5;
+    pub const COUNT: usize = 7;
     /// Every alert, in gauge-index order.
     pub const ALL: [Alert; Alert::COUNT] = [
         Alert::SymbolsNearLimit,
@@ -37,6 +41,8 @@ impl Alert {
         Alert::ConnectionsNearLimit,
         Alert::SubscriberStale,
         Alert::DlqGrowth,
+        Alert::OrderQueueHigh,
+        Alert::OrderQueueOld,
     ];
 
     /// Stable snake-case name (log lines, metric label).
@@ -47,6 +53,8 @@ impl Alert {
             Alert::ConnectionsNearLimit => "connections_near_limit",
             Alert::SubscriberStale => "subscriber_stale",
             Alert::DlqGrowth => "dlq_growth",
+            Alert::OrderQueueHigh => "order_queue_high",
+            Alert::OrderQueueOld => "order_queue_old",
         }
     }
 }
@@ -64,6 +72,11 @@ pub struct AlertLimits {
     pub staleness: Duration,
     /// Dead letters per second that raise `dlq_growth`.
     pub dlq_per_sec: f64,
+    /// Order queue capacity per lane (small, large): `order_queue_high`
+    /// starts when either lane's queue is near its bound.
+    pub order_queue_capacity: [u64; 2],
+    /// Oldest queued order age that raises `order_queue_old`.
+    pub order_age: Duration,
 }
 
 /// Alert gauges, written by the reporter (single writer), read by `/metrics`.
@@ -168,6 +181,26 @@ impl Alerts {
                 dlq_rate > l.dlq_per_sec,
                 format!("{dlq_rate:.0} dead letters/s"),
             ),
+            (
+                Alert::OrderQueueHigh,
+                near(n.orders.lane_depth.0, l.order_queue_capacity[0])
+                    || near(n.orders.lane_depth.1, l.order_queue_capacity[1]),
+                format!(
+                    "{} of {} small and {} of {} large orders queued",
+                    n.orders.lane_depth.0,
+                    l.order_queue_capacity[0],
+                    n.orders.lane_depth.1,
+                    l.order_queue_capacity[1]
+                ),
+            ),
+            (
+                Alert::OrderQueueOld,
+                n.orders.queue_oldest_age_us > l.order_age.as_micros() as u64,
+                format!(
+                    "oldest queued order {:.3} s old",
+                    n.orders.queue_oldest_age_us as f64 / 1e6
+                ),
+            ),
         ];
         let mut out = Vec::new();
         for (alert, on, detail) in checks {
@@ -200,6 +233,8 @@ mod tests {
             max_conns: 100,
             staleness: Duration::from_secs(1),
             dlq_per_sec: 10.0,
+            order_queue_capacity: [100, 10],
+            order_age: Duration::from_millis(500),
         }
     }
 
@@ -207,13 +242,16 @@ mod tests {
     fn each_alert_starts_once_and_clears_once() {
         let mut a = Alerts::new(limits());
         let quiet = CountersSnapshot::default();
-        let busy = CountersSnapshot {
+        let mut busy = CountersSnapshot {
             symbols: 8,
             dirty_depth: 9,
             subscriber_connections: (80, 0, 80),
             dlq: (50, 0),
             ..CountersSnapshot::default()
         };
+        busy.orders.queue_depth = 80;
+        busy.orders.lane_depth = (80, 0);
+        busy.orders.queue_oldest_age_us = 600_000;
         let stale = [SubscriberStats {
             connected: true,
             staleness_us: 2_000_000,
@@ -233,15 +271,27 @@ mod tests {
             a.evaluate(&on).is_empty(),
             "still active: logged once, not again"
         );
+        let mut calm = busy.clone();
+        calm.orders.queue_depth = 0;
+        calm.orders.lane_depth = (0, 0);
+        calm.orders.queue_oldest_age_us = 0;
         let off = AlertInputs {
-            now: &busy,
+            now: &calm,
             before: &busy,
             secs: 1.0,
             subscribers: &[],
         };
         let t = a.evaluate(&off);
         let cleared: Vec<Alert> = t.iter().filter(|t| !t.active).map(|t| t.alert).collect();
-        assert_eq!(cleared, vec![Alert::SubscriberStale, Alert::DlqGrowth]);
+        assert_eq!(
+            cleared,
+            vec![
+                Alert::SubscriberStale,
+                Alert::DlqGrowth,
+                Alert::OrderQueueHigh,
+                Alert::OrderQueueOld
+            ]
+        );
         assert!(
             a.gauges().is_active(Alert::SymbolsNearLimit),
             "symbols never shrink"

@@ -53,6 +53,10 @@ pub struct OrderCounters {
     pub in_flight: AtomicU64,
     /// Gauge: client order ids remembered for duplicate detection.
     pub dedup_ids: AtomicU64,
+    /// Connections refused for a wrong, missing or late token.
+    pub auth_failures: AtomicU64,
+    /// Orders refused over `--max-order-rate` (also counted as `SYSTEM_BUSY`).
+    pub rate_limited: AtomicU64,
     /// Gauge: orders queued per lane, by [`Lane::index`].
     pub lane_depth: [AtomicU64; 2],
     /// Gauge: age of the oldest queued order per lane, µs.
@@ -203,6 +207,10 @@ pub struct OrderSnapshot {
     pub lane_oldest_age_us: (u64, u64),
     /// Fill sequencing, positions and chunks.
     pub sequencing: FillSnapshot,
+    /// Connections refused for a wrong, missing or late token.
+    pub auth_failures: u64,
+    /// `SYSTEM_BUSY rate_limited` rejects (part of `busy`).
+    pub rate_limited: u64,
 }
 
 fn get(c: &AtomicU64) -> u64 {
@@ -261,6 +269,8 @@ impl OrderSnapshot {
                 get(&o.lane_oldest_age_us[Lane::Large.index()]),
             ),
             sequencing: FillSnapshot::take(f),
+            auth_failures: get(&o.auth_failures),
+            rate_limited: get(&o.rate_limited),
         }
     }
 
@@ -308,16 +318,22 @@ impl fmt::Display for OrderSnapshot {
         };
         writeln!(
             f,
-            "orders accepted {} = done {} + dead-lettered {} + expired {} + in flight {}   (connections {} refused {})",
+            "orders accepted {} = done {} + dead-lettered {} + expired {} + in flight {}   (connections {} refused {} auth failures {})",
             self.accepted,
             self.done_total,
             self.dead_total,
             self.expired,
             self.in_flight,
             self.connections.0,
-            self.connections.1
+            self.connections.1,
+            self.auth_failures
         )?;
-        writeln!(f, "orders rejected: {}", join(&self.rejected))?;
+        writeln!(
+            f,
+            "orders rejected: {}   (rate limited {})",
+            join(&self.rejected),
+            self.rate_limited
+        )?;
         if !self.invalid.is_empty() {
             writeln!(f, "invalid by reason: {}", join(&self.invalid))?;
         }

@@ -52,6 +52,12 @@ pub struct OrderConfig {
     pub hold_per_order: usize,
     /// Early fills held in all, at most.
     pub hold_total: usize,
+    /// Orders (`NEW`, `REPLAY`) per second per connection, with a burst of
+    /// as many (0 = no limit); over it `SYSTEM_BUSY rate_limited`.
+    pub max_order_rate: u32,
+    /// At shutdown, how long accepted orders get to end normally before the
+    /// ones not yet at a bridge are dead-lettered (`shutdown`).
+    pub shutdown_deadline: Duration,
 }
 
 impl Default for OrderConfig {
@@ -72,6 +78,8 @@ impl Default for OrderConfig {
             gap_tick: Duration::from_millis(50),
             hold_per_order: 64,
             hold_total: 65_536,
+            max_order_rate: 0,
+            shutdown_deadline: Duration::from_secs(5),
         }
     }
 }
@@ -147,6 +155,12 @@ impl OrderConfig {
             100_000,
         )?;
         range("--fill-hold-total", self.hold_total as u64, 1, 100_000_000)?;
+        range(
+            "--max-order-rate",
+            u64::from(self.max_order_rate),
+            0,
+            1_000_000,
+        )?;
         let invalid = |flag, why: &str| {
             Err(ConfigError::Invalid {
                 flag,
@@ -161,6 +175,9 @@ impl OrderConfig {
         }
         if self.retry.cap > Duration::from_secs(3600) {
             return invalid("--retry-cap", "must be at most 1h");
+        }
+        if self.shutdown_deadline > Duration::from_secs(3600) {
+            return invalid("--shutdown-deadline", "must be at most 1h");
         }
         if self.dedup_retention.is_zero() {
             return invalid("--dedup-retention", "must be positive");
@@ -261,6 +278,12 @@ pub struct OrderArgs {
     /// Early fills held in all, at most.
     #[arg(long, value_name = "N", default_value_t = 65_536)]
     pub fill_hold_total: usize,
+    /// Orders per second per order connection, with a burst of as many (0 = no limit); over it REJECT … SYSTEM_BUSY rate_limited.
+    #[arg(long, value_name = "PER_SEC", default_value_t = 0)]
+    pub max_order_rate: u32,
+    /// At shutdown, how long accepted orders get to end before those not yet at a bridge are dead-lettered (`shutdown`).
+    #[arg(long, value_name = "DURATION", value_parser = humantime::parse_duration, default_value = "5s")]
+    pub shutdown_deadline: Duration,
 }
 
 impl OrderArgs {
@@ -308,6 +331,8 @@ impl OrderArgs {
             gap_tick: self.gap_tick,
             hold_per_order: self.fill_hold_per_order,
             hold_total: self.fill_hold_total,
+            max_order_rate: self.max_order_rate,
+            shutdown_deadline: self.shutdown_deadline,
         };
         c.validate()?;
         Ok((self.order_listen, c))
@@ -349,5 +374,19 @@ mod tests {
         c.retry.cap = Duration::from_secs(1);
         c.bridges = vec![SimSpec::named("a"), SimSpec::named("a")];
         assert!(c.validate().unwrap_err().to_string().contains("--bridge"));
+        c.bridges = vec![SimSpec::named("a")];
+        c.max_order_rate = 2_000_000;
+        assert!(c
+            .validate()
+            .unwrap_err()
+            .to_string()
+            .contains("--max-order-rate"));
+        c.max_order_rate = 100;
+        c.shutdown_deadline = Duration::from_secs(7200);
+        assert!(c
+            .validate()
+            .unwrap_err()
+            .to_string()
+            .contains("--shutdown-deadline"));
     }
 }

@@ -18,7 +18,19 @@
 //! the replies of its orders; the connection closes once they have all
 //! ended and been written. Replies for a client that has gone are counted
 //! (`undeliverable`); its orders still run to their end.
+//!
+//! Security (mirrors the feed): with a token configured, a connection's
+//! first line must be `AUTH <token>` (answered `OK`); a wrong or missing
+//! token gets one `ERR …` line and a close, and a connection that has not
+//! authenticated within the timeout is closed (`ERR authentication
+//! timeout`); each counts in `auth_failures`. With `--max-order-rate`, each
+//! connection has its own [`RateLimit`]; an order over it gets
+//! `REJECT <id> SYSTEM_BUSY rate_limited: …` (one answer, never a drop).
+//! Replies go only to the connection the order came in on: events carry
+//! their connection's id, which includes a generation so a reused slab slot
+//! never receives an earlier client's replies.
 
+use std::collections::VecDeque;
 use std::io::{ErrorKind, Write};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
@@ -29,6 +41,7 @@ use mio::net::{TcpListener, TcpStream};
 use mio::{Events, Interest, Poll, Token};
 use slab::Slab;
 
+use crate::auth::{check_line, Token as AuthToken, LINE_INVALID, LINE_OK, LINE_TIMEOUT};
 use crate::dlq::{DlqSender, DlqStore};
 use crate::feed::lines::{LineEvent, LineReader};
 use crate::idle::IdleStrategy;
@@ -44,6 +57,7 @@ use super::protocol::{
     parse_request, write_ack, write_dead, write_done, write_fill, write_reject, InvalidReason,
     NewOrder, RejectReason, Request,
 };
+use super::rate::RateLimit;
 use super::types::{ConnId, Event, EventKind, Order};
 use super::worker::e2e_stage;
 
@@ -65,13 +79,20 @@ pub struct GatewaySettings {
     pub max_line_len: usize,
     /// What idle turns do.
     pub idle: IdleStrategy,
+    /// Token every order connection must present first (`AUTH <token>`), if any.
+    pub token: Option<AuthToken>,
+    /// Close a connection that has not authenticated by then (measurement clock).
+    pub auth_timeout_ns: u64,
+    /// Orders per second per connection (0 = no limit).
+    pub max_order_rate: u32,
 }
 
 #[derive(Debug)]
 struct Conn {
     stream: TcpStream,
     id: ConnId,
-    peer: Box<str>,
+    /// Shared with every order of the connection (no copy per order).
+    peer: Arc<str>,
     reader: LineReader,
     out: Vec<u8>,
     out_pos: usize,
@@ -83,6 +104,10 @@ struct Conn {
     read_closed: bool,
     /// Queued for a write this turn.
     dirty: bool,
+    /// False until the `AUTH` line passed (true from the start without a token).
+    authed: bool,
+    /// This connection's order budget (`None`: no limit).
+    rate: Option<RateLimit>,
 }
 
 impl Conn {
@@ -107,6 +132,11 @@ struct Core {
     in_flight: u64,
     /// Rejects written this turn (their latency is recorded after the write).
     rejects: u64,
+    /// The detail of a queue-full reject per lane (by [`Lane::index`]),
+    /// formatted once (the overload path must stay cheap).
+    busy_detail: [String; 2],
+    /// `--max-order-rate`, for the refusal's text.
+    max_order_rate: u32,
 }
 
 /// The gateway loop.
@@ -119,6 +149,9 @@ pub struct Gateway {
     ready: Vec<Token>,
     turn: Vec<Token>,
     dirty: Vec<usize>,
+    /// Connections waiting to authenticate: (deadline, slab key, connection
+    /// id), in deadline order (one timeout for all, so appends stay sorted).
+    pending_auth: VecDeque<(u64, usize, ConnId)>,
     core: Core,
     settings: GatewaySettings,
     closing: Arc<AtomicBool>,
@@ -147,6 +180,13 @@ impl Gateway {
     ) -> std::io::Result<Self> {
         poll.registry()
             .register(&mut listener, LISTENER, Interest::READABLE)?;
+        let busy_detail = Lane::ALL.map(|l| {
+            format!(
+                "queue full ({} orders waiting in the {} lane)",
+                admission.capacity_of(l),
+                l.as_str()
+            )
+        });
         Ok(Gateway {
             poll,
             listener: Some(listener),
@@ -155,6 +195,7 @@ impl Gateway {
             ready: Vec::with_capacity(64),
             turn: Vec::with_capacity(64),
             dirty: Vec::with_capacity(64),
+            pending_auth: VecDeque::new(),
             core: Core {
                 admission: Some(admission),
                 events,
@@ -168,6 +209,8 @@ impl Gateway {
                 next_seq: 0,
                 in_flight: 0,
                 rejects: 0,
+                busy_detail,
+                max_order_rate: settings.max_order_rate,
             },
             settings,
             closing,
@@ -220,6 +263,7 @@ impl Gateway {
                 work += self.serve(t);
             }
             self.turn.clear();
+            self.expire_unauthenticated(self.core.mono.now_ns());
             let (applied, workers_gone) = self.drain_events();
             work += applied;
             self.flush_dirty();
@@ -276,10 +320,17 @@ impl Gateway {
                     }
                     let _ = stream.set_nodelay(true);
                     self.generation = self.generation.wrapping_add(1);
+                    let id = (u64::from(self.generation) << 32) | key as u64;
+                    let authed = self.settings.token.is_none();
+                    if !authed {
+                        let deadline = self.core.mono.now_ns() + self.settings.auth_timeout_ns;
+                        self.pending_auth.push_back((deadline, key, id));
+                    }
+                    let rate = self.settings.max_order_rate;
                     entry.insert(Conn {
                         stream,
-                        id: (u64::from(self.generation) << 32) | key as u64,
-                        peer: peer.to_string().into(),
+                        id,
+                        peer: Arc::from(peer.to_string()),
                         reader: LineReader::new(self.settings.max_line_len, READ_CHUNK),
                         out: Vec::with_capacity(4096),
                         out_pos: 0,
@@ -287,6 +338,8 @@ impl Gateway {
                         paused: false,
                         read_closed: false,
                         dirty: false,
+                        authed,
+                        rate: (rate > 0).then(|| RateLimit::per_second(rate)),
                     });
                     bump(&c.connections_accepted, 1);
                     self.ready.push(Token(key));
@@ -325,19 +378,42 @@ impl Gateway {
                     break;
                 }
                 Ok(_) => {
+                    if !conn.authed {
+                        let Some(token) = &self.settings.token else {
+                            unreachable!("not authed without a token")
+                        };
+                        let verdict = match conn.reader.next_line() {
+                            None => continue,
+                            Some(LineEvent::Line(l)) => check_line(token, l).refusal(),
+                            Some(LineEvent::TooLong { .. }) => Some(LINE_INVALID),
+                        };
+                        lines += 1;
+                        if let Some(reply) = verdict {
+                            conn.out.extend_from_slice(reply);
+                            let _ = write_out(conn);
+                            log::warn!("order connection {}: authentication refused", conn.peer);
+                            bump(&self.core.counters.orders.auth_failures, 1);
+                            close = true;
+                            again = false;
+                            break;
+                        }
+                        conn.authed = true;
+                        conn.out.extend_from_slice(LINE_OK);
+                    }
                     let Conn {
                         reader,
                         out,
                         live,
                         id,
                         peer,
+                        rate,
                         ..
                     } = &mut *conn;
                     while let Some(ev) = reader.next_line() {
                         lines += 1;
                         match ev {
                             LineEvent::Line(line) => {
-                                self.core.handle_line(*id, peer, out, live, line);
+                                self.core.handle_line(*id, peer, out, live, rate, line);
                             }
                             LineEvent::TooLong { .. } => self.core.reject_invalid(
                                 out,
@@ -378,6 +454,29 @@ impl Gateway {
             self.maybe_close_finished(key);
         }
         lines.max(usize::from(again))
+    }
+
+    /// Closes connections whose authentication deadline passed.
+    fn expire_unauthenticated(&mut self, now_ns: u64) {
+        while let Some(&(deadline, key, id)) = self.pending_auth.front() {
+            if deadline > now_ns {
+                return;
+            }
+            self.pending_auth.pop_front();
+            let Some(conn) = self.conns.get_mut(key).filter(|c| c.id == id) else {
+                continue;
+            };
+            if !conn.authed {
+                conn.out.extend_from_slice(LINE_TIMEOUT);
+                let _ = write_out(conn);
+                log::warn!(
+                    "order connection {}: no AUTH within the timeout; closing",
+                    conn.peer
+                );
+                bump(&self.core.counters.orders.auth_failures, 1);
+                self.close(key);
+            }
+        }
     }
 
     fn mark_dirty(&mut self, key: usize) {
@@ -518,14 +617,17 @@ impl Core {
     fn handle_line(
         &mut self,
         conn: ConnId,
-        peer: &str,
+        peer: &Arc<str>,
         out: &mut Vec<u8>,
         live: &mut u64,
+        rate: &mut Option<RateLimit>,
         line: &[u8],
     ) {
         match parse_request(line) {
             Ok(Request::Blank) => {}
             Ok(Request::Ping) => out.extend_from_slice(b"PONG\n"),
+            Ok(Request::New(o)) if !self.within_rate(rate, out, o.id) => {}
+            Ok(Request::Replay(id)) if !self.within_rate(rate, out, id) => {}
             Ok(Request::New(o)) => {
                 let raw = std::str::from_utf8(line.strip_suffix(b"\r").unwrap_or(line))
                     .expect("a parsed line is UTF-8")
@@ -546,6 +648,23 @@ impl Core {
         }
     }
 
+    /// Takes one order's budget; over the rate, writes the refusal and
+    /// returns false. Before dedup: a refused order was not accepted, so
+    /// its id may be sent again.
+    fn within_rate(&mut self, rate: &mut Option<RateLimit>, out: &mut Vec<u8>, id: &str) -> bool {
+        let Some(r) = rate else { return true };
+        if r.try_take(self.clock.now_ns()) {
+            return true;
+        }
+        bump(&self.counters.orders.rate_limited, 1);
+        let detail = format!(
+            "rate_limited: over {} orders/s on this connection",
+            self.max_order_rate
+        );
+        self.reject(out, id, RejectReason::SystemBusy, &detail);
+        false
+    }
+
     fn reject_invalid(&mut self, out: &mut Vec<u8>, id: &str, reason: InvalidReason, detail: &str) {
         bump(&self.counters.orders.invalid[reason.index()], 1);
         let text = format!("{}: {detail}", reason.as_str());
@@ -562,7 +681,7 @@ impl Core {
     fn admit(
         &mut self,
         conn: ConnId,
-        peer: &str,
+        peer: &Arc<str>,
         out: &mut Vec<u8>,
         o: &NewOrder<'_>,
         raw: &str,
@@ -609,7 +728,7 @@ impl Core {
             side: o.side,
             qty: o.qty,
             raw: raw.into(),
-            peer: peer.into(),
+            peer: Arc::clone(peer),
             recv_mono_ns: mono,
             enq_mono_ns: mono,
             deadline_ns: o.ttl.map(|t| now.saturating_add(t.as_nanos() as u64)),
@@ -629,19 +748,17 @@ impl Core {
                 true
             }
             Err(Busy(back)) => {
-                let detail = format!(
-                    "queue full ({} orders waiting in the {} lane)",
-                    admission.capacity_of(back.lane),
-                    back.lane.as_str()
-                );
+                let lane = back.lane.index();
+                let detail = std::mem::take(&mut self.busy_detail[lane]);
                 self.reject(out, o.id, RejectReason::SystemBusy, &detail);
+                self.busy_detail[lane] = detail;
                 false
             }
         }
     }
 
     /// `REPLAY <id>`: admits the dead-lettered order again; true if accepted.
-    fn replay(&mut self, conn: ConnId, peer: &str, out: &mut Vec<u8>, id: &str) -> bool {
+    fn replay(&mut self, conn: ConnId, peer: &Arc<str>, out: &mut Vec<u8>, id: &str) -> bool {
         let Some(mut rec) = self.dlq_store.take_replayable(id) else {
             let detail = match self.dedup.state(id) {
                 Some(IdState::Live) => "order is in flight, not dead-lettered",

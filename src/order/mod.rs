@@ -19,9 +19,10 @@
 //! * [`fill_thread`] owns the [`fill_book`]: fills back in order per order
 //!   (sequencer + gap timer), positions from absolute values, chunks folded
 //!   into their parent, and the `FILL`/`DONE` replies of executed orders;
-//! * [`path`]: builds the threads and stops them in order;
+//! * [`path`]: builds the threads and stops them in order (within
+//!   `--shutdown-deadline`);
+//! * [`rate`]: the per-connection order rate limit (GCRA);
 //! * [`config`]: settings and flags.
-//!
 
 pub mod admission;
 pub mod config;
@@ -34,6 +35,7 @@ pub mod lanes;
 pub mod parking;
 pub mod path;
 pub mod protocol;
+pub mod rate;
 pub mod types;
 pub mod worker;
 

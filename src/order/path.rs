@@ -15,17 +15,29 @@
 //! workers), `tickfan-order-LN` (large-lane workers), `tickfan-retry`
 //! (timer), `tickfan-fills` (fill thread). Shutdown order:
 //!
-//! 1. the gateway stops reading and closes the main queue's producer side;
+//! 1. the gateway stops reading and closes the lane queues' producer side
+//!    (and its listener: new connections are refused by the OS);
 //! 2. workers stop parking retries (a transient failure is dead-lettered
 //!    with reason `shutdown`, replayable after a restart); the timer
 //!    dead-letters what waits in the delay queue and closes the ready
-//!    channel;
-//! 3. workers finish the main queue and exit; the timer exits once no
-//!    worker can send to it;
-//! 4. the fill thread, once every worker and the timer have gone (its inbox
-//!    closes), skips the gaps still open, sends the last `FILL`/`DONE`s and
-//!    exits;
-//! 5. the gateway writes the last replies and exits once every event sender
+//!    channels;
+//! 3. workers finish their lane's queue and the chunk queue and exit; the
+//!    timer exits once no worker can send to it;
+//! 4. if the workers have not finished when the shutdown deadline passes
+//!    (`--shutdown-deadline`, on the engine clock), no new attempt starts:
+//!    the orders still queued (both lane queues, due retries of both lanes,
+//!    the chunk queue) are dead-lettered with reason `shutdown` at once (a
+//!    chunk's end goes to the fill thread, which answers for its parent),
+//!    and an order or chunk a worker takes from then on is too (a large
+//!    order is then dead-lettered whole, not split). An attempt already at
+//!    a bridge is waited for: its outcome is unknown until the venue
+//!    answers, and dead-lettering it would invite a `REPLAY` of an order
+//!    that may have executed (a second signal exits at once, see
+//!    [`crate::sys::signals`]);
+//! 5. the fill thread, once every worker, the timer and the leftovers
+//!    drain have gone (its inbox closes), skips the gaps still open, sends
+//!    the last `FILL`/`DONE`s and exits;
+//! 6. the gateway writes the last replies and exits once every event sender
 //!    has gone.
 
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -33,10 +45,12 @@ use std::sync::Arc;
 use std::thread::JoinHandle;
 use std::time::Duration;
 
+use crossbeam_channel::{Receiver, RecvTimeoutError};
 use mio::{Poll, Waker};
 use rand::rngs::StdRng;
 use rand::SeedableRng;
 
+use crate::auth::Token as AuthToken;
 use crate::bridge::sim::SimBridge;
 use crate::bridge::Bridge;
 use crate::dlq::{DlqSender, DlqStore};
@@ -48,7 +62,7 @@ use crate::retry::timer::TimerLoop;
 use crate::retry::{Permits, SharedClock};
 use crate::sys::clock::MonoClock;
 
-use super::admission::admission;
+use super::admission::{admission, LaneRx};
 use super::config::OrderConfig;
 use super::dedup::Dedup;
 use super::events::{EventSender, EVENT_CAPACITY};
@@ -57,6 +71,8 @@ use super::fill_thread::{FillThread, FILL_CAPACITY};
 use super::gateway::{Gateway, GatewaySettings, WAKER};
 use super::lanes::{Lane, LaneMode};
 use super::parking::Parking;
+use super::protocol::DeadReason;
+use super::types::Order;
 use super::worker::{e2e_stage, process_stage, queue_stage, Outlet, Worker};
 
 /// How often the retry timer looks at its clock when retries are waiting.
@@ -89,6 +105,56 @@ pub struct OrderPathInputs {
     pub clock: SharedClock,
     /// Bridges to use instead of the simulators of `config.bridges`.
     pub bridges: Option<Vec<Arc<dyn Bridge>>>,
+    /// Token every order connection must present first, if any.
+    pub token: Option<AuthToken>,
+    /// Close a connection that has not authenticated by then.
+    pub auth_timeout: Duration,
+}
+
+/// What `stop` needs to dead-letter the orders still queued when the
+/// shutdown deadline passes. Dropped at the end of `stop`, before the fill
+/// thread is joined (it holds a fill sender, and the fill thread runs until
+/// every sender has gone; and an event sender, for the gateway likewise).
+#[derive(Debug)]
+struct Leftovers {
+    /// Both lane queues, by [`Lane::index`].
+    lanes: [LaneRx; 2],
+    /// Due retries of both lanes, by [`Lane::index`].
+    ready: [Receiver<Order>; 2],
+    /// The large lane's chunk queue (split mode only).
+    chunks: Option<Receiver<Order>>,
+    out: Outlet,
+}
+
+impl Leftovers {
+    /// Dead-letters every order waiting in a lane queue, among the due
+    /// retries or in the chunk queue (`shutdown`; a chunk's end goes to the
+    /// fill thread); returns how many.
+    fn drain(&self, permits: &Permits) -> usize {
+        let mut n = 0;
+        for q in &self.lanes {
+            while let Ok(o) = q.rx.try_recv() {
+                q.stats.on_take();
+                self.out.dead(o, DeadReason::Shutdown);
+                n += 1;
+            }
+        }
+        for r in &self.ready {
+            while let Ok(o) = r.try_recv() {
+                permits.release();
+                self.out.dead(o, DeadReason::Shutdown);
+                n += 1;
+            }
+        }
+        if let Some(c) = &self.chunks {
+            while let Ok(o) = c.try_recv() {
+                self.out.dead(o, DeadReason::Shutdown);
+                n += 1;
+            }
+        }
+        self.out.events.wake();
+        n
+    }
 }
 
 /// The running order path.
@@ -99,6 +165,13 @@ pub struct OrderPath {
     timer_stop: Arc<AtomicBool>,
     waker: Arc<Waker>,
     permits: Arc<Permits>,
+    /// Set when the shutdown deadline passed: workers start no new attempt.
+    abandon: Arc<AtomicBool>,
+    /// Disconnected once every worker thread has ended (each holds a sender).
+    workers_done: Receiver<()>,
+    leftovers: Option<Leftovers>,
+    clock: SharedClock,
+    shutdown_deadline: Duration,
     gateway: Option<JoinHandle<()>>,
     workers: Vec<JoinHandle<()>>,
     timer: Option<JoinHandle<()>>,
@@ -131,6 +204,8 @@ impl OrderPath {
         let closing = Arc::new(AtomicBool::new(false));
         let draining = Arc::new(AtomicBool::new(false));
         let timer_stop = Arc::new(AtomicBool::new(false));
+        let abandon = Arc::new(AtomicBool::new(false));
+        let (done_tx, workers_done) = crossbeam_channel::bounded::<()>(0);
         let start_ns = i.clock.now_ns();
         let bridges: Arc<[Arc<dyn Bridge>]> = match i.bridges {
             Some(b) => b.into(),
@@ -170,6 +245,7 @@ impl OrderPath {
                     mono: i.mono,
                     out: out.clone(),
                     draining: Arc::clone(&draining),
+                    abandon: Arc::clone(&abandon),
                     recorder: StageRecorder::new(
                         &[
                             Stage::OrderQueueWait,
@@ -182,14 +258,20 @@ impl OrderPath {
                     ),
                     rng: StdRng::seed_from_u64(worker_seed(n + lane.index() * 1_000)),
                 };
-                workers.push(
-                    std::thread::Builder::new()
-                        .name(name)
-                        .spawn(move || w.run())?,
-                );
+                let done = done_tx.clone();
+                workers.push(std::thread::Builder::new().name(name).spawn(move || {
+                    let _done = done; // dropped when the worker ends, even by a panic
+                    w.run();
+                })?);
             }
         }
-        drop((lane_rx, ready_small_rx, ready_large_rx, retry_tx, chunks));
+        drop((done_tx, retry_tx));
+        let leftovers = Leftovers {
+            lanes: lane_rx,
+            ready: [ready_small_rx, ready_large_rx],
+            chunks: chunks.map(|(_, rx)| rx),
+            out: out.clone(),
+        };
 
         let timer = TimerLoop::new(
             c.retry_queue_capacity,
@@ -245,11 +327,14 @@ impl OrderPath {
                 i.interval_ns,
             ),
             i.mono,
-            i.clock,
+            Arc::clone(&i.clock),
             GatewaySettings {
                 max_conns: i.max_conns,
                 max_line_len: c.max_line_len,
                 idle: i.idle,
+                token: i.token,
+                auth_timeout_ns: i.auth_timeout.as_nanos() as u64,
+                max_order_rate: c.max_order_rate,
             },
             Arc::clone(&closing),
         )?;
@@ -262,6 +347,11 @@ impl OrderPath {
             timer_stop,
             waker,
             permits,
+            abandon,
+            workers_done,
+            leftovers: Some(leftovers),
+            clock: i.clock,
+            shutdown_deadline: c.shutdown_deadline,
             gateway: Some(gateway),
             workers,
             timer: Some(timer),
@@ -275,17 +365,36 @@ impl OrderPath {
     }
 
     /// Stops in order (see the module docs); every accepted order has had
-    /// its terminal reply when this returns.
+    /// its terminal reply when this returns. Returns once the workers have
+    /// finished, or at the shutdown deadline plus the longest bridge call
+    /// then in progress.
     pub fn stop(&mut self) {
         self.closing.store(true, Ordering::Release);
         let _ = self.waker.wake();
         self.draining.store(true, Ordering::Release);
         self.timer_stop.store(true, Ordering::Release);
+        if !self.workers_finish_by_deadline() {
+            self.abandon.store(true, Ordering::Release);
+            if let Some(l) = &self.leftovers {
+                let n = l.drain(&self.permits);
+                log::warn!(
+                    "shutdown deadline ({:?}) passed: {n} queued order(s) dead-lettered (shutdown); waiting for attempts at a bridge",
+                    self.shutdown_deadline
+                );
+            }
+        }
         for w in self.workers.drain(..) {
             let _ = w.join();
         }
         if let Some(t) = self.timer.take() {
             let _ = t.join();
+        }
+        // Late orders (admitted while the gateway saw `closing`) were taken
+        // by a worker; nothing is left, but drain once more to be sure. Then
+        // drop the leftovers: their fill sender is the last one, and the fill
+        // thread ends only once it has gone.
+        if let Some(l) = self.leftovers.take() {
+            l.drain(&self.permits);
         }
         if let Some(f) = self.fills.take() {
             let _ = f.join();
@@ -293,6 +402,26 @@ impl OrderPath {
         let _ = self.waker.wake();
         if let Some(g) = self.gateway.take() {
             let _ = g.join();
+        }
+    }
+
+    /// Waits for every worker to end, up to the shutdown deadline on the
+    /// engine clock (checked every [`RETRY_TICK`], so a simulated clock
+    /// drives it). True when they all ended in time.
+    fn workers_finish_by_deadline(&self) -> bool {
+        let deadline = self
+            .clock
+            .now_ns()
+            .saturating_add(self.shutdown_deadline.as_nanos() as u64);
+        loop {
+            match self.workers_done.recv_timeout(RETRY_TICK) {
+                Err(RecvTimeoutError::Disconnected) => return true,
+                Ok(()) | Err(RecvTimeoutError::Timeout) => {
+                    if self.clock.now_ns() >= deadline {
+                        return false;
+                    }
+                }
+            }
         }
     }
 

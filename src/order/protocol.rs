@@ -643,7 +643,13 @@ pub fn new_order_line(
 ) -> String {
     let mut s = format!("NEW {id} {symbol} {} {qty}", side.as_str());
     if let Some(t) = ttl {
-        let _ = write!(s, " ttl={}", t.as_millis());
+        // Whole milliseconds as a bare number; anything finer in ns, so the
+        // engine reads back exactly the TTL that was meant (found by fuzzing).
+        if t.subsec_nanos() % 1_000_000 == 0 {
+            let _ = write!(s, " ttl={}", t.as_millis());
+        } else {
+            let _ = write!(s, " ttl={}ns", t.as_nanos());
+        }
     }
     s.push('\n');
     s
@@ -672,6 +678,13 @@ mod tests {
             (o.side, o.qty, o.ttl),
             (Side::Sell, Lots(250), Some(Duration::from_millis(1500)))
         );
+        // Regression (fuzzing): a sub-millisecond TTL survives the encoder.
+        let exact = Duration::from_micros(5_011_100);
+        let line = new_order_line("o4", "X", Side::Buy, Lots(1), Some(exact));
+        let Ok(Request::New(o)) = parse_request(line.trim_end().as_bytes()) else {
+            panic!("{line}")
+        };
+        assert_eq!(o.ttl, Some(exact));
         let Ok(Request::New(o)) = parse_request(b"NEW o3 X BUY 1 ttl=250") else {
             panic!()
         };

@@ -33,8 +33,8 @@ pub struct Order {
     pub qty: Lots,
     /// The `NEW` line as received (dead letter and replay).
     pub raw: Box<str>,
-    /// Where it came from (dead letter).
-    pub peer: Box<str>,
+    /// Where it came from (dead letter); shared with its connection.
+    pub peer: Arc<str>,
     /// Received, measurement clock ns.
     pub recv_mono_ns: u64,
     /// Offered to a queue, measurement clock ns (queue wait).

@@ -173,6 +173,9 @@ pub struct Worker {
     pub out: Outlet,
     /// Set at shutdown: transient failures are dead-lettered (`shutdown`), not parked.
     pub draining: Arc<AtomicBool>,
+    /// Set when the shutdown deadline passed: an order taken now is
+    /// dead-lettered (`shutdown`) without an attempt.
+    pub abandon: Arc<AtomicBool>,
     /// Queue wait and processing histograms.
     pub recorder: StageRecorder,
     /// Jitter.
@@ -238,8 +241,12 @@ impl Worker {
         let wait = now.saturating_sub(o.enq_mono_ns);
         self.recorder.record(Stage::OrderQueueWait, wait);
         self.recorder.record(queue_stage(o.lane), wait);
+        // Past the shutdown deadline a large order is dead-lettered whole
+        // (in `process`), not split into chunks that would each be.
         match &self.chunks {
-            Some(_) if o.lane == Lane::Large => self.split(o),
+            Some(_) if o.lane == Lane::Large && !self.abandon.load(Ordering::Acquire) => {
+                self.split(o)
+            }
             _ => self.process(o),
         }
     }
@@ -301,6 +308,11 @@ impl Worker {
     /// One attempt of one order.
     fn process(&mut self, mut o: Order) {
         let t0 = self.mono.now_ns();
+        if self.abandon.load(Ordering::Acquire) {
+            self.dead(o, DeadReason::Shutdown);
+            self.out.events.wake();
+            return;
+        }
         let now = self.clock.now_ns();
         if o.expired_at(now) {
             self.out.expired(&o);

@@ -72,6 +72,8 @@ pub struct PublisherSettings {
     pub auth_timeout_ns: u64,
     /// Most channels + patterns one subscriber may hold.
     pub max_subscriptions: usize,
+    /// Kernel send buffer per subscriber socket (0 = OS auto-tuning).
+    pub sndbuf: usize,
 }
 
 /// Token bucket for the optional publish-rate cap.
@@ -301,6 +303,10 @@ impl Publisher {
             return;
         }
         let _ = stream.set_nodelay(true);
+        if self.settings.sndbuf > 0 {
+            // What sits in the kernel can no longer be conflated: keep it small.
+            let _ = socket2::SockRef::from(&stream).set_send_buffer_size(self.settings.sndbuf);
+        }
         let id = self.next_session_id;
         self.next_session_id += 1;
         let authed = self.settings.token.is_none();
@@ -359,15 +365,21 @@ impl Publisher {
             let Some(sess) = self.sessions.get_mut(key) else {
                 return handled;
             };
-            if sess.closing || sess.read_eof {
+            if sess.read_eof && !sess.closing {
+                // The peer closed its side: like Redis, answer what it sent,
+                // then close (an idle closed socket must not hold a slot).
+                sess.closing = true;
+                self.queue_flush(key);
+                return handled;
+            }
+            if sess.closing {
                 return handled;
             }
             match sess.read_some() {
                 Ok(ReadOutcome::Data(_)) => continue,
                 Ok(ReadOutcome::WouldBlock) => return handled,
                 Ok(ReadOutcome::Eof) => {
-                    // Half-closed: keep delivering to a peer that still reads;
-                    // a write error closes the session later.
+                    // Handle what is buffered, then close (above).
                     continue;
                 }
                 Ok(ReadOutcome::BufferFull) => {

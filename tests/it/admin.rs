@@ -25,14 +25,14 @@ pub fn http(addr: SocketAddr, method: &str, path: &str) -> (u16, String) {
     (status, body)
 }
 
-fn scrape(addr: SocketAddr) -> prometheus_parse::Scrape {
+pub fn scrape(addr: SocketAddr) -> prometheus_parse::Scrape {
     let (status, body) = http(addr, "GET", "/metrics");
     assert_eq!(status, 200);
     let lines = body.lines().map(|l| Ok(l.to_string()));
     prometheus_parse::Scrape::parse(lines).expect("valid Prometheus text")
 }
 
-fn value(s: &prometheus_parse::Scrape, name: &str, label: Option<(&str, &str)>) -> f64 {
+pub fn value(s: &prometheus_parse::Scrape, name: &str, label: Option<(&str, &str)>) -> f64 {
     s.samples
         .iter()
         .find(|x| x.metric == name && label.is_none_or(|(k, v)| x.labels.get(k) == Some(v)))
@@ -184,5 +184,50 @@ fn alerts_start_before_a_bound_and_clear() {
     slow.until_latest(&want);
     wait_until("subscriber_stale clears", || {
         alert(admin, "subscriber_stale") == 0.0
+    });
+}
+
+#[test]
+fn order_and_connection_alerts_start_and_clear() {
+    use crate::util::{advance_until, order_engine, OrderClient, ScriptBridge};
+    use tickfan::retry::SimClock;
+    let clock = SimClock::new();
+    let bridge = ScriptBridge::new();
+    let e = order_engine(&clock, &bridge, |c| {
+        c.order.queue_capacity = 10;
+        c.max_conns_per_port = 5;
+        c.alert_order_age = std::time::Duration::from_secs(1);
+    });
+    let admin = e.admin_addr();
+    // Connections: 4 of 5 subscribers is 80 %.
+    let subs: Vec<Sub> = (0..4).map(|_| Sub::connect(e.subscriber_addr())).collect();
+    wait_until("connections_near_limit starts", || {
+        alert(admin, "connections_near_limit") == 1.0
+    });
+    drop(subs);
+    wait_until("connections_near_limit clears", || {
+        alert(admin, "connections_near_limit") == 0.0
+    });
+
+    // Orders: the one worker blocks on a gated order; 8 more wait in a
+    // queue of 10 (80 %), and the oldest ages on the engine's clock.
+    let mut cl = OrderClient::connect(e.order_addr());
+    cl.new_order("g0", "GATE", "1");
+    for i in 1..=8 {
+        cl.new_order(&format!("g{i}"), "EURUSD", "1");
+    }
+    wait_until("order_queue_high starts", || {
+        alert(admin, "order_queue_high") == 1.0
+    });
+    assert_eq!(alert(admin, "order_queue_old"), 0.0);
+    advance_until(&clock, 500, "order_queue_old starts", || {
+        alert(admin, "order_queue_old") == 1.0
+    });
+    bridge.open_gate();
+    for i in 0..=8 {
+        cl.until_terminal(&format!("g{i}"));
+    }
+    wait_until("both clear", || {
+        alert(admin, "order_queue_high") == 0.0 && alert(admin, "order_queue_old") == 0.0
     });
 }

@@ -1,6 +1,7 @@
 //! Fault injection over real sockets: misbehaving peers while a healthy
-//! feed and a healthy subscriber keep working and lose nothing they were
-//! promised (the latest value of every symbol they subscribed to).
+//! feed, a healthy subscriber and a healthy order client keep working and
+//! lose nothing they were promised (the latest value of every symbol they
+//! subscribed to; exactly one terminal reply for every order).
 
 use std::collections::HashMap;
 use std::io::{Read, Write};
@@ -9,7 +10,35 @@ use std::time::Duration;
 
 use tickfan::feed::poison::PoisonReason;
 
-use crate::util::{engine_with, tick, wait_until, Feed, Sub};
+use crate::util::{engine_with, tick, wait_until, Feed, OrderClient, Sub};
+
+/// An order client that sends one order per round and waits for its one
+/// terminal reply.
+struct HealthyOrders {
+    client: OrderClient,
+    n: u64,
+}
+
+impl HealthyOrders {
+    fn connect(addr: std::net::SocketAddr) -> Self {
+        HealthyOrders {
+            client: OrderClient::connect(addr),
+            n: 0,
+        }
+    }
+
+    fn round(&mut self) {
+        self.n += 1;
+        let id = format!("healthy{}", self.n);
+        self.client.new_order(&id, "EURUSD", "1");
+        let replies = self.client.until_terminal(&id);
+        assert_eq!(
+            replies.iter().filter(|r| r.is_terminal()).count(),
+            1,
+            "{replies:?}"
+        );
+    }
+}
 
 /// Sends one round of ticks for `syms` and checks the healthy subscriber
 /// reaches each symbol's `round`.
@@ -24,6 +53,8 @@ fn healthy_round(feed: &mut Feed, healthy: &mut Sub, syms: &[&str], round: u64) 
 #[test]
 fn a_ten_megabyte_line_without_newline_is_one_poison_and_memory_does_not_grow() {
     let e = engine_with(|_| {});
+    let mut orders = HealthyOrders::connect(e.order_addr());
+    orders.round();
     let mut healthy = Sub::connect(e.subscriber_addr());
     healthy.subscribe(&["OK"]);
     let mut good = Feed::connect(e.feed_addr());
@@ -49,11 +80,14 @@ fn a_ten_megabyte_line_without_newline_is_one_poison_and_memory_does_not_grow() 
         256,
         "the record keeps only the first max_line_len bytes"
     );
+    orders.round();
 }
 
 #[test]
 fn peers_that_connect_and_never_send_do_not_block_anyone() {
     let e = engine_with(|_| {});
+    let mut orders = HealthyOrders::connect(e.order_addr());
+    orders.round();
     let _idle_feeds: Vec<TcpStream> = (0..20)
         .map(|_| TcpStream::connect(e.feed_addr()).unwrap())
         .collect();
@@ -69,11 +103,14 @@ fn peers_that_connect_and_never_send_do_not_block_anyone() {
     wait_until("all counted", || {
         e.counters().snapshot().feed_connections.2 == 21
     });
+    orders.round();
 }
 
 #[test]
 fn a_connection_flood_past_the_limit_is_refused_clearly_and_counted() {
     let e = engine_with(|c| c.max_conns_per_port = 3);
+    let mut orders = HealthyOrders::connect(e.order_addr());
+    orders.round();
     let mut healthy = Sub::connect(e.subscriber_addr());
     healthy.subscribe(&["X"]);
     let mut feed = Feed::connect(e.feed_addr());
@@ -97,11 +134,14 @@ fn a_connection_flood_past_the_limit_is_refused_clearly_and_counted() {
     let c = e.counters().snapshot();
     assert_eq!((c.subscriber_connections.1, c.feed_connections.1), (10, 1));
     healthy_round(&mut feed, &mut healthy, &["X"], 1);
+    orders.round();
 }
 
 #[test]
 fn a_subscriber_that_disconnects_mid_write_is_dropped_cleanly() {
     let e = engine_with(|c| c.sub_hwm = 8 * 1024);
+    let mut orders = HealthyOrders::connect(e.order_addr());
+    orders.round();
     let mut healthy = Sub::connect(e.subscriber_addr());
     healthy.psubscribe(&["*"]);
     let syms: Vec<String> = (0..100).map(|i| format!("S{i:03}")).collect();
@@ -123,11 +163,14 @@ fn a_subscriber_that_disconnects_mid_write_is_dropped_cleanly() {
     wait_until("every quitter closed", || {
         e.counters().snapshot().subscriber_connections.2 == 1
     });
+    orders.round();
 }
 
 #[test]
 fn a_subscriber_reading_a_trickle_gets_latest_values_and_delays_no_one() {
     let e = engine_with(|c| c.sub_hwm = 4 * 1024);
+    let mut orders = HealthyOrders::connect(e.order_addr());
+    orders.round();
     let mut healthy = Sub::connect(e.subscriber_addr());
     healthy.psubscribe(&["*"]);
     let mut trickle = TcpStream::connect(e.subscriber_addr()).unwrap();
@@ -152,6 +195,7 @@ fn a_subscriber_reading_a_trickle_gets_latest_values_and_delays_no_one() {
     let st = e.subscribers().into_iter().find(|s| s.id == 2).unwrap();
     assert!(st.max_buffered_bytes <= 4 * 1024);
     assert!(st.pending_symbols <= 100);
+    orders.round();
 }
 
 /// Enough replies (7 MB) to fill the kernel's socket buffers on loopback.
@@ -160,6 +204,8 @@ const PINGS: usize = 1_000_000;
 #[test]
 fn a_client_sending_faster_than_it_reads_is_held_back_not_buffered_without_bound() {
     let e = engine_with(|c| c.sub_hwm = 4 * 1024);
+    let mut orders = HealthyOrders::connect(e.order_addr());
+    orders.round();
     let mut flooder = TcpStream::connect(e.subscriber_addr()).unwrap();
     let pings = b"PING\r\n".repeat(PINGS);
     // Write from a thread: the engine stops reading this client once its
@@ -196,4 +242,61 @@ fn a_client_sending_faster_than_it_reads_is_held_back_not_buffered_without_bound
     assert_eq!(got, PINGS * 7);
     writer.join().unwrap();
     healthy_round(&mut feed, &mut healthy, &["H"], 2);
+    orders.round();
+}
+
+#[test]
+fn the_order_port_survives_monster_lines_bad_bytes_idle_peers_and_floods() {
+    let e = engine_with(|_| {});
+    let mut orders = HealthyOrders::connect(e.order_addr());
+    orders.round();
+    let _idle: Vec<TcpStream> = (0..10)
+        .map(|_| TcpStream::connect(e.order_addr()).unwrap())
+        .collect();
+    // A 10 MB line without a newline, then a newline and a good order.
+    let mut big = OrderClient::connect(e.order_addr());
+    let chunk = vec![b'N'; 1 << 20];
+    for _ in 0..10 {
+        big.send(&chunk);
+        orders.round();
+    }
+    big.send(b"\n");
+    let refused = big.raw_reply();
+    assert!(refused.starts_with("REJECT - INVALID"), "{refused}");
+    big.new_order("after-big", "EURUSD", "1");
+    assert_eq!(
+        big.until_terminal("after-big")
+            .iter()
+            .filter(|r| r.is_terminal())
+            .count(),
+        1
+    );
+    // Invalid UTF-8: one clear refusal, the connection stays usable.
+    let mut bad = OrderClient::connect(e.order_addr());
+    bad.send(b"NEW \xff\xfe EURUSD BUY 1\n");
+    assert!(
+        bad.raw_reply().starts_with("REJECT"),
+        "invalid UTF-8 refused"
+    );
+    bad.new_order("after-bad", "EURUSD", "1");
+    bad.until_terminal("after-bad");
+    // A client that sends 20,000 orders without reading: every one is
+    // answered once it reads, and the healthy client is served meanwhile.
+    let mut flood = OrderClient::connect(e.order_addr());
+    let mut lines = String::new();
+    for i in 0..20_000 {
+        lines.push_str(&format!("NEW f{i} EURUSD BUY 0.01\n"));
+    }
+    let mut w = flood.socket().try_clone().unwrap();
+    let writer = std::thread::spawn(move || w.write_all(lines.as_bytes()).unwrap());
+    orders.round();
+    let mut terminal = 0;
+    while terminal < 20_000 {
+        let r = flood.reply();
+        if r.is_terminal() || matches!(r, tickfan::order::protocol::Reply::Reject { .. }) {
+            terminal += 1;
+        }
+    }
+    writer.join().unwrap();
+    orders.round();
 }

@@ -12,11 +12,16 @@
 //! - `vs_redis`: the benchmark's tool modes against a real `redis-server` and the raw forwarder
 //! - `orders_admission`: bounded queue and SYSTEM_BUSY under overload, malformed lines, duplicates
 //! - `orders_retry`: transient → delayed retry (simulated clock), permanent → DLQ, deadlines
-//! - `orders_dlq`: DLQ file across a restart, replay on command, answers at shutdown
+//! - `orders_dlq`: DLQ file across a restart, replay on command, answers at shutdown (deadline)
 //! - `orders_tool`: `tickfan orders` against a running engine
 //! - `orders_lanes`: small orders never wait behind a large one; no lane starves; chunking
 //! - `orders_sequencing`: out-of-order and duplicated fills in order once; the gap timer
+//! - `faults`: misbehaving peers (10 MB lines, idle peers, floods, vanishing and trickling subscribers)
+//! - `accounting`: after mixed traffic every tick, update and order is counted exactly once
+//! - `admin`: `/metrics` (parsed as Prometheus text), `/report`, `/health`, `/dlq`, alerts
+//! - `security`: tokens on every port, per-client limits (connections, subscriptions, order rate), own replies only
 
+mod accounting;
 mod admin;
 mod cli;
 mod fanout;

@@ -8,13 +8,16 @@ use tickfan::bridge::Lots;
 use tickfan::order::protocol::{DoneStatus, RejectReason, Reply};
 use tickfan::retry::SimClock;
 
-use crate::util::{order_engine, wait_until, OrderClient, ScriptBridge};
+use std::sync::Arc;
+
+use crate::util::{order_engine, wait_until, OpenOnDrop, OrderClient, ScriptBridge};
 
 #[test]
 fn overload_every_order_gets_exactly_one_answer_and_none_is_lost() {
     let clock = SimClock::new();
     let bridge = ScriptBridge::new();
     let e = order_engine(&clock, &bridge, |c| c.order.queue_capacity = 100);
+    let _open = OpenOnDrop(Arc::clone(&bridge));
     let mut cl = OrderClient::connect(e.order_addr());
     // The only worker is held by the first order, so the queue fills.
     cl.new_order("hold", "GATE", "1");
@@ -55,9 +58,10 @@ fn overload_every_order_gets_exactly_one_answer_and_none_is_lost() {
     assert_eq!(accepted.len(), 100, "exactly the capacity is accepted");
     let snap = e.counters().snapshot().orders;
     assert_eq!(snap.busy, (N - 100) as u64);
-    assert_eq!(snap.queue_depth, 100, "depth gauge");
-    wait_until("the oldest-age gauge moves", || {
-        e.counters().snapshot().orders.queue_oldest_age_us > 0
+    // Gauges are set at the end of the gateway's turn, after the replies went out.
+    wait_until("depth and oldest-age gauges", || {
+        let s = e.counters().snapshot().orders;
+        s.queue_depth == 100 && s.queue_oldest_age_us > 0
     });
     // The connection stays usable while rejecting.
     cl.line("PING");

@@ -1,14 +1,19 @@
 //! Dead-lettered orders: kept in the DLQ file across a restart with their
 //! attempt history, replayed on command once the cause is fixed, replayed
-//! once only; and at shutdown every accepted order still gets its answer.
+//! once only; and at shutdown every accepted order still gets its answer
+//! (within the shutdown deadline, or `DEAD shutdown`).
 
+use std::collections::HashMap;
 use std::sync::atomic::Ordering;
+use std::sync::Arc;
+use std::time::Duration;
 
+use tickfan::bridge::Lots;
 use tickfan::dlq::read_file;
-use tickfan::order::protocol::{DoneStatus, RejectReason, Reply};
+use tickfan::order::protocol::{DeadReason, DoneStatus, RejectReason, Reply};
 use tickfan::retry::SimClock;
 
-use crate::util::{order_engine, wait_until, OrderClient, ScriptBridge};
+use crate::util::{advance_until, order_engine, wait_until, OrderClient, ScriptBridge};
 
 #[test]
 fn the_dlq_file_survives_a_restart_and_replay_re_runs_the_order_once() {
@@ -113,4 +118,241 @@ fn at_shutdown_waiting_retries_are_dead_lettered_and_answered() {
     let o = &report.counters.orders;
     assert_eq!(o.accepted, o.done_total + o.dead_total + o.expired);
     assert_eq!(o.in_flight, 0);
+}
+
+#[test]
+fn admin_post_dlq_replay_re_admits_dead_lettered_orders() {
+    use crate::admin::http;
+    let clock = SimClock::new();
+    let bridge = ScriptBridge::new();
+    let e = order_engine(&clock, &bridge, |_| {});
+    let mut cl = OrderClient::connect(e.order_addr());
+    for id in ["a1", "a2"] {
+        cl.new_order(id, "PERM", "1");
+        cl.until_terminal(id);
+    }
+    wait_until("both dead letters indexed", || {
+        e.dlq().replayable_ids() == ["a1", "a2"]
+    });
+    // The cause is fixed; the operator replays everything.
+    bridge.accept_all.store(true, Ordering::Relaxed);
+    let (status, body) = http(e.admin_addr(), "POST", "/dlq/replay");
+    assert_eq!(status, 200, "{body}");
+    let v: serde_json::Value = serde_json::from_str(&body).unwrap();
+    assert_eq!(v["requested"], 2);
+    assert_eq!(v["replayed"], 2, "{body}");
+    wait_until("both replays filled", || {
+        bridge.calls_for("a1").len() == 2 && bridge.calls_for("a2").len() == 2
+    });
+    assert!(e.dlq().replayable_ids().is_empty());
+    // Nothing left: a second call replays nothing; an unknown id is refused.
+    let (_, body) = http(e.admin_addr(), "POST", "/dlq/replay");
+    assert!(body.contains("\"requested\":0"), "{body}");
+    let (_, body) = http(e.admin_addr(), "POST", "/dlq/replay?id=nope");
+    let v: serde_json::Value = serde_json::from_str(&body).unwrap();
+    assert_eq!(
+        (
+            v["replayed"].as_u64(),
+            v["refused"].as_array().map(Vec::len)
+        ),
+        (Some(0), Some(1))
+    );
+    assert_eq!(e.counters().snapshot().orders.replays, 2);
+    let m = crate::admin::scrape(e.admin_addr());
+    assert_eq!(
+        crate::admin::value(&m, "tickfan_order_replays_total", None),
+        2.0
+    );
+    assert_eq!(
+        crate::admin::value(
+            &m,
+            "tickfan_orders_dead_lettered_total",
+            Some(("reason", "bridge_rejected"))
+        ),
+        2.0
+    );
+    assert_eq!(
+        crate::admin::value(&m, "tickfan_alert", Some(("name", "order_queue_high"))),
+        0.0
+    );
+}
+
+#[test]
+fn shutdown_deadline_covers_both_lanes_and_the_chunks_of_a_large_order() {
+    let clock = SimClock::new();
+    let bridge = ScriptBridge::new();
+    let e = order_engine(&clock, &bridge, |c| {
+        c.order.large_workers = 1;
+        c.order.shutdown_deadline = Duration::from_secs(5);
+    });
+    let mut cl = OrderClient::connect(e.order_addr());
+    // The small worker is held by `g`; the large worker splits `G` (1,000
+    // lots: ten chunks of 100) and is held by its first chunk, the other
+    // nine wait in the chunk queue. q1..q3 wait in the small queue, Q1, Q2
+    // in the large one.
+    cl.new_order("g", "GATE", "1");
+    cl.new_order("G", "GATE", "1000");
+    wait_until("g and G's first chunk at the venue", || {
+        bridge.calls_for("g").len() == 1 && bridge.chunk_calls("G").len() == 1
+    });
+    let small: Vec<String> = (1..=3).map(|i| format!("q{i}")).collect();
+    let large: Vec<String> = (1..=2).map(|i| format!("Q{i}")).collect();
+    for id in &small {
+        cl.new_order(id, "EURUSD", "1");
+    }
+    for id in &large {
+        cl.new_order(id, "EURUSD", "500");
+    }
+    for _ in 0..small.len() + large.len() + 2 {
+        assert!(matches!(cl.reply(), Reply::Ack { .. }));
+    }
+    let counters = Arc::clone(e.counters());
+    let stopping = std::thread::spawn(move || e.stop());
+    let dead_shutdown =
+        || counters.orders.dead[DeadReason::Shutdown.index()].load(Ordering::Relaxed);
+    advance_until(
+        &clock,
+        100,
+        "queued orders of both lanes dead-lettered",
+        || dead_shutdown() == 5,
+    );
+    assert_eq!(
+        bridge.calls().len(),
+        2,
+        "no attempt starts after the deadline, not even a queued chunk"
+    );
+    bridge.open_gate();
+    let report = stopping.join().unwrap();
+
+    // Every accepted order got exactly one terminal reply.
+    let mut terminal: HashMap<String, Reply> = HashMap::new();
+    for r in cl.until_closed() {
+        if r.is_terminal() {
+            let id = r.id().unwrap().to_string();
+            assert!(
+                terminal.insert(id, r.clone()).is_none(),
+                "two terminal replies: {r:?}"
+            );
+        }
+    }
+    assert_eq!(terminal.len(), 7, "{terminal:?}");
+    assert!(
+        matches!(
+            terminal["g"],
+            Reply::Done {
+                status: DoneStatus::Filled,
+                ..
+            }
+        ),
+        "{:?}",
+        terminal["g"]
+    );
+    // G: its first chunk executed at the venue, the nine queued ones were
+    // dead-lettered `shutdown` inside the engine: one PARTIAL for the parent.
+    assert!(
+        matches!(
+            terminal["G"],
+            Reply::Done {
+                status: DoneStatus::Partial,
+                cum: Lots(10_000),
+                ..
+            }
+        ),
+        "{:?}",
+        terminal["G"]
+    );
+    for id in small.iter().chain(&large) {
+        assert!(
+            matches!(&terminal[id], Reply::Dead { reason, attempts: 0, .. } if reason == "shutdown"),
+            "{id}: {:?}",
+            terminal[id]
+        );
+    }
+    assert_eq!(bridge.calls().len(), 2);
+    let o = &report.counters.orders;
+    assert_eq!(
+        (o.accepted, o.done_total, o.dead_total, o.in_flight),
+        (7, 2, 5, 0)
+    );
+    assert_eq!(o.sequencing.chunks_failed, 9);
+}
+
+#[test]
+fn shutdown_deadline_dead_letters_what_is_still_queued_and_flushes_the_file() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("dlq.jsonl");
+    let clock = SimClock::new();
+    let bridge = ScriptBridge::new();
+    let e = order_engine(&clock, &bridge, |c| {
+        c.dlq_file = Some(path.clone());
+        c.order.shutdown_deadline = Duration::from_secs(5);
+    });
+    let mut cl = OrderClient::connect(e.order_addr());
+    // One worker: `g` holds it at a slow venue, q1..q5 wait in the main queue.
+    cl.line("NEW g GATE BUY 1");
+    let queued: Vec<String> = (1..=5).map(|i| format!("q{i}")).collect();
+    for id in &queued {
+        cl.new_order(id, "EURUSD", "1");
+    }
+    wait_until("g at the venue", || bridge.calls_for("g").len() == 1);
+    let counters = Arc::clone(e.counters());
+    let stopping = std::thread::spawn(move || e.stop());
+    // The deadline runs on the engine clock: move it until the queued
+    // orders have been dead-lettered while `g` is still at the venue.
+    let dead_shutdown =
+        || counters.orders.dead[DeadReason::Shutdown.index()].load(Ordering::Relaxed);
+    advance_until(&clock, 100, "queued orders dead-lettered", || {
+        dead_shutdown() == 5
+    });
+    assert_eq!(
+        bridge.calls().len(),
+        1,
+        "no attempt starts after the deadline"
+    );
+    bridge.open_gate();
+    let report = stopping.join().unwrap();
+
+    // Every accepted order got exactly one terminal reply.
+    let mut terminal: HashMap<String, Reply> = HashMap::new();
+    let mut acks = 0;
+    for r in cl.until_closed() {
+        if r == (Reply::Ack {
+            id: r.id().unwrap().into(),
+        }) {
+            acks += 1;
+        } else if r.is_terminal() {
+            let id = r.id().unwrap().to_string();
+            assert!(
+                terminal.insert(id, r.clone()).is_none(),
+                "two terminal replies: {r:?}"
+            );
+        }
+    }
+    assert_eq!(acks, 6);
+    assert!(
+        matches!(terminal["g"], Reply::Done { .. }),
+        "{:?}",
+        terminal["g"]
+    );
+    for id in &queued {
+        assert!(
+            matches!(&terminal[id], Reply::Dead { reason, attempts: 0, .. } if reason == "shutdown"),
+            "{id}: {:?}",
+            terminal[id]
+        );
+    }
+    let o = &report.counters.orders;
+    assert_eq!(
+        (o.accepted, o.done_total, o.dead_total, o.in_flight),
+        (6, 1, 5, 0)
+    );
+    // The DLQ file is complete and readable after the stop.
+    let recs = read_file(&path).unwrap();
+    let mut ids: Vec<String> = recs
+        .iter()
+        .filter(|r| r.reason == "shutdown")
+        .filter_map(|r| r.order_id.clone())
+        .collect();
+    ids.sort();
+    assert_eq!(ids, queued);
 }

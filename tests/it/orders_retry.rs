@@ -6,7 +6,7 @@
 use tickfan::order::protocol::{DoneStatus, RejectReason, Reply};
 use tickfan::retry::SimClock;
 
-use crate::util::{advance_until, order_engine, wait_until, OrderClient, ScriptBridge};
+use crate::util::{advance_until, order_engine, wait_until, OpenOnDrop, OrderClient, ScriptBridge};
 
 const MS: u64 = 1_000_000;
 
@@ -168,6 +168,7 @@ fn an_order_past_its_ttl_when_a_worker_reaches_it_is_expired_not_sent() {
     let clock = SimClock::new();
     let bridge = ScriptBridge::new();
     let e = order_engine(&clock, &bridge, |_| {});
+    let _open = OpenOnDrop(std::sync::Arc::clone(&bridge));
     let mut cl = OrderClient::connect(e.order_addr());
     cl.new_order("hold", "GATE", "1");
     wait_until("the worker holds the gate order", || {
@@ -253,8 +254,14 @@ fn several_bridges_side_by_side_and_a_retry_goes_to_the_next_one() {
         cl.new_order(&format!("s{i}"), "EURUSD", "1");
     }
     cl.new_order("r", "T1", "1"); // admission number 11: bridge b first, then a
-    for i in 0..10 {
-        cl.until_terminal(&format!("s{i}"));
+                                  // Two workers: the s-orders may end in any order, so collect them all
+                                  // (waiting for each in turn would skip a terminal that came early).
+    let mut ended = std::collections::HashSet::new();
+    while ended.len() < 10 {
+        let r = cl.reply();
+        if r.is_terminal() && r.id().is_some_and(|id| id.starts_with('s')) {
+            ended.insert(r.id().unwrap().to_string());
+        }
     }
     wait_until("r waits for its retry", || e.retry_waiting() == 1);
     clock.advance_ms(100);

@@ -46,6 +46,7 @@ impl Feed {
     pub fn connect(addr: SocketAddr) -> Feed {
         let stream = TcpStream::connect(addr).expect("feed connects");
         stream.set_nodelay(true).unwrap();
+        stream.set_write_timeout(Some(DEADLINE)).unwrap();
         Feed { stream }
     }
 
@@ -111,6 +112,7 @@ impl Sub {
     pub fn connect(addr: SocketAddr) -> Sub {
         let s = TcpStream::connect(addr).expect("subscriber connects");
         s.set_read_timeout(Some(DEADLINE)).unwrap();
+        s.set_write_timeout(Some(DEADLINE)).unwrap();
         Sub {
             writer: s.try_clone().unwrap(),
             reader: BufReader::new(s),
@@ -392,6 +394,16 @@ impl Bridge for ScriptBridge {
     }
 }
 
+/// Opens a [`ScriptBridge`]'s gate when dropped, so a failing test does not
+/// leave a worker blocked (and the engine's shutdown waiting for it).
+pub struct OpenOnDrop(pub Arc<ScriptBridge>);
+
+impl Drop for OpenOnDrop {
+    fn drop(&mut self) {
+        self.0.open_gate();
+    }
+}
+
 /// An order-protocol client.
 pub struct OrderClient {
     writer: TcpStream,
@@ -404,6 +416,8 @@ impl OrderClient {
         let s = TcpStream::connect(addr).expect("order client connects");
         s.set_nodelay(true).unwrap();
         s.set_read_timeout(Some(DEADLINE)).unwrap();
+        // A write the engine never drains fails the test instead of hanging it.
+        s.set_write_timeout(Some(DEADLINE)).unwrap();
         OrderClient {
             writer: s.try_clone().unwrap(),
             reader: BufReader::new(s),
@@ -455,6 +469,24 @@ impl OrderClient {
                     return got;
                 }
             }
+        }
+    }
+
+    /// Every reply until the engine closes the connection (e.g. at its stop).
+    pub fn until_closed(&mut self) -> Vec<Reply> {
+        let mut got = Vec::new();
+        loop {
+            let mut s = String::new();
+            if self
+                .reader
+                .read_line(&mut s)
+                .expect("replies before the deadline")
+                == 0
+            {
+                return got;
+            }
+            let l = s.trim_end();
+            got.push(Reply::parse(l).unwrap_or_else(|| panic!("unparseable reply: {l}")));
         }
     }
 

@@ -1,0 +1,97 @@
+#!/usr/bin/env bash
+# perf/soak.sh — long run: is anything growing, drifting or getting lost?
+#
+#   replay fx-quotes.csv (looped, --stamp, 50k/s) ──▶ tickfan serve ──▶ subscribe (10 + 2 slow)
+#   orders (1,000/s, 4 connections) ──────────────▶   │ bridges: sim1 with a 10 s outage
+#                                                      │ at 120 s, sim2; 2 % transient failures
+#   sampler: VmRSS of the engine every second          └─▶ admin /report at the end
+#
+# Goals (a benchmark, not a test): RSS growth after warm-up (first 60 s)
+# under 5 MB; engine p99 per minute stable; zero lost orders (the orders
+# tool exits 1 unless every order got exactly one terminal reply); the
+# accounting balanced at the end (ticks received = valid + poison;
+# published + conflated = valid; orders accepted = done + dead + expired).
+#
+# Usage: bash perf/soak.sh      (DUR=600 seconds by default; OUT=perf/out/soak-<date>)
+# Needs: cargo, python3, ../shared/data/fx-quotes.csv. Every process it
+# starts is stopped by its pid, also on Ctrl-C.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+DUR=${DUR:-600}
+OUT=${OUT:-perf/out/soak-$(date -u +%Y%m%d-%H%M%S)}
+DATA=../shared/data/fx-quotes.csv
+[ -f "$DATA" ] || { echo "soak: $DATA not found" >&2; exit 2; }
+mkdir -p "$OUT"
+cargo build --release --quiet
+BIN=target/release/tickfan
+
+PIDS=()
+cleanup() {
+  for p in "${PIDS[@]}"; do kill "$p" 2>/dev/null || true; done
+  for p in "${PIDS[@]}"; do wait "$p" 2>/dev/null || true; done
+}
+trap cleanup EXIT INT TERM
+free_port() { python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])'; }
+wait_port() { for _ in $(seq 1 500); do (exec 3<>"/dev/tcp/127.0.0.1/$1") 2>/dev/null && return 0; sleep 0.02; done; return 1; }
+
+FEED=$(free_port); SUB=$(free_port); ORD=$(free_port); ADM=$(free_port)
+"$BIN" serve --feed-listen 127.0.0.1:$FEED --sub-listen 127.0.0.1:$SUB \
+  --order-listen 127.0.0.1:$ORD --admin-listen 127.0.0.1:$ADM \
+  --report-interval 60s --log-dir "$OUT" --dlq-file "$OUT/dlq.jsonl" \
+  --bridge "name=sim1,transient=0.02,down=120s+10s" --bridge "name=sim2,transient=0.02" \
+  > "$OUT/engine.out" 2> "$OUT/engine.err" &
+ENG=$!; PIDS+=("$ENG")
+wait_port $FEED; wait_port $SUB; wait_port $ORD; wait_port $ADM
+
+"$BIN" subscribe --to 127.0.0.1:$SUB --subscribers 10 --slow 2 --duration $((DUR + 20))s \
+  --quiet --log-dir "$OUT" --json "$OUT/subscribers.json" > "$OUT/subscribe.out" 2>&1 &
+SUBS=$!; PIDS+=("$SUBS")
+sleep 1
+python3 - "$ENG" "$OUT/rss.csv" "$DUR" <<'PY' &
+import sys, time
+pid, path, dur = sys.argv[1], sys.argv[2], int(sys.argv[3])
+with open(path, "w") as f:
+    f.write("t_s,rss_kib\n")
+    start = time.time()
+    while time.time() - start < dur + 5:
+        try:
+            rss = next(l for l in open(f"/proc/{pid}/status") if l.startswith("VmRSS")).split()[1]
+        except (OSError, StopIteration):
+            break
+        f.write(f"{time.time() - start:.0f},{rss}\n"); f.flush()
+        time.sleep(1)
+PY
+SAMPLER=$!; PIDS+=("$SAMPLER")
+"$BIN" orders --to 127.0.0.1:$ORD --rate 1000 --connections 4 --count $((DUR * 1000)) \
+  --id-prefix soak > "$OUT/orders.out" 2>&1 &
+ORDERS=$!; PIDS+=("$ORDERS")
+"$BIN" replay "$DATA" --to 127.0.0.1:$FEED --rate 50000 --loops 1000 --duration ${DUR}s \
+  --stamp --no-progress --log-dir "$OUT" > "$OUT/replay.out" 2>&1 || true
+ORDERS_RC=0; wait $ORDERS || ORDERS_RC=$?
+python3 - "$ADM" "$OUT/report.json" <<'PY'
+import sys, urllib.request, time
+time.sleep(2)
+open(sys.argv[2], "wb").write(urllib.request.urlopen(f"http://127.0.0.1:{sys.argv[1]}/report").read())
+PY
+kill -TERM "$ENG"; wait "$ENG" || true
+wait "$SUBS" || true
+kill "$SAMPLER" 2>/dev/null || true
+"$BIN" report "$OUT" > "$OUT/report.txt" 2>&1 || true
+
+python3 - "$OUT" "$ORDERS_RC" <<'PY'
+import json, sys, csv
+out, orders_rc = sys.argv[1], int(sys.argv[2])
+rows = [(int(r["t_s"]), int(r["rss_kib"])) for r in csv.DictReader(open(f"{out}/rss.csv"))]
+warm_at = min(60, rows[-1][0] // 4) if rows else 0
+warm = [k for t, k in rows if t >= warm_at]
+growth = (max(warm) - warm[0]) / 1024 if warm else float("nan")
+r = json.load(open(f"{out}/report.json"))
+c = r["counters"]; o = c["orders"]
+print(f"duration {rows[-1][0] if rows else 0} s; RSS at {warm_at} s {warm[0]/1024:.1f} MiB, peak after {max(warm)/1024:.1f} MiB, growth {growth:.2f} MiB (goal < 5)")
+print(f"ticks received {c['ticks_received']} = valid {c['ticks_valid']} + poison {c['poison_total']}: {c['ticks_received'] == c['ticks_valid'] + c['poison_total']}")
+print(f"published {c['published']} + conflated {c['conflated']} = {c['published'] + c['conflated']} vs valid {c['ticks_valid']} (taken so far)")
+print(f"orders accepted {o['accepted']} = done {o['done_total']} + dead {o['dead_total']} + expired {o['expired']} + in flight {o['in_flight']}: {o['accepted'] == o['done_total'] + o['dead_total'] + o['expired'] + o['in_flight']}")
+print(f"orders tool exit {orders_rc} (0 = every order got exactly one terminal reply)")
+PY
+grep -E "engine/engine_e2e|engine/order_e2e|subscribers/e2e" "$OUT/report.txt" || true
+echo "files in $OUT"
