@@ -4,7 +4,8 @@
 //!
 //! Threads: `feed` (ingest loop), `publish` (publisher loop), `reporter`
 //! (histogram merge + report lines), `dlq` (dead-letter store), and the
-//! order path (`order-gw` gateway, `order-wN` workers, `retry` timer; see
+//! order path (`order-gw` gateway, `order-wN`/`order-LN` small/large-lane
+//! workers, `retry` timer, `fills` fill thread; see
 //! [`crate::order::path`]). Shutdown order: the order path first (it stops
 //! taking orders and gives every accepted one its terminal reply) → stop
 //! flag → wake feed and publisher → join them (they flush their histograms;
@@ -128,7 +129,10 @@ impl Engine {
             max_conns: config.max_conns_per_port as u64,
             staleness: config.alert_staleness,
             dlq_per_sec: config.alert_dlq_rate,
-            order_queue_capacity: config.order.queue_capacity as u64,
+            order_queue_capacity: [
+                config.order.queue_capacity as u64,
+                config.order.large_queue_capacity as u64,
+            ],
             order_age: config.alert_order_age,
         });
         let alert_gauges = Arc::clone(alerts.gauges());

@@ -198,7 +198,9 @@ pub fn run(args: &DemoArgs) -> Result<(), Failure> {
             rate: args.order_rate,
             connections: 2,
             count: ((args.order_rate as f64 * args.duration.as_secs_f64()) as u64).max(1),
-            qty: "uniform:0.01..5".into(),
+            // Many small orders and a few above the 100-lot threshold, so
+            // both lanes (and the chunking) run and report.
+            qty: "loguniform:0.01..300".into(),
             symbols: 10,
             ttl: None,
             drain_timeout: Duration::from_secs(30),

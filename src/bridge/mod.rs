@@ -51,8 +51,10 @@ pub struct VenueFill {
 /// What a bridge did with one attempt.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Outcome {
-    /// The venue took the order; `fills` in fill-number order (possibly
-    /// empty: nothing was filled). Filled quantity is the last `cum_lots`.
+    /// The venue took the order; `fills` as delivered: possibly out of
+    /// fill-number order, some twice, some missing (the engine's fill
+    /// sequencer restores the order), possibly empty (nothing was filled).
+    /// Filled quantity is the `cum_lots` of the highest fill number.
     Executed(Vec<VenueFill>),
     /// Try again later (venue unavailable, throttled, timed out).
     Transient(String),

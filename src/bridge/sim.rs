@@ -7,6 +7,14 @@
 //! → transient `unavailable`; otherwise executed: the whole quantity, or with
 //! probability `partial` a random part of it (possibly nothing), split into
 //! 1..=`max_fills` fills at prices near the symbol's reference price.
+//! The latency grows by `per_lot` for every lot ordered.
+//!
+//! Delivery, like a real venue link: with probability `reorder` the fills of
+//! an execution arrive shuffled; each fill arrives a second time with
+//! probability `dup` (somewhere after the first copy); each fill but the last
+//! is lost with probability `lose`. Every fill carries absolute values, so
+//! the engine's sequencer (`crate::fills`) restores the order, ignores the
+//! copies and skips the gaps.
 //!
 //! Deterministic: every random draw comes from a generator seeded with
 //! `(seed, order id, attempt)`, so outcomes do not depend on which worker
@@ -16,6 +24,7 @@ use std::hash::{Hash, Hasher};
 use std::time::Duration;
 
 use rand::rngs::StdRng;
+use rand::seq::SliceRandom;
 use rand::{RngExt, SeedableRng};
 
 use super::spec::{Latency, SimSpec};
@@ -92,7 +101,36 @@ impl SimBridge {
         } else {
             order.qty.0
         };
-        Outcome::Executed(self.split(order.symbol, filled, rng))
+        let fills = self.split(order.symbol, filled, rng);
+        Outcome::Executed(self.deliver(fills, rng))
+    }
+
+    /// Shapes the delivery of `fills` (in fill-number order): loses, shuffles
+    /// and duplicates them as the spec says.
+    fn deliver(&self, mut fills: Vec<VenueFill>, rng: &mut StdRng) -> Vec<VenueFill> {
+        let s = &self.spec;
+        if s.lose > 0.0 && fills.len() > 1 {
+            let last = fills.len() - 1;
+            let mut i = 0;
+            fills.retain(|_| {
+                let keep = i == last || !rng.random_bool(s.lose);
+                i += 1;
+                keep
+            });
+        }
+        if s.reorder > 0.0 && rng.random_bool(s.reorder) {
+            fills.shuffle(rng);
+        }
+        if s.dup > 0.0 {
+            let n = fills.len();
+            for i in 0..n {
+                if rng.random_bool(s.dup) {
+                    let at = rng.random_range(i + 1..=fills.len());
+                    fills.insert(at, fills[i]);
+                }
+            }
+        }
+        fills
     }
 
     fn split(&self, symbol: &str, filled: u64, rng: &mut StdRng) -> Vec<VenueFill> {
@@ -144,7 +182,8 @@ impl Bridge for SimBridge {
 
     fn execute(&self, order: &BridgeOrder<'_>, now_ns: u64) -> Outcome {
         let mut rng = self.rng_for(order);
-        let latency = self.draw_latency(&mut rng);
+        let latency =
+            self.draw_latency(&mut rng) + self.spec.per_lot.mul_f64(order.qty.0 as f64 / 100.0);
         if !latency.is_zero() {
             std::thread::sleep(latency);
         }
@@ -251,6 +290,66 @@ mod tests {
         }
         assert!((100..300).contains(&p), "permanent {p}");
         assert!((260..460).contains(&t), "transient {t}");
+    }
+
+    #[test]
+    fn delivery_reorders_duplicates_and_loses_but_never_the_last() {
+        let spec = SimSpec {
+            max_fills: 6,
+            reorder: 0.5,
+            dup: 0.2,
+            lose: 0.1,
+            ..SimSpec::instant("a")
+        };
+        let b = SimBridge::new(spec, 0);
+        let (mut shuffled, mut dups, mut lost) = (0, 0, 0);
+        for i in 0..500 {
+            let id = format!("o{i}");
+            let Outcome::Executed(got) = b.execute(&order(&id, 600, 1), 0) else {
+                panic!("no failures configured");
+            };
+            let mut nos: Vec<u32> = got.iter().map(|f| f.fill_no).collect();
+            if nos.windows(2).any(|w| w[0] > w[1]) {
+                shuffled += 1;
+            }
+            // Every copy carries the same absolute values as the original.
+            for f in &got {
+                assert!(got
+                    .iter()
+                    .filter(|g| g.fill_no == f.fill_no)
+                    .all(|g| g == f));
+            }
+            let before = nos.len();
+            nos.sort_unstable();
+            nos.dedup();
+            dups += before - nos.len();
+            let last = *nos.last().unwrap();
+            assert_eq!(
+                got.iter().find(|f| f.fill_no == last).unwrap().cum_lots,
+                Lots(600),
+                "the final fill always arrives"
+            );
+            lost += last as usize - nos.len();
+        }
+        assert!(shuffled > 100, "shuffled {shuffled}");
+        assert!(dups > 100, "duplicates {dups}");
+        assert!(lost > 20, "lost {lost}");
+        let plain = SimBridge::new(
+            SimSpec {
+                max_fills: 6,
+                ..SimSpec::instant("a")
+            },
+            0,
+        );
+        let Outcome::Executed(got) = plain.execute(&order("p", 600, 1), 0) else {
+            panic!()
+        };
+        assert!(
+            got.iter()
+                .enumerate()
+                .all(|(i, f)| f.fill_no == i as u32 + 1),
+            "off by default in instant()"
+        );
     }
 
     #[test]

@@ -2,11 +2,15 @@
 //!
 //! ```text
 //! --bridge name=lp1,latency=uniform:1ms..5ms,transient=0.01,permanent=0.001,down=10s+5s,fills=3,partial=0.05,seed=7
+//! --bridge name=lp2,per_lot=2ms,reorder=0.2,dup=0.1,lose=0.01
 //! ```
 //!
 //! Every key is optional; `down=` may repeat (one outage each, `FROM+FOR`
 //! measured from engine start). Latency: `fixed:D`, `uniform:D1..D2` or
-//! `exp:MEAN` (exponential), durations as `250us`, `2ms`, `1s`.
+//! `exp:MEAN` (exponential), durations as `250us`, `2ms`, `1s`; `per_lot`
+//! adds a duration per lot ordered (a large order takes longer in one
+//! piece). `reorder`, `dup` and `lose` shape how fills are delivered (see
+//! [`SimSpec`]).
 
 use std::time::Duration;
 
@@ -56,11 +60,22 @@ pub struct SimSpec {
     pub partial: f64,
     /// Random seed (outcomes are a function of seed, order id and attempt).
     pub seed: u64,
+    /// Added to the latency per lot ordered (0: size does not matter).
+    pub per_lot: Duration,
+    /// Probability that an execution's fills are delivered in a shuffled order.
+    pub reorder: f64,
+    /// Probability that each fill is delivered a second time (later).
+    pub dup: f64,
+    /// Probability that each fill but the last is never delivered (a gap the
+    /// engine's gap timer must skip; the final report always arrives).
+    pub lose: f64,
 }
 
 impl SimSpec {
     /// The default venue `name`: 200 µs–1 ms latency, 1% transient, no
-    /// permanent failure, no outage, up to 3 fills, no partial fills.
+    /// permanent failure, no outage, up to 3 fills, no partial fills; 5% of
+    /// executions deliver their fills out of order and 1% of fills arrive
+    /// twice (none lost), so the engine's fill sequencer is always exercised.
     pub fn named(name: &str) -> Self {
         SimSpec {
             name: name.to_string(),
@@ -71,15 +86,21 @@ impl SimSpec {
             max_fills: 3,
             partial: 0.0,
             seed: 1,
+            per_lot: Duration::ZERO,
+            reorder: 0.05,
+            dup: 0.01,
+            lose: 0.0,
         }
     }
 
-    /// A venue for tests: no latency, no failure, one fill.
+    /// A venue for tests: no latency, no failure, one fill, delivered in order once.
     pub fn instant(name: &str) -> Self {
         SimSpec {
             latency: Latency::Fixed(Duration::ZERO),
             transient: 0.0,
             max_fills: 1,
+            reorder: 0.0,
+            dup: 0.0,
             ..SimSpec::named(name)
         }
     }
@@ -115,6 +136,15 @@ impl SimSpec {
                 "transient" => spec.transient = prob(v)?,
                 "permanent" => spec.permanent = prob(v)?,
                 "partial" => spec.partial = prob(v)?,
+                "reorder" => spec.reorder = prob(v)?,
+                "dup" => spec.dup = prob(v)?,
+                "lose" => spec.lose = prob(v)?,
+                "per_lot" => {
+                    spec.per_lot = dur(v)?;
+                    if spec.per_lot > Duration::from_secs(1) {
+                        return Err("per_lot: at most 1s".into());
+                    }
+                }
                 "fills" => {
                     spec.max_fills = v
                         .parse()
@@ -138,7 +168,7 @@ impl SimSpec {
                 }
                 other => {
                     return Err(format!(
-                        "unknown key '{other}' (known: name, latency, transient, permanent, down, fills, partial, seed)"
+                        "unknown key '{other}' (known: name, latency, transient, permanent, down, fills, partial, seed, per_lot, reorder, dup, lose)"
                     ))
                 }
             }
@@ -206,6 +236,9 @@ mod tests {
         assert!(s.outages[0].covers(Duration::from_secs(12)));
         assert!(!s.outages[0].covers(Duration::from_secs(15)));
         assert_eq!((s.max_fills, s.seed), (4, 9));
+        let s = SimSpec::parse("per_lot=2ms,reorder=0.5,dup=0.25,lose=0.125", "x").unwrap();
+        assert_eq!(s.per_lot, Duration::from_millis(2));
+        assert_eq!((s.reorder, s.dup, s.lose), (0.5, 0.25, 0.125));
         assert_eq!(SimSpec::parse("", "x").unwrap(), SimSpec::named("x"));
         assert_eq!(
             SimSpec::parse("latency=2ms", "x").unwrap().latency,
@@ -221,6 +254,8 @@ mod tests {
             ("down=10s", "FROM+FOR"),
             ("color=red", "unknown key"),
             ("fills=0", "fills"),
+            ("dup=1.5", "probability"),
+            ("per_lot=2s", "per_lot"),
             ("transient=0.6,permanent=0.6", "exceed"),
             ("latency", "KEY=VALUE"),
         ] {

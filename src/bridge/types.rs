@@ -112,6 +112,13 @@ impl Lots {
     }
 }
 
+/// As its text form (`"1.50"`), the way a flag gives it.
+impl serde::Serialize for Lots {
+    fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        s.collect_str(self)
+    }
+}
+
 impl fmt::Display for Lots {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         write!(f, "{}.{:02}", self.0 / 100, self.0 % 100)

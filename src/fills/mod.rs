@@ -8,7 +8,8 @@
 //!                                         ▲ gap timer (own tick)
 //! ```
 //!
-//! Ownership: one thread owns a [`sequencer::Sequencers`] and its
+//! Ownership: one thread (the order path's fill thread,
+//! `crate::order::fill_thread`) owns a [`sequencer::Sequencers`] and its
 //! [`position::Positions`]: fill arrivals and timer ticks are both delivered
 //! to that thread, so a fill can never be applied twice by a race between the
 //! timer and an arrival (no lock needed; a lock both took would serialise

@@ -191,6 +191,11 @@ impl<K: Eq + Hash + Clone + Debug, T> Sequencers<K, T> {
         skipped
     }
 
+    /// Early fills held now for `order`.
+    pub fn held(&self, order: &K) -> usize {
+        self.orders.get(order).map_or(0, |s| s.held.len())
+    }
+
     /// Forgets a finished order and anything still held for it.
     pub fn finish(&mut self, order: &K) {
         if let Some(seq) = self.orders.remove(order) {

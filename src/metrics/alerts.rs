@@ -72,8 +72,9 @@ pub struct AlertLimits {
     pub staleness: Duration,
     /// Dead letters per second that raise `dlq_growth`.
     pub dlq_per_sec: f64,
-    /// Order queue capacity.
-    pub order_queue_capacity: u64,
+    /// Order queue capacity per lane (small, large): `order_queue_high`
+    /// starts when either lane's queue is near its bound.
+    pub order_queue_capacity: [u64; 2],
     /// Oldest queued order age that raises `order_queue_old`.
     pub order_age: Duration,
 }
@@ -182,10 +183,14 @@ impl Alerts {
             ),
             (
                 Alert::OrderQueueHigh,
-                near(n.orders.queue_depth, l.order_queue_capacity),
+                near(n.orders.lane_depth.0, l.order_queue_capacity[0])
+                    || near(n.orders.lane_depth.1, l.order_queue_capacity[1]),
                 format!(
-                    "{} of {} orders queued",
-                    n.orders.queue_depth, l.order_queue_capacity
+                    "{} of {} small and {} of {} large orders queued",
+                    n.orders.lane_depth.0,
+                    l.order_queue_capacity[0],
+                    n.orders.lane_depth.1,
+                    l.order_queue_capacity[1]
                 ),
             ),
             (
@@ -228,7 +233,7 @@ mod tests {
             max_conns: 100,
             staleness: Duration::from_secs(1),
             dlq_per_sec: 10.0,
-            order_queue_capacity: 100,
+            order_queue_capacity: [100, 10],
             order_age: Duration::from_millis(500),
         }
     }
@@ -245,6 +250,7 @@ mod tests {
             ..CountersSnapshot::default()
         };
         busy.orders.queue_depth = 80;
+        busy.orders.lane_depth = (80, 0);
         busy.orders.queue_oldest_age_us = 600_000;
         let stale = [SubscriberStats {
             connected: true,
@@ -267,6 +273,7 @@ mod tests {
         );
         let mut calm = busy.clone();
         calm.orders.queue_depth = 0;
+        calm.orders.lane_depth = (0, 0);
         calm.orders.queue_oldest_age_us = 0;
         let off = AlertInputs {
             now: &calm,

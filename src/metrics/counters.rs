@@ -12,7 +12,7 @@ use crossbeam_utils::CachePadded;
 
 use crate::feed::poison::PoisonReason;
 
-use super::order_counters::{OrderCounters, OrderSnapshot, RetryCounters};
+use super::order_counters::{FillCounters, OrderCounters, OrderSnapshot, RetryCounters};
 
 /// Adds `n` to a counter that only the calling thread writes.
 #[inline]
@@ -108,6 +108,8 @@ pub struct Counters {
     pub orders: CachePadded<OrderCounters>,
     /// Single writer: the retry timer thread.
     pub retry: CachePadded<RetryCounters>,
+    /// Single writer: the order fill thread.
+    pub fills: CachePadded<FillCounters>,
 }
 
 /// A point-in-time copy of every counter, for reports.
@@ -203,7 +205,7 @@ impl Counters {
             auth_failures: (get(&f.auth_failures), get(&p.auth_failures)),
             subscriptions_refused: get(&p.subscriptions_refused),
             dlq: (get(&self.dlq_stored), get(&f.dlq_handoff_dropped)),
-            orders: OrderSnapshot::take(&self.orders, &self.retry),
+            orders: OrderSnapshot::take(&self.orders, &self.retry, &self.fills),
         }
     }
 

@@ -6,10 +6,12 @@
 //!   expired) in one place, and `accepted = done + dead + expired +
 //!   in flight` holds at every snapshot taken while it is idle.
 //! * [`RetryCounters`]: the retry timer thread.
+//! * [`FillCounters`]: the fill thread (sequencer, positions, chunks).
 
 use std::fmt;
 use std::sync::atomic::AtomicU64;
 
+use crate::order::lanes::Lane;
 use crate::order::protocol::{DeadReason, DoneStatus, InvalidReason, RejectReason};
 
 /// Retries counted by number: 1, 2, … up to `RETRY_BUCKETS` (the last also
@@ -55,6 +57,88 @@ pub struct OrderCounters {
     pub auth_failures: AtomicU64,
     /// Orders refused over `--max-order-rate` (also counted as `SYSTEM_BUSY`).
     pub rate_limited: AtomicU64,
+    /// Gauge: orders queued per lane, by [`Lane::index`].
+    pub lane_depth: [AtomicU64; 2],
+    /// Gauge: age of the oldest queued order per lane, µs.
+    pub lane_oldest_age_us: [AtomicU64; 2],
+}
+
+/// Written by the fill thread only (`order::fill_thread`).
+#[derive(Debug, Default)]
+pub struct FillCounters {
+    /// Venue fills applied in fill-number order (by arrival or by the timer).
+    pub applied: AtomicU64,
+    /// Venue fills that arrived early and were held.
+    pub held: AtomicU64,
+    /// Venue fills ignored: duplicates, or older than the next expected one.
+    pub stale: AtomicU64,
+    /// Early fills refused at a hold bound (a later fill still brings the position up to date).
+    pub refused: AtomicU64,
+    /// Gaps skipped by the gap timer.
+    pub gaps_skipped: AtomicU64,
+    /// Fill numbers never received (skipped over).
+    pub fills_missing: AtomicU64,
+    /// Gap-timer ticks.
+    pub ticks: AtomicU64,
+    /// Gauge: early fills held now.
+    pub held_now: AtomicU64,
+    /// Large orders split into chunks.
+    pub large_orders: AtomicU64,
+    /// Chunks sent.
+    pub chunks: AtomicU64,
+    /// Chunks that ended without executing (dead or expired).
+    pub chunks_failed: AtomicU64,
+    /// Gauge: orders whose fills are being sequenced now.
+    pub open: AtomicU64,
+}
+
+/// A copy of the fill counters.
+#[derive(Debug, Clone, Default, PartialEq, Eq, serde::Serialize)]
+pub struct FillSnapshot {
+    /// See [`FillCounters::applied`].
+    pub applied: u64,
+    /// See [`FillCounters::held`].
+    pub held: u64,
+    /// See [`FillCounters::stale`].
+    pub stale: u64,
+    /// See [`FillCounters::refused`].
+    pub refused: u64,
+    /// See [`FillCounters::gaps_skipped`].
+    pub gaps_skipped: u64,
+    /// See [`FillCounters::fills_missing`].
+    pub fills_missing: u64,
+    /// See [`FillCounters::ticks`].
+    pub ticks: u64,
+    /// See [`FillCounters::held_now`].
+    pub held_now: u64,
+    /// See [`FillCounters::large_orders`].
+    pub large_orders: u64,
+    /// See [`FillCounters::chunks`].
+    pub chunks: u64,
+    /// See [`FillCounters::chunks_failed`].
+    pub chunks_failed: u64,
+    /// See [`FillCounters::open`].
+    pub open: u64,
+}
+
+impl FillSnapshot {
+    /// Copies the group.
+    pub fn take(f: &FillCounters) -> Self {
+        FillSnapshot {
+            applied: get(&f.applied),
+            held: get(&f.held),
+            stale: get(&f.stale),
+            refused: get(&f.refused),
+            gaps_skipped: get(&f.gaps_skipped),
+            fills_missing: get(&f.fills_missing),
+            ticks: get(&f.ticks),
+            held_now: get(&f.held_now),
+            large_orders: get(&f.large_orders),
+            chunks: get(&f.chunks),
+            chunks_failed: get(&f.chunks_failed),
+            open: get(&f.open),
+        }
+    }
 }
 
 /// Written by the retry timer thread only.
@@ -117,6 +201,12 @@ pub struct OrderSnapshot {
     pub in_flight: u64,
     /// Ids remembered.
     pub dedup_ids: u64,
+    /// Queue depth now per lane (small, large).
+    pub lane_depth: (u64, u64),
+    /// Oldest queued order's age now per lane (small, large), µs.
+    pub lane_oldest_age_us: (u64, u64),
+    /// Fill sequencing, positions and chunks.
+    pub sequencing: FillSnapshot,
     /// Connections refused for a wrong, missing or late token.
     pub auth_failures: u64,
     /// `SYSTEM_BUSY rate_limited` rejects (part of `busy`).
@@ -136,8 +226,8 @@ fn named<const N: usize>(names: [&str; N], vals: &[AtomicU64; N]) -> Vec<(String
 }
 
 impl OrderSnapshot {
-    /// Copies both groups.
-    pub fn take(o: &OrderCounters, r: &RetryCounters) -> Self {
+    /// Copies the three groups.
+    pub fn take(o: &OrderCounters, r: &RetryCounters, f: &FillCounters) -> Self {
         let rejected = named(RejectReason::ALL.map(RejectReason::as_str), &o.rejected);
         let done = named(DoneStatus::ALL.map(DoneStatus::as_str), &o.done);
         let dead = named(DeadReason::ALL.map(DeadReason::as_str), &o.dead);
@@ -170,6 +260,15 @@ impl OrderSnapshot {
             retry_depth: get(&r.depth),
             in_flight: get(&o.in_flight),
             dedup_ids: get(&o.dedup_ids),
+            lane_depth: (
+                get(&o.lane_depth[Lane::Small.index()]),
+                get(&o.lane_depth[Lane::Large.index()]),
+            ),
+            lane_oldest_age_us: (
+                get(&o.lane_oldest_age_us[Lane::Small.index()]),
+                get(&o.lane_oldest_age_us[Lane::Large.index()]),
+            ),
+            sequencing: FillSnapshot::take(f),
             auth_failures: get(&o.auth_failures),
             rate_limited: get(&o.rate_limited),
         }
@@ -189,17 +288,21 @@ impl OrderSnapshot {
         let secs = secs.max(1e-9);
         let retries: u64 = self.retries.iter().sum::<u64>() - last.retries.iter().sum::<u64>();
         Some(format!(
-            "          orders accepted {:>7.0}/s busy {} done {} dead {} expired {} retries {} | queue {} oldest {:.1}ms retry queue {} in flight {}",
+            "          orders accepted {:>7.0}/s busy {} done {} dead {} expired {} retries {} | queue small {} oldest {:.1}ms large {} oldest {:.1}ms | retry queue {} in flight {} | fills held {} gaps skipped {}",
             (self.accepted - last.accepted) as f64 / secs,
             self.busy - last.busy,
             self.done_total - last.done_total,
             self.dead_total - last.dead_total,
             self.expired - last.expired,
             retries,
-            self.queue_depth,
-            self.queue_oldest_age_us as f64 / 1_000.0,
+            self.lane_depth.0,
+            self.lane_oldest_age_us.0 as f64 / 1_000.0,
+            self.lane_depth.1,
+            self.lane_oldest_age_us.1 as f64 / 1_000.0,
             self.retry_depth,
             self.in_flight,
+            self.sequencing.held_now,
+            self.sequencing.gaps_skipped - last.sequencing.gaps_skipped,
         ))
     }
 }
@@ -256,6 +359,20 @@ impl fmt::Display for OrderSnapshot {
             self.attempts,
             self.replays,
             self.undeliverable
+        )?;
+        let q = &self.sequencing;
+        writeln!(
+            f,
+            "fill sequencing: applied {} held {} stale/duplicate {} refused {} gaps skipped {} fills missing {}   large orders {} in {} chunks ({} failed)",
+            q.applied,
+            q.held,
+            q.stale,
+            q.refused,
+            q.gaps_skipped,
+            q.fills_missing,
+            q.large_orders,
+            q.chunks,
+            q.chunks_failed
         )
     }
 }

@@ -26,11 +26,24 @@ pub enum Stage {
     /// Order line received → its terminal reply handed to the kernel
     /// (retries and their delays included).
     OrderE2e,
+    /// [`Stage::OrderQueueWait`] of the small-order lane.
+    OrderQueueWaitSmall,
+    /// [`Stage::OrderQueueWait`] of the large-order lane (parent order
+    /// offered → taken by a large-lane worker to be split).
+    OrderQueueWaitLarge,
+    /// [`Stage::OrderProcess`] of the small-order lane.
+    OrderProcessSmall,
+    /// [`Stage::OrderProcess`] of the large-order lane: one attempt of one chunk.
+    OrderProcessLarge,
+    /// [`Stage::OrderE2e`] of small orders.
+    OrderE2eSmall,
+    /// [`Stage::OrderE2e`] of large orders (received → the parent's terminal reply).
+    OrderE2eLarge,
 }
 
 impl Stage {
     /// Number of stages.
-    pub const COUNT: usize = 9;
+    pub const COUNT: usize = 15;
     /// Every stage, in index order.
     pub const ALL: [Stage; Stage::COUNT] = [
         Stage::FeedParse,
@@ -42,6 +55,12 @@ impl Stage {
         Stage::OrderQueueWait,
         Stage::OrderProcess,
         Stage::OrderE2e,
+        Stage::OrderQueueWaitSmall,
+        Stage::OrderQueueWaitLarge,
+        Stage::OrderProcessSmall,
+        Stage::OrderProcessLarge,
+        Stage::OrderE2eSmall,
+        Stage::OrderE2eLarge,
     ];
 
     /// Stable snake-case name (reports, files, metric labels).
@@ -56,6 +75,12 @@ impl Stage {
             Stage::OrderQueueWait => "order_queue_wait",
             Stage::OrderProcess => "order_process",
             Stage::OrderE2e => "order_e2e",
+            Stage::OrderQueueWaitSmall => "order_queue_wait_small",
+            Stage::OrderQueueWaitLarge => "order_queue_wait_large",
+            Stage::OrderProcessSmall => "order_process_small",
+            Stage::OrderProcessLarge => "order_process_large",
+            Stage::OrderE2eSmall => "order_e2e_small",
+            Stage::OrderE2eLarge => "order_e2e_large",
         }
     }
 

@@ -1,7 +1,8 @@
-//! Bounded admission: the main order queue and its gauges.
+//! Bounded admission: the lane queues and their gauges.
 //!
-//! A bounded MPMC channel (crossbeam's array flavour, Vyukov's bounded
-//! queue) between the gateway (single producer) and the workers (consumers).
+//! One bounded MPMC channel per lane (crossbeam's array flavour, Vyukov's
+//! bounded queue) between the gateway (single producer) and that lane's
+//! workers (consumers).
 //! [`Admission::offer`] never blocks and never drops: a full queue hands the
 //! order back as `Err(Busy(order))` and the gateway answers `SYSTEM_BUSY`.
 //!
@@ -20,6 +21,10 @@ use std::sync::Arc;
 use crossbeam_channel::{Receiver, Sender, TrySendError};
 use crossbeam_utils::CachePadded;
 
+use crate::metrics::counters::set;
+use crate::metrics::order_counters::OrderCounters;
+
+use super::lanes::{Lane, LaneConfig};
 use super::types::Order;
 
 /// The queue was full: the order comes back, not accepted.
@@ -55,42 +60,17 @@ impl QueueStats {
     }
 }
 
-/// The producer side (the gateway).
+/// One lane's queue, producer side.
 #[derive(Debug)]
-pub struct Admission {
+struct LaneTx {
     tx: Sender<Order>,
     stats: Arc<QueueStats>,
     capacity: usize,
 }
 
-/// A bounded queue of `capacity` orders: the producer side, the consumer
-/// receiver (clone it per worker) and the shared stats.
-pub fn admission(capacity: usize) -> (Admission, Receiver<Order>, Arc<QueueStats>) {
-    let capacity = capacity.max(1);
-    let (tx, rx) = crossbeam_channel::bounded(capacity);
-    let stats = Arc::new(QueueStats {
-        popped: CachePadded::new(AtomicU64::new(0)),
-        pushed: CachePadded::new(AtomicU64::new(0)),
-        enq_ns: (0..capacity).map(|_| AtomicU64::new(0)).collect(),
-    });
-    (
-        Admission {
-            tx,
-            stats: Arc::clone(&stats),
-            capacity,
-        },
-        rx,
-        stats,
-    )
-}
-
-impl Admission {
-    /// Offers an order, stamped with `order.enq_mono_ns`.
-    ///
-    /// # Errors
-    /// `Busy(order)` when the queue is full (or the workers are gone).
-    #[allow(clippy::result_large_err)] // reason: the order moves back by value; boxing it would allocate on the SYSTEM_BUSY path, which must stay cheap
-    pub fn offer(&self, order: Order) -> Result<(), Busy<Order>> {
+impl LaneTx {
+    #[allow(clippy::result_large_err)] // reason: see `Admission::offer`
+    fn offer(&self, order: Order) -> Result<(), Busy<Order>> {
         let stamp = order.enq_mono_ns;
         match self.tx.try_send(order) {
             Ok(()) => {
@@ -105,20 +85,121 @@ impl Admission {
             Err(TrySendError::Full(o)) | Err(TrySendError::Disconnected(o)) => Err(Busy(o)),
         }
     }
+}
 
-    /// Orders queued now.
+/// One lane's queue, consumer side (clone the receiver per worker).
+#[derive(Debug, Clone)]
+pub struct LaneRx {
+    /// The orders.
+    pub rx: Receiver<Order>,
+    /// Its stats (consumers count what they take).
+    pub stats: Arc<QueueStats>,
+}
+
+/// The producer side (the gateway): routes each order to its lane's
+/// bounded queue (see [`super::lanes`]).
+#[derive(Debug)]
+pub struct Admission {
+    lanes: LaneConfig,
+    queues: [LaneTx; 2],
+}
+
+fn lane_queue(capacity: usize) -> (LaneTx, LaneRx) {
+    let capacity = capacity.max(1);
+    let (tx, rx) = crossbeam_channel::bounded(capacity);
+    let stats = Arc::new(QueueStats {
+        popped: CachePadded::new(AtomicU64::new(0)),
+        pushed: CachePadded::new(AtomicU64::new(0)),
+        enq_ns: (0..capacity).map(|_| AtomicU64::new(0)).collect(),
+    });
+    (
+        LaneTx {
+            tx,
+            stats: Arc::clone(&stats),
+            capacity,
+        },
+        LaneRx { rx, stats },
+    )
+}
+
+/// A bounded queue per lane (`capacity[lane.index()]` orders each): the
+/// producer side and the consumer sides, by [`Lane::index`]. In
+/// [`super::lanes::LaneMode::Shared`] the large queue exists but stays empty.
+pub fn admission(lanes: LaneConfig, capacity: [usize; 2]) -> (Admission, [LaneRx; 2]) {
+    let (small_tx, small_rx) = lane_queue(capacity[0]);
+    let (large_tx, large_rx) = lane_queue(capacity[1]);
+    (
+        Admission {
+            lanes,
+            queues: [small_tx, large_tx],
+        },
+        [small_rx, large_rx],
+    )
+}
+
+impl Admission {
+    /// Offers an order to its lane, stamped with `order.enq_mono_ns`; sets
+    /// `order.lane`.
+    ///
+    /// # Errors
+    /// `Busy(order)` when its lane's queue is full (or the workers are gone).
+    #[allow(clippy::result_large_err)] // reason: the order moves back by value; boxing it would allocate on the SYSTEM_BUSY path, which must stay cheap
+    pub fn offer(&self, mut order: Order) -> Result<(), Busy<Order>> {
+        order.lane = self.lanes.lane_of(order.qty);
+        self.queues[order.lane.index()].offer(order)
+    }
+
+    /// Orders queued now, both lanes.
     pub fn depth(&self) -> usize {
-        self.tx.len()
+        self.queues.iter().map(|q| q.tx.len()).sum()
     }
 
-    /// The bound.
-    pub fn capacity(&self) -> usize {
-        self.capacity
+    /// Orders queued now in `lane`.
+    pub fn lane_depth(&self, lane: Lane) -> usize {
+        self.queues[lane.index()].tx.len()
     }
 
-    /// The shared stats.
-    pub fn stats(&self) -> &Arc<QueueStats> {
-        &self.stats
+    /// The bound of `lane`'s queue.
+    pub fn capacity_of(&self, lane: Lane) -> usize {
+        self.queues[lane.index()].capacity
+    }
+
+    /// Age in ns of the oldest order queued in `lane` at `now_ns` (0 when empty).
+    pub fn lane_oldest_age_ns(&self, lane: Lane, now_ns: u64) -> u64 {
+        self.queues[lane.index()].stats.oldest_age_ns(now_ns)
+    }
+
+    /// Age in ns of the oldest order queued in either lane (0 when both are empty).
+    pub fn oldest_age_ns(&self, now_ns: u64) -> u64 {
+        Lane::ALL
+            .iter()
+            .map(|l| self.lane_oldest_age_ns(*l, now_ns))
+            .max()
+            .unwrap_or(0)
+    }
+
+    /// Writes the queue gauges (total and per lane) at `now_ns`.
+    /// Single writer: the gateway thread.
+    pub fn publish_gauges(&self, o: &OrderCounters, now_ns: u64) {
+        set(&o.queue_depth, self.depth() as u64);
+        set(&o.queue_oldest_age_us, self.oldest_age_ns(now_ns) / 1_000);
+        for l in Lane::ALL {
+            set(&o.lane_depth[l.index()], self.lane_depth(l) as u64);
+            set(
+                &o.lane_oldest_age_us[l.index()],
+                self.lane_oldest_age_ns(l, now_ns) / 1_000,
+            );
+        }
+    }
+
+    /// Zeroes the queue gauges (intake closed).
+    pub fn clear_gauges(o: &OrderCounters) {
+        set(&o.queue_depth, 0);
+        set(&o.queue_oldest_age_us, 0);
+        for l in Lane::ALL {
+            set(&o.lane_depth[l.index()], 0);
+            set(&o.lane_oldest_age_us[l.index()], 0);
+        }
     }
 }
 
@@ -126,6 +207,7 @@ impl Admission {
 mod tests {
     use super::*;
     use crate::bridge::{Lots, Side};
+    use crate::order::lanes::LaneMode;
 
     pub(crate) fn order(seq: u64, enq: u64) -> Order {
         Order {
@@ -144,12 +226,15 @@ mod tests {
             history: Vec::new(),
             next_delay: (0, 0),
             replay: false,
+            lane: Lane::Small,
+            chunk: None,
         }
     }
 
     #[test]
     fn capacity_and_busy_hands_the_order_back() {
-        let (a, rx, stats) = admission(2);
+        let (a, [small, _]) = admission(LaneConfig::default(), [2, 1]);
+        let (rx, stats) = (small.rx, small.stats);
         a.offer(order(1, 10)).unwrap();
         a.offer(order(2, 20)).unwrap();
         let Err(Busy(back)) = a.offer(order(3, 30)) else {
@@ -172,5 +257,40 @@ mod tests {
         rx.recv().unwrap();
         stats.on_take();
         assert_eq!(stats.oldest_age_ns(100), 0);
+    }
+
+    #[test]
+    fn each_lane_has_its_own_bound_and_gauges() {
+        let (a, [small, large]) = admission(LaneConfig::default(), [1, 1]);
+        let big = |seq, enq| Order {
+            qty: Lots(100_000),
+            ..order(seq, enq)
+        };
+        a.offer(big(1, 10)).unwrap();
+        let Err(Busy(back)) = a.offer(big(2, 20)) else {
+            panic!("the large lane holds one")
+        };
+        assert_eq!(back.lane, Lane::Large);
+        a.offer(order(3, 30))
+            .expect("a full large lane does not refuse small orders");
+        assert_eq!(
+            (a.lane_depth(Lane::Small), a.lane_depth(Lane::Large)),
+            (1, 1)
+        );
+        assert_eq!(a.lane_oldest_age_ns(Lane::Large, 100), 90);
+        assert_eq!(a.oldest_age_ns(100), 90);
+        assert_eq!(large.rx.recv().unwrap().lane, Lane::Large);
+        large.stats.on_take();
+        assert_eq!(a.oldest_age_ns(100), 70, "now the small one is the oldest");
+        assert_eq!(small.rx.recv().unwrap().seq, 3);
+        let (shared, [s, _]) = admission(
+            LaneConfig {
+                mode: LaneMode::Shared,
+                ..LaneConfig::default()
+            },
+            [4, 4],
+        );
+        shared.offer(big(9, 0)).unwrap();
+        assert_eq!(s.rx.recv().unwrap().lane, Lane::Small, "one lane for all");
     }
 }

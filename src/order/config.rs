@@ -7,6 +7,10 @@ use std::time::Duration;
 use clap::Args;
 
 use crate::bridge::spec::SimSpec;
+use crate::bridge::Lots;
+use crate::fills::sequencer::SequencerConfig;
+
+use super::lanes::{LaneConfig, LaneMode};
 use crate::error::ConfigError;
 use crate::retry::{Backoff, Jitter};
 
@@ -33,6 +37,21 @@ pub struct OrderConfig {
     pub max_line_len: usize,
     /// The simulated venues, side by side.
     pub bridges: Vec<SimSpec>,
+    /// Lanes: routing threshold, chunking (see `order::lanes`).
+    pub lanes: LaneConfig,
+    /// Large-lane worker threads (`workers` is the small lane's; in shared
+    /// mode one lane has both).
+    pub large_workers: usize,
+    /// Large orders waiting for a large-lane worker, at most.
+    pub large_queue_capacity: usize,
+    /// A fill gap open this long is skipped.
+    pub gap_timeout: Duration,
+    /// Period of the gap timer.
+    pub gap_tick: Duration,
+    /// Early fills held per order (per chunk of a large order), at most.
+    pub hold_per_order: usize,
+    /// Early fills held in all, at most.
+    pub hold_total: usize,
     /// Orders (`NEW`, `REPLAY`) per second per connection, with a burst of
     /// as many (0 = no limit); over it `SYSTEM_BUSY rate_limited`.
     pub max_order_rate: u32,
@@ -52,6 +71,13 @@ impl Default for OrderConfig {
             dedup_capacity: 1_000_000,
             max_line_len: 256,
             bridges: vec![SimSpec::named("sim1"), SimSpec::named("sim2")],
+            lanes: LaneConfig::default(),
+            large_workers: 2,
+            large_queue_capacity: 1_000,
+            gap_timeout: Duration::from_millis(200),
+            gap_tick: Duration::from_millis(50),
+            hold_per_order: 64,
+            hold_total: 65_536,
             max_order_rate: 0,
             shutdown_deadline: Duration::from_secs(5),
         }
@@ -59,6 +85,23 @@ impl Default for OrderConfig {
 }
 
 impl OrderConfig {
+    /// Worker threads per lane (small, large), by the lane mode.
+    pub fn lane_workers(&self) -> [usize; 2] {
+        match self.lanes.mode {
+            LaneMode::Split => [self.workers, self.large_workers],
+            LaneMode::Shared => [self.workers + self.large_workers, 0],
+        }
+    }
+
+    /// The fill sequencer's settings.
+    pub fn sequencer(&self) -> SequencerConfig {
+        SequencerConfig {
+            max_held_per_order: self.hold_per_order,
+            max_held_total: self.hold_total,
+            gap_timeout_ns: self.gap_timeout.as_nanos() as u64,
+        }
+    }
+
     /// Checks every value.
     ///
     /// # Errors
@@ -97,6 +140,21 @@ impl OrderConfig {
         )?;
         range("--order-max-line-len", self.max_line_len as u64, 64, 65_536)?;
         range("--retry-attempts", u64::from(self.retry.retries), 0, 100)?;
+        range("--large-workers", self.large_workers as u64, 1, 256)?;
+        range(
+            "--large-queue-capacity",
+            self.large_queue_capacity as u64,
+            1,
+            10_000_000,
+        )?;
+        range("--max-chunks", u64::from(self.lanes.max_chunks), 1, 1_000)?;
+        range(
+            "--fill-hold-per-order",
+            self.hold_per_order as u64,
+            1,
+            100_000,
+        )?;
+        range("--fill-hold-total", self.hold_total as u64, 1, 100_000_000)?;
         range(
             "--max-order-rate",
             u64::from(self.max_order_rate),
@@ -123,6 +181,18 @@ impl OrderConfig {
         }
         if self.dedup_retention.is_zero() {
             return invalid("--dedup-retention", "must be positive");
+        }
+        if self.lanes.threshold.0 == 0 {
+            return invalid("--large-threshold", "must be positive");
+        }
+        if self.lanes.chunk.0 == 0 {
+            return invalid("--chunk-lots", "must be positive");
+        }
+        if self.gap_timeout.is_zero() {
+            return invalid("--gap-timeout", "must be positive");
+        }
+        if self.gap_tick.is_zero() || self.gap_tick > Duration::from_secs(10) {
+            return invalid("--gap-tick", "must be positive and at most 10s");
         }
         if self.bridges.is_empty() {
             return invalid("--bridge", "at least one bridge is needed");
@@ -177,6 +247,37 @@ pub struct OrderArgs {
     /// Default: two venues `sim1`, `sim2` (200µs–1ms, 1% transient, up to 3 fills).
     #[arg(long = "bridge", value_name = "SPEC")]
     pub bridges: Vec<String>,
+    /// `split`: small and large orders in separate lanes, large ones chunked;
+    /// `shared`: one lane for all, executed whole (the baseline).
+    #[arg(long, value_enum, default_value_t = LaneMode::Split)]
+    pub order_lanes: LaneMode,
+    /// Orders above this many lots take the large-order lane.
+    #[arg(long, value_name = "LOTS", value_parser = Lots::parse, default_value = "100")]
+    pub large_threshold: Lots,
+    /// Large-lane worker threads (the small lane has --order-workers).
+    #[arg(long, value_name = "N", default_value_t = 2)]
+    pub large_workers: usize,
+    /// Large orders waiting for a large-lane worker; more get SYSTEM_BUSY.
+    #[arg(long, value_name = "N", default_value_t = 1_000)]
+    pub large_queue_capacity: usize,
+    /// Target chunk size of a large order, lots.
+    #[arg(long, value_name = "LOTS", value_parser = Lots::parse, default_value = "100")]
+    pub chunk_lots: Lots,
+    /// Most chunks per large order (a bigger order gets bigger chunks).
+    #[arg(long, value_name = "N", default_value_t = 16)]
+    pub max_chunks: u32,
+    /// A gap in an order's fill numbers open this long is skipped.
+    #[arg(long, value_name = "DURATION", value_parser = humantime::parse_duration, default_value = "200ms")]
+    pub gap_timeout: Duration,
+    /// Period of the fill gap timer.
+    #[arg(long, value_name = "DURATION", value_parser = humantime::parse_duration, default_value = "50ms")]
+    pub gap_tick: Duration,
+    /// Early fills held per order (per chunk), at most.
+    #[arg(long, value_name = "N", default_value_t = 64)]
+    pub fill_hold_per_order: usize,
+    /// Early fills held in all, at most.
+    #[arg(long, value_name = "N", default_value_t = 65_536)]
+    pub fill_hold_total: usize,
     /// Orders per second per order connection, with a burst of as many (0 = no limit); over it REJECT … SYSTEM_BUSY rate_limited.
     #[arg(long, value_name = "PER_SEC", default_value_t = 0)]
     pub max_order_rate: u32,
@@ -218,6 +319,18 @@ impl OrderArgs {
             dedup_capacity: self.dedup_capacity,
             max_line_len: self.order_max_line_len,
             bridges,
+            lanes: LaneConfig {
+                mode: self.order_lanes,
+                threshold: self.large_threshold,
+                chunk: self.chunk_lots,
+                max_chunks: self.max_chunks,
+            },
+            large_workers: self.large_workers,
+            large_queue_capacity: self.large_queue_capacity,
+            gap_timeout: self.gap_timeout,
+            gap_tick: self.gap_tick,
+            hold_per_order: self.fill_hold_per_order,
+            hold_total: self.fill_hold_total,
             max_order_rate: self.max_order_rate,
             shutdown_deadline: self.shutdown_deadline,
         };

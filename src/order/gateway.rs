@@ -52,12 +52,14 @@ use crate::sys::clock::{wall_ns, MonoClock};
 
 use super::admission::{Admission, Busy};
 use super::dedup::{Dedup, IdState, Refusal};
+use super::lanes::Lane;
 use super::protocol::{
     parse_request, write_ack, write_dead, write_done, write_fill, write_reject, InvalidReason,
     NewOrder, RejectReason, Request,
 };
 use super::rate::RateLimit;
 use super::types::{ConnId, Event, EventKind, Order};
+use super::worker::e2e_stage;
 
 const LISTENER: Token = Token(usize::MAX - 1);
 /// Token of the waker workers, the timer and the runtime ring.
@@ -130,9 +132,9 @@ struct Core {
     in_flight: u64,
     /// Rejects written this turn (their latency is recorded after the write).
     rejects: u64,
-    /// The detail of a queue-full reject, formatted once (the overload path
-    /// must stay cheap).
-    busy_detail: String,
+    /// The detail of a queue-full reject per lane (by [`Lane::index`]),
+    /// formatted once (the overload path must stay cheap).
+    busy_detail: [String; 2],
     /// `--max-order-rate`, for the refusal's text.
     max_order_rate: u32,
 }
@@ -178,7 +180,13 @@ impl Gateway {
     ) -> std::io::Result<Self> {
         poll.registry()
             .register(&mut listener, LISTENER, Interest::READABLE)?;
-        let busy_detail = format!("queue full ({} orders waiting)", admission.capacity());
+        let busy_detail = Lane::ALL.map(|l| {
+            format!(
+                "queue full ({} orders waiting in the {} lane)",
+                admission.capacity_of(l),
+                l.as_str()
+            )
+        });
         Ok(Gateway {
             poll,
             listener: Some(listener),
@@ -563,15 +571,8 @@ impl Gateway {
         set(&o.in_flight, self.core.in_flight);
         set(&o.dedup_ids, self.core.dedup.len() as u64);
         match &self.core.admission {
-            Some(a) => {
-                set(&o.queue_depth, a.depth() as u64);
-                let age = a.stats().oldest_age_ns(self.core.mono.now_ns());
-                set(&o.queue_oldest_age_us, age / 1_000);
-            }
-            None => {
-                set(&o.queue_depth, 0);
-                set(&o.queue_oldest_age_us, 0);
-            }
+            Some(a) => a.publish_gauges(o, self.core.mono.now_ns()),
+            None => Admission::clear_gauges(o),
         }
     }
 
@@ -735,6 +736,8 @@ impl Core {
             history: Vec::new(),
             next_delay: (0, 0),
             replay,
+            lane: Lane::Small, // set by `offer`
+            chunk: None,
         };
         match admission.offer(order) {
             Ok(()) => {
@@ -744,10 +747,11 @@ impl Core {
                 self.in_flight += 1;
                 true
             }
-            Err(Busy(_)) => {
-                let detail = std::mem::take(&mut self.busy_detail);
+            Err(Busy(back)) => {
+                let lane = back.lane.index();
+                let detail = std::mem::take(&mut self.busy_detail[lane]);
                 self.reject(out, o.id, RejectReason::SystemBusy, &detail);
-                self.busy_detail = detail;
+                self.busy_detail[lane] = detail;
                 false
             }
         }
@@ -841,6 +845,7 @@ impl Core {
             self.in_flight = self.in_flight.saturating_sub(1);
             let e2e = self.mono.now_ns().saturating_sub(ev.recv_mono_ns);
             self.recorder.record(Stage::OrderE2e, e2e);
+            self.recorder.record(e2e_stage(ev.lane), e2e);
         }
     }
 }

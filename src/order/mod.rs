@@ -1,32 +1,37 @@
 //! The order path: a bounded, honest front door for orders.
 //!
 //! ```text
-//!  clients ─lines─▶ gateway ─(full? SYSTEM_BUSY)─▶ main queue ─▶ workers ─▶ bridges
-//!                      ▲ replies                         ▲          │ transient
-//!                      └────────── events ───────────────┼──────────┤
-//!                                                        └─ ready ◀─ delay queue (retry timer)
+//!  clients ─lines─▶ gateway ─(lane full? SYSTEM_BUSY)─▶ small queue ─▶ small workers ─┐
+//!                      ▲                            └─▶ large queue ─▶ large workers ─┼─▶ bridges
+//!                      │                                    (split into chunks ◀─┘)   │ fills (any order)
+//!                      ├──── FILL / DONE ◀── fill thread (sequencer, gap timer) ◀─────┤
+//!                      └──── DEAD / EXPIRED ◀────────────────────────────────────────┤ transient
+//!                                 ready (per lane) ◀── delay queue (retry timer) ◀───┘
 //! ```
 //!
 //! * [`protocol`]: the text protocol (requests, replies, reasons);
 //! * [`gateway`]: the event loop that owns the client connections, the
 //!   dedup store ([`dedup`]) and the producer side of the queue ([`admission`]);
-//! * [`worker`]: one attempt of one order against a bridge; [`parking`]: what
-//!   the retry timer does with a due order;
+//! * [`lanes`]: small and large orders in separate lanes, large ones split
+//!   into chunks; [`admission`]: the lanes' bounded queues;
+//! * [`worker`]: one attempt of one order (or chunk) against a bridge;
+//!   [`parking`]: what the retry timer does with a due order;
+//! * [`fill_thread`] owns the [`fill_book`]: fills back in order per order
+//!   (sequencer + gap timer), positions from absolute values, chunks folded
+//!   into their parent, and the `FILL`/`DONE` replies of executed orders;
 //! * [`path`]: builds the threads and stops them in order (within
 //!   `--shutdown-deadline`);
 //! * [`rate`]: the per-connection order rate limit (GCRA);
 //! * [`config`]: settings and flags.
-//!
-//! Lanes (issue 5) slot in at [`admission`]: the gateway routes an order to
-//! one of several [`admission::Admission`] queues and workers take from the
-//! lanes they serve; [`types::EventKind::Fill`] already carries absolute
-//! cumulative values for a sequencer to order.
 
 pub mod admission;
 pub mod config;
 pub mod dedup;
 pub mod events;
+pub mod fill_book;
+pub mod fill_thread;
 pub mod gateway;
+pub mod lanes;
 pub mod parking;
 pub mod path;
 pub mod protocol;

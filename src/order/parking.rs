@@ -2,9 +2,10 @@
 //! its delay is over ([`Fire`] for [`Order`]).
 //!
 //! * due and past its deadline → `REJECT … EXPIRED`, not sent;
-//! * due → handed to the workers' ready channel (`try_send`; when the
+//! * due → handed to its lane's ready channel (`try_send`; when the lane's
 //!   workers are all busy it stays in the delay queue and is offered again
-//!   on the next tick, still holding its permit);
+//!   on the next tick, still holding its permit), so a due chunk of a large
+//!   order never takes a small-lane worker;
 //! * engine stopping → dead-lettered with reason `shutdown` (replayable).
 //!
 //! Counters written here (single writer: the timer thread): retries fired by
@@ -14,28 +15,24 @@ use std::sync::Arc;
 
 use crossbeam_channel::{Sender, TrySendError};
 
-use crate::dlq::DlqSender;
 use crate::metrics::counters::{bump, set, Counters};
 use crate::retry::timer::Fire;
 use crate::retry::Permits;
 
-use super::events::EventSender;
 use super::protocol::DeadReason;
-use super::types::{Event, EventKind, Order};
-use super::worker::dead_letter;
+use super::types::Order;
+use super::worker::Outlet;
 
 /// The timer's handler for orders.
 #[derive(Debug)]
 pub struct Parking {
-    /// Due retries, to the workers (dropped when the timer stops, so the
-    /// workers see the channel close).
-    pub ready: Option<Sender<Order>>,
+    /// Due retries, to each lane's workers by [`super::lanes::Lane::index`]
+    /// (dropped when the timer stops, so the workers see the channels close).
+    pub ready: [Option<Sender<Order>>; 2],
     /// Permits of the retry stage (released here for orders that leave it here).
     pub permits: Arc<Permits>,
-    /// Replies.
-    pub events: EventSender,
-    /// Dead letters.
-    pub dlq: DlqSender,
+    /// Replies, fills (a chunk's end), dead letters.
+    pub out: Outlet,
     /// Retry counters.
     pub counters: Arc<Counters>,
 }
@@ -47,18 +44,12 @@ impl Fire<Order> for Parking {
             // reply and then the counters sees it.
             bump(&self.counters.retry.expired_when_due, 1);
             self.permits.release();
-            let attempts = o.attempts();
-            self.events.send(Event {
-                conn: o.conn,
-                id: Arc::clone(&o.id),
-                recv_mono_ns: o.recv_mono_ns,
-                kind: EventKind::Expired { attempts },
-            });
-            self.events.wake();
+            self.out.expired(&o);
+            self.out.events.wake();
             return Ok(());
         }
         let retry = o.attempts() as usize; // retry number: 1 after the first attempt
-        let Some(ready) = &self.ready else {
+        let Some(ready) = &self.ready[o.lane.index()] else {
             self.abandon(o, now_ns);
             return Ok(());
         };
@@ -77,19 +68,19 @@ impl Fire<Order> for Parking {
     }
 
     fn close(&mut self) {
-        self.ready = None;
+        self.ready = [None, None];
     }
 
     fn overflow(&mut self, o: Order, _now_ns: u64) {
         self.permits.release();
-        dead_letter(&self.dlq, &self.events, o, DeadReason::RetryQueueFull);
-        self.events.wake();
+        self.out.dead(o, DeadReason::RetryQueueFull);
+        self.out.events.wake();
     }
 
     fn abandon(&mut self, o: Order, _now_ns: u64) {
         self.permits.release();
-        dead_letter(&self.dlq, &self.events, o, DeadReason::Shutdown);
-        self.events.wake();
+        self.out.dead(o, DeadReason::Shutdown);
+        self.out.events.wake();
     }
 
     fn observe(&mut self, len: usize, next_due_ns: Option<u64>, now_ns: u64) {

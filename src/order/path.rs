@@ -3,33 +3,41 @@
 //! exactly one terminal reply.
 //!
 //! ```text
-//!  clients ⇄ gateway ──main queue (bounded)──▶ workers ×N ──▶ bridges
-//!              ▲  ▲                             │  ▲   │
-//!              │  └──── events (bounded) ───────┘  │   └─(due, order)─▶ timer (delay queue)
-//!              └──────── events ───────────────────┼──────────────────────┘   │
-//!                                                  └──── ready (due retries) ◀┘
+//!  clients ⇄ gateway ──small queue──▶ small workers ×N ──┬──▶ bridges
+//!              ▲  ▲  ──large queue──▶ large workers ×M ──┤     (chunks ⟲ chunk queue)
+//!              │  │                      ▲   │ fills      └─(due, order)─▶ timer (delay queue)
+//!              │  └── FILL/DONE ── fill thread ◀──────────────── chunk ends ──┘   │
+//!              └───── DEAD/EXPIRED (events, bounded) ◀── workers, timer         │
+//!                           ready (due retries, one channel per lane) ◀──────────┘
 //! ```
 //!
-//! Threads: `tickfan-order-gw` (gateway), `tickfan-order-wN` (workers),
-//! `tickfan-retry` (timer). Shutdown order:
+//! Threads: `tickfan-order-gw` (gateway), `tickfan-order-wN` (small-lane
+//! workers), `tickfan-order-LN` (large-lane workers), `tickfan-retry`
+//! (timer), `tickfan-fills` (fill thread). Shutdown order:
 //!
-//! 1. the gateway stops reading and closes the main queue's producer side
+//! 1. the gateway stops reading and closes the lane queues' producer side
 //!    (and its listener: new connections are refused by the OS);
 //! 2. workers stop parking retries (a transient failure is dead-lettered
 //!    with reason `shutdown`, replayable after a restart); the timer
 //!    dead-letters what waits in the delay queue and closes the ready
-//!    channel;
-//! 3. workers finish the main queue and exit; the timer exits once no
-//!    worker can send to it;
+//!    channels;
+//! 3. workers finish their lane's queue and the chunk queue and exit; the
+//!    timer exits once no worker can send to it;
 //! 4. if the workers have not finished when the shutdown deadline passes
 //!    (`--shutdown-deadline`, on the engine clock), no new attempt starts:
-//!    the orders still queued (main queue, due retries) are dead-lettered
-//!    with reason `shutdown` at once, and an order a worker takes from then
-//!    on is too. An attempt already at a bridge is waited for: its outcome
-//!    is unknown until the venue answers, and dead-lettering it would
-//!    invite a `REPLAY` of an order that may have executed (a second
-//!    signal exits at once, see [`crate::sys::signals`]);
-//! 5. the gateway writes the last replies and exits once every event sender
+//!    the orders still queued (both lane queues, due retries of both lanes,
+//!    the chunk queue) are dead-lettered with reason `shutdown` at once (a
+//!    chunk's end goes to the fill thread, which answers for its parent),
+//!    and an order or chunk a worker takes from then on is too (a large
+//!    order is then dead-lettered whole, not split). An attempt already at
+//!    a bridge is waited for: its outcome is unknown until the venue
+//!    answers, and dead-lettering it would invite a `REPLAY` of an order
+//!    that may have executed (a second signal exits at once, see
+//!    [`crate::sys::signals`]);
+//! 5. the fill thread, once every worker, the timer and the leftovers
+//!    drain have gone (its inbox closes), skips the gaps still open, sends
+//!    the last `FILL`/`DONE`s and exits;
+//! 6. the gateway writes the last replies and exits once every event sender
 //!    has gone.
 
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -54,15 +62,18 @@ use crate::retry::timer::TimerLoop;
 use crate::retry::{Permits, SharedClock};
 use crate::sys::clock::MonoClock;
 
-use super::admission::{admission, QueueStats};
+use super::admission::{admission, LaneRx};
 use super::config::OrderConfig;
 use super::dedup::Dedup;
 use super::events::{EventSender, EVENT_CAPACITY};
+use super::fill_book::FillBook;
+use super::fill_thread::{FillThread, FILL_CAPACITY};
 use super::gateway::{Gateway, GatewaySettings, WAKER};
+use super::lanes::{Lane, LaneMode};
 use super::parking::Parking;
 use super::protocol::DeadReason;
 use super::types::Order;
-use super::worker::{dead_letter, Worker};
+use super::worker::{e2e_stage, process_stage, queue_stage, Outlet, Worker};
 
 /// How often the retry timer looks at its clock when retries are waiting.
 pub const RETRY_TICK: Duration = Duration::from_millis(2);
@@ -101,33 +112,47 @@ pub struct OrderPathInputs {
 }
 
 /// What `stop` needs to dead-letter the orders still queued when the
-/// shutdown deadline passes. Dropped at the end of `stop` (it holds an
-/// event sender, and the gateway runs until every sender has gone).
+/// shutdown deadline passes. Dropped at the end of `stop`, before the fill
+/// thread is joined (it holds a fill sender, and the fill thread runs until
+/// every sender has gone; and an event sender, for the gateway likewise).
 #[derive(Debug)]
 struct Leftovers {
-    main: Receiver<Order>,
-    main_stats: Arc<QueueStats>,
-    ready: Receiver<Order>,
-    events: EventSender,
-    dlq: DlqSender,
+    /// Both lane queues, by [`Lane::index`].
+    lanes: [LaneRx; 2],
+    /// Due retries of both lanes, by [`Lane::index`].
+    ready: [Receiver<Order>; 2],
+    /// The large lane's chunk queue (split mode only).
+    chunks: Option<Receiver<Order>>,
+    out: Outlet,
 }
 
 impl Leftovers {
-    /// Dead-letters every order waiting in the main queue or among the due
-    /// retries (`shutdown`); returns how many.
+    /// Dead-letters every order waiting in a lane queue, among the due
+    /// retries or in the chunk queue (`shutdown`; a chunk's end goes to the
+    /// fill thread); returns how many.
     fn drain(&self, permits: &Permits) -> usize {
         let mut n = 0;
-        while let Ok(o) = self.main.try_recv() {
-            self.main_stats.on_take();
-            dead_letter(&self.dlq, &self.events, o, DeadReason::Shutdown);
-            n += 1;
+        for q in &self.lanes {
+            while let Ok(o) = q.rx.try_recv() {
+                q.stats.on_take();
+                self.out.dead(o, DeadReason::Shutdown);
+                n += 1;
+            }
         }
-        while let Ok(o) = self.ready.try_recv() {
-            permits.release();
-            dead_letter(&self.dlq, &self.events, o, DeadReason::Shutdown);
-            n += 1;
+        for r in &self.ready {
+            while let Ok(o) = r.try_recv() {
+                permits.release();
+                self.out.dead(o, DeadReason::Shutdown);
+                n += 1;
+            }
         }
-        self.events.wake();
+        if let Some(c) = &self.chunks {
+            while let Ok(o) = c.try_recv() {
+                self.out.dead(o, DeadReason::Shutdown);
+                n += 1;
+            }
+        }
+        self.out.events.wake();
         n
     }
 }
@@ -150,6 +175,7 @@ pub struct OrderPath {
     gateway: Option<JoinHandle<()>>,
     workers: Vec<JoinHandle<()>>,
     timer: Option<JoinHandle<()>>,
+    fills: Option<JoinHandle<()>>,
 }
 
 impl OrderPath {
@@ -161,13 +187,20 @@ impl OrderPath {
         let c = &i.config;
         let poll = Poll::new()?;
         let waker = Arc::new(Waker::new(poll.registry(), WAKER)?);
-        let (adm, main_rx, stats) = admission(c.queue_capacity);
+        let (adm, lane_rx) = admission(c.lanes, [c.queue_capacity, c.large_queue_capacity]);
         let (ev_tx, ev_rx) = crossbeam_channel::bounded(EVENT_CAPACITY);
         let events = EventSender::new(ev_tx, Arc::clone(&waker));
+        let (fill_tx, fill_rx) = crossbeam_channel::bounded(FILL_CAPACITY);
+        let out = Outlet {
+            events: events.clone(),
+            fills: fill_tx,
+            dlq: i.dlq.clone(),
+        };
         let permits = Arc::new(Permits::new(c.retry_queue_capacity));
-        // Both channels around the delay queue hold at most `permits` orders.
+        // The channels around the delay queue hold at most `permits` orders each.
         let (retry_tx, retry_rx) = crossbeam_channel::bounded(c.retry_queue_capacity);
-        let (ready_tx, ready_rx) = crossbeam_channel::bounded(c.retry_queue_capacity);
+        let (ready_small_tx, ready_small_rx) = crossbeam_channel::bounded(c.retry_queue_capacity);
+        let (ready_large_tx, ready_large_rx) = crossbeam_channel::bounded(c.retry_queue_capacity);
         let closing = Arc::new(AtomicBool::new(false));
         let draining = Arc::new(AtomicBool::new(false));
         let timer_stop = Arc::new(AtomicBool::new(false));
@@ -182,47 +215,62 @@ impl OrderPath {
                 .map(|s| Arc::new(SimBridge::new(s.clone(), start_ns)) as Arc<dyn Bridge>)
                 .collect(),
         };
+        let [n_small, n_large] = c.lane_workers();
+        let chunk_cap = n_large.max(1) * c.lanes.max_chunks as usize;
+        let chunks =
+            (c.lanes.mode == LaneMode::Split).then(|| crossbeam_channel::bounded(chunk_cap));
 
-        let mut workers = Vec::with_capacity(c.workers);
-        for n in 0..c.workers {
-            let w = Worker {
-                main: main_rx.clone(),
-                main_stats: Arc::clone(&stats),
-                ready: ready_rx.clone(),
-                retry_tx: retry_tx.clone(),
-                permits: Arc::clone(&permits),
-                bridges: Arc::clone(&bridges),
-                backoff: c.retry,
-                clock: Arc::clone(&i.clock),
-                mono: i.mono,
-                events: events.clone(),
-                dlq: i.dlq.clone(),
-                draining: Arc::clone(&draining),
-                abandon: Arc::clone(&abandon),
-                recorder: StageRecorder::new(
-                    &[Stage::OrderQueueWait, Stage::OrderProcess],
-                    i.link.clone(),
-                    i.interval_ns,
-                ),
-                rng: StdRng::seed_from_u64(worker_seed(n)),
-            };
-            let done = done_tx.clone();
-            workers.push(
-                std::thread::Builder::new()
-                    .name(format!("tickfan-order-w{n}"))
-                    .spawn(move || {
-                        let _done = done; // dropped when the worker ends, even by a panic
-                        w.run();
-                    })?,
-            );
+        let mut workers = Vec::with_capacity(n_small + n_large);
+        for (lane, count) in [(Lane::Small, n_small), (Lane::Large, n_large)] {
+            for n in 0..count {
+                let (ready, name) = match lane {
+                    Lane::Small => (ready_small_rx.clone(), format!("tickfan-order-w{n}")),
+                    Lane::Large => (ready_large_rx.clone(), format!("tickfan-order-L{n}")),
+                };
+                let w = Worker {
+                    lane,
+                    own: lane_rx[lane.index()].clone(),
+                    chunks: if lane == Lane::Large {
+                        chunks.clone()
+                    } else {
+                        None
+                    },
+                    lanes: c.lanes,
+                    ready,
+                    retry_tx: retry_tx.clone(),
+                    permits: Arc::clone(&permits),
+                    bridges: Arc::clone(&bridges),
+                    backoff: c.retry,
+                    clock: Arc::clone(&i.clock),
+                    mono: i.mono,
+                    out: out.clone(),
+                    draining: Arc::clone(&draining),
+                    abandon: Arc::clone(&abandon),
+                    recorder: StageRecorder::new(
+                        &[
+                            Stage::OrderQueueWait,
+                            Stage::OrderProcess,
+                            queue_stage(lane),
+                            process_stage(lane),
+                        ],
+                        i.link.clone(),
+                        i.interval_ns,
+                    ),
+                    rng: StdRng::seed_from_u64(worker_seed(n + lane.index() * 1_000)),
+                };
+                let done = done_tx.clone();
+                workers.push(std::thread::Builder::new().name(name).spawn(move || {
+                    let _done = done; // dropped when the worker ends, even by a panic
+                    w.run();
+                })?);
+            }
         }
         drop((done_tx, retry_tx));
         let leftovers = Leftovers {
-            main: main_rx,
-            main_stats: stats,
-            ready: ready_rx,
-            events: events.clone(),
-            dlq: i.dlq.clone(),
+            lanes: lane_rx,
+            ready: [ready_small_rx, ready_large_rx],
+            chunks: chunks.map(|(_, rx)| rx),
+            out: out.clone(),
         };
 
         let timer = TimerLoop::new(
@@ -230,10 +278,9 @@ impl OrderPath {
             retry_rx,
             Arc::clone(&i.clock),
             Parking {
-                ready: Some(ready_tx),
+                ready: [Some(ready_small_tx), Some(ready_large_tx)],
                 permits: Arc::clone(&permits),
-                events: events.clone(),
-                dlq: i.dlq.clone(),
+                out: out.clone(),
                 counters: Arc::clone(&i.counters),
             },
             RETRY_TICK,
@@ -244,6 +291,20 @@ impl OrderPath {
             .spawn(move || {
                 timer.run();
             })?;
+        drop(out);
+
+        let fills = FillThread {
+            inbox: fill_rx,
+            book: FillBook::new(c.sequencer()),
+            clock: Arc::clone(&i.clock),
+            events: events.clone(),
+            dlq: i.dlq.clone(),
+            counters: Arc::clone(&i.counters),
+            tick: c.gap_tick,
+        };
+        let fills = std::thread::Builder::new()
+            .name("tickfan-fills".into())
+            .spawn(move || fills.run())?;
         drop(events);
 
         let gateway = Gateway::new(
@@ -256,7 +317,12 @@ impl OrderPath {
             i.dlq,
             i.counters,
             StageRecorder::new(
-                &[Stage::OrderReject, Stage::OrderE2e],
+                &[
+                    Stage::OrderReject,
+                    Stage::OrderE2e,
+                    e2e_stage(Lane::Small),
+                    e2e_stage(Lane::Large),
+                ],
                 i.link,
                 i.interval_ns,
             ),
@@ -289,6 +355,7 @@ impl OrderPath {
             gateway: Some(gateway),
             workers,
             timer: Some(timer),
+            fills: Some(fills),
         })
     }
 
@@ -323,9 +390,14 @@ impl OrderPath {
             let _ = t.join();
         }
         // Late orders (admitted while the gateway saw `closing`) were taken
-        // by a worker; nothing is left, but drain once more to be sure.
+        // by a worker; nothing is left, but drain once more to be sure. Then
+        // drop the leftovers: their fill sender is the last one, and the fill
+        // thread ends only once it has gone.
         if let Some(l) = self.leftovers.take() {
             l.drain(&self.permits);
+        }
+        if let Some(f) = self.fills.take() {
+            let _ = f.join();
         }
         let _ = self.waker.wake();
         if let Some(g) = self.gateway.take() {

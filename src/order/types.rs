@@ -7,6 +7,7 @@ use std::sync::Arc;
 use crate::bridge::{Amount, Lots, Side};
 use crate::dlq::{AttemptRecord, DeadLetter};
 
+use super::lanes::Lane;
 use super::protocol::{DeadReason, DoneStatus};
 
 /// Identifies a client connection of the gateway: slab key in the low 32
@@ -48,6 +49,21 @@ pub struct Order {
     pub next_delay: (u64, u64),
     /// Is this a replay of a dead-lettered order?
     pub replay: bool,
+    /// Its lane (set by [`super::admission::Admission::offer`]).
+    pub lane: Lane,
+    /// Set on a chunk of a large order (its `id` is then `<parent id>.c<index>`).
+    pub chunk: Option<ChunkOf>,
+}
+
+/// Which part of which order a chunk is.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct ChunkOf {
+    /// The parent's admission number.
+    pub parent: u64,
+    /// 0-based.
+    pub index: u32,
+    /// Chunks of the parent.
+    pub count: u32,
 }
 
 impl Order {
@@ -96,6 +112,8 @@ pub struct Event {
     pub id: Arc<str>,
     /// Received, measurement clock ns (end-to-end latency of terminal events).
     pub recv_mono_ns: u64,
+    /// The order's lane (per-lane end-to-end latency).
+    pub lane: Lane,
     /// What happened.
     pub kind: EventKind,
 }

@@ -1,18 +1,33 @@
-//! Order workers: take an order (a due retry first, then the main queue),
-//! check its deadline, send one attempt to a bridge, and act on the outcome.
+//! Order workers: take an order (a due retry first, then a chunk, then the
+//! lane's queue), check its deadline, send one attempt to a bridge, and act
+//! on the outcome.
 //!
 //! ```text
-//!  main queue ─┐                    ┌─ executed ──▶ FILL… DONE          (events → gateway)
-//!              ├─▶ worker ─▶ bridge ┼─ permanent ─▶ DLQ, DEAD           (never retried)
-//!  ready ◀─────┘     ▲              └─ transient ─▶ permit? ─▶ delay queue (timer thread)
-//!    ▲               └ expired ──▶ REJECT EXPIRED (not sent)   └ none/exhausted ─▶ DLQ, DEAD
+//!  lane queue ─┐                        ┌─ executed ──▶ fills ──▶ fill thread ──▶ FILL… DONE
+//!  chunks ─────┼─▶ worker ─▶ bridge ────┼─ permanent ─▶ DLQ, DEAD           (never retried)
+//!  ready ──────┘     ▲   (large parent: └─ transient ─▶ permit? ─▶ delay queue (timer thread)
+//!    ▲               │    split into chunks first)           └ none/exhausted ─▶ DLQ, DEAD
+//!    │               └ expired ──▶ REJECT EXPIRED (not sent)
 //!    └──────────── due retries (timer) ──────────────────────────┘
 //! ```
 //!
-//! Routing: attempt `k` of order number `seq` goes to bridge
-//! `(seq + k − 1) mod bridges`, so orders spread over the bridges and a
-//! retry goes to the next one (a venue that is down is not hit twice in a row
-//! by the same order when there is another).
+//! A worker serves one lane only ([`super::lanes`]): small workers take
+//! small orders and their retries; large workers take large orders, split
+//! each into chunks on the lane's chunk queue, and execute chunks (a chunk
+//! before a new large order, so a split order finishes before the next
+//! starts). A chunk is an [`Order`] with [`Order::chunk`] set: it is retried,
+//! expired and dead-lettered like an order, but its outcome goes to the fill
+//! thread, which answers for the parent.
+//!
+//! Routing: attempt `k` of order number `seq` (chunk `i`: `seq + i`) goes to
+//! bridge `(seq [+ i] + k − 1) mod bridges`, so orders and the chunks of one
+//! order spread over the bridges, and a retry goes to the next one.
+//!
+//! Chunk queue bound: a worker takes a new large order only after finding
+//! the chunk queue empty, and its chunks stay queued until the queue is
+//! empty again, so at most `large workers × max chunks` chunks are queued;
+//! the queue has that capacity (a chunk that would not fit runs at once in
+//! the splitting worker, which cannot happen but is handled).
 //!
 //! Ownership: a worker owns the order it holds; it owns its histograms and
 //! its random generator. Workers share nothing mutable but the channels and
@@ -22,28 +37,125 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 use std::time::Duration;
 
-use crossbeam_channel::{Receiver, Sender, TryRecvError};
+use crossbeam_channel::{Receiver, Select, Sender, TryRecvError};
 use rand::rngs::StdRng;
 
-use crate::bridge::{Bridge, BridgeOrder, Lots, Outcome};
+use crate::bridge::{Bridge, BridgeOrder, Outcome, VenueFill};
 use crate::dlq::{AttemptRecord, DlqSender};
 use crate::metrics::{Stage, StageRecorder};
 use crate::retry::{Backoff, Permits, SharedClock};
 use crate::sys::clock::{wall_ns, MonoClock};
 
-use super::admission::QueueStats;
+use super::admission::LaneRx;
 use super::events::EventSender;
-use super::protocol::{DeadReason, DoneStatus};
-use super::types::{Event, EventKind, Order};
+use super::fill_book::{ChunkEnd, FillMsg};
+use super::lanes::{split, Lane, LaneConfig};
+use super::protocol::DeadReason;
+use super::types::{ChunkOf, Event, EventKind, Order};
+
+/// Where a worker's (and the retry timer's) results go: replies to the
+/// gateway, fills and chunk outcomes to the fill thread, dead letters to the
+/// DLQ. Every send waits for room: nothing after `ACK` is dropped.
+#[derive(Debug, Clone)]
+pub struct Outlet {
+    /// Replies.
+    pub events: EventSender,
+    /// To the fill thread.
+    pub fills: Sender<FillMsg>,
+    /// Dead letters.
+    pub dlq: DlqSender,
+}
+
+impl Outlet {
+    fn to_fills(&self, msg: FillMsg) {
+        if self.fills.send(msg).is_err() {
+            // The fill thread stops only after every sender has gone: unreachable.
+            log::error!("fill message lost: fill thread stopped first");
+        }
+    }
+
+    /// An executed attempt: its fills, as delivered, then its end, to the
+    /// fill thread (a small order is first begun there as a one-chunk parent).
+    pub fn executed(&self, o: Order, fills: Vec<VenueFill>) {
+        let attempts = o.attempts();
+        let last_fill = fills.iter().map(|f| f.fill_no).max().unwrap_or(0);
+        let (parent, chunk) = match o.chunk {
+            Some(c) => (c.parent, c.index),
+            None => {
+                let (seq, qty) = (o.seq, o.qty);
+                self.to_fills(FillMsg::Begin {
+                    order: Box::new(o),
+                    chunks: vec![qty],
+                });
+                (seq, 0)
+            }
+        };
+        for fill in fills {
+            self.to_fills(FillMsg::Fill {
+                parent,
+                chunk,
+                fill,
+            });
+        }
+        self.to_fills(FillMsg::End {
+            parent,
+            chunk,
+            end: ChunkEnd::Executed {
+                last_fill,
+                attempts,
+            },
+        });
+    }
+
+    /// Dead: an order goes to the DLQ and its client gets `DEAD`; a chunk's
+    /// end goes to the fill thread (the parent answers).
+    pub fn dead(&self, o: Order, reason: DeadReason) {
+        match o.chunk {
+            Some(c) => self.to_fills(FillMsg::End {
+                parent: c.parent,
+                chunk: c.index,
+                end: ChunkEnd::Dead {
+                    reason,
+                    history: o.history,
+                },
+            }),
+            None => dead_letter(&self.dlq, &self.events, o, reason),
+        }
+    }
+
+    /// Past its TTL before it could be sent.
+    pub fn expired(&self, o: &Order) {
+        let attempts = o.attempts();
+        match o.chunk {
+            Some(c) => self.to_fills(FillMsg::End {
+                parent: c.parent,
+                chunk: c.index,
+                end: ChunkEnd::Expired { attempts },
+            }),
+            None => self.events.send(Event {
+                conn: o.conn,
+                id: Arc::clone(&o.id),
+                recv_mono_ns: o.recv_mono_ns,
+                lane: o.lane,
+                kind: EventKind::Expired { attempts },
+            }),
+        }
+    }
+}
 
 /// Everything one worker owns or shares.
 #[derive(Debug)]
 pub struct Worker {
-    /// Main queue (consumer side).
-    pub main: Receiver<Order>,
-    /// Main queue stats (the worker counts what it takes).
-    pub main_stats: Arc<QueueStats>,
-    /// Due retries from the timer.
+    /// The lane it serves.
+    pub lane: Lane,
+    /// Its lane's queue (consumer side; the worker counts what it takes).
+    pub own: LaneRx,
+    /// The large lane's chunk queue (both sides: the worker splits into it
+    /// and executes from it); `None` for small workers and in shared mode.
+    pub chunks: Option<(Sender<Order>, Receiver<Order>)>,
+    /// Chunk size and count.
+    pub lanes: LaneConfig,
+    /// Due retries of its lane, from the timer.
     pub ready: Receiver<Order>,
     /// To the timer: `(due_ns, order)`.
     pub retry_tx: Sender<(u64, Order)>,
@@ -57,10 +169,8 @@ pub struct Worker {
     pub clock: SharedClock,
     /// Measurement clock.
     pub mono: MonoClock,
-    /// Back to the gateway.
-    pub events: EventSender,
-    /// Dead letters (blocking hand-off).
-    pub dlq: DlqSender,
+    /// Replies, fills, dead letters.
+    pub out: Outlet,
     /// Set at shutdown: transient failures are dead-lettered (`shutdown`), not parked.
     pub draining: Arc<AtomicBool>,
     /// Set when the shutdown deadline passed: an order taken now is
@@ -75,9 +185,10 @@ pub struct Worker {
 const FLUSH_WAIT: Duration = Duration::from_millis(100);
 
 impl Worker {
-    /// Runs until both the main queue and the retry channel are closed and empty.
+    /// Runs until its lane's queue and the retry channel are closed and
+    /// empty, and no chunk is queued.
     pub fn run(mut self) {
-        let mut main_open = true;
+        let mut own_open = true;
         let mut ready_open = true;
         loop {
             self.recorder.maybe_flush(self.mono.now_ns());
@@ -90,41 +201,103 @@ impl Worker {
                 Err(TryRecvError::Disconnected) => ready_open = false,
                 Err(TryRecvError::Empty) => {}
             }
-            match self.main.try_recv() {
+            // Then the chunks of orders already started.
+            if let Some(c) = self.chunks.as_ref().and_then(|(_, rx)| rx.try_recv().ok()) {
+                self.process(c);
+                continue;
+            }
+            match self.own.rx.try_recv() {
                 Ok(o) => {
                     self.take_main(o);
                     continue;
                 }
-                Err(TryRecvError::Disconnected) => main_open = false,
+                Err(TryRecvError::Disconnected) => own_open = false,
                 Err(TryRecvError::Empty) => {}
             }
-            if !main_open && !ready_open {
+            // The chunk queue was empty just now, and this worker's own
+            // chunks were pushed before: another worker's are its to run.
+            if !own_open && !ready_open {
                 break;
             }
-            let never = crossbeam_channel::never();
-            let main = if main_open { &self.main } else { &never };
-            let ready = if ready_open { &self.ready } else { &never };
-            crossbeam_channel::select! {
-                recv(ready) -> r => match r {
-                    Ok(o) => self.take_retry(o),
-                    Err(_) => ready_open = false,
-                },
-                recv(main) -> r => match r {
-                    Ok(o) => self.take_main(o),
-                    Err(_) => main_open = false,
-                },
-                default(FLUSH_WAIT) => {}
+            let mut sel = Select::new();
+            if ready_open {
+                sel.recv(&self.ready);
             }
+            if let Some((_, rx)) = &self.chunks {
+                sel.recv(rx);
+            }
+            if own_open {
+                sel.recv(&self.own.rx);
+            }
+            // Ready or not, the loop above takes in priority order.
+            let _ = sel.ready_timeout(FLUSH_WAIT);
         }
         self.recorder.flush();
     }
 
     fn take_main(&mut self, o: Order) {
-        self.main_stats.on_take();
+        self.own.stats.on_take();
         let now = self.mono.now_ns();
-        self.recorder
-            .record(Stage::OrderQueueWait, now.saturating_sub(o.enq_mono_ns));
-        self.process(o);
+        let wait = now.saturating_sub(o.enq_mono_ns);
+        self.recorder.record(Stage::OrderQueueWait, wait);
+        self.recorder.record(queue_stage(o.lane), wait);
+        // Past the shutdown deadline a large order is dead-lettered whole
+        // (in `process`), not split into chunks that would each be.
+        match &self.chunks {
+            Some(_) if o.lane == Lane::Large && !self.abandon.load(Ordering::Acquire) => {
+                self.split(o)
+            }
+            _ => self.process(o),
+        }
+    }
+
+    /// Splits a large order into chunks: begins it at the fill thread, then
+    /// queues the chunks for the lane's workers.
+    fn split(&mut self, o: Order) {
+        let sizes = split(o.qty, self.lanes.chunk, self.lanes.max_chunks);
+        let count = sizes.len() as u32;
+        let chunks: Vec<Order> = sizes
+            .iter()
+            .enumerate()
+            .map(|(i, &qty)| Order {
+                seq: o.seq,
+                conn: o.conn,
+                id: format!("{}.c{i}", o.id).into(),
+                symbol: o.symbol.clone(),
+                side: o.side,
+                qty,
+                raw: Box::default(),
+                peer: o.peer.clone(),
+                recv_mono_ns: o.recv_mono_ns,
+                enq_mono_ns: o.enq_mono_ns,
+                deadline_ns: o.deadline_ns,
+                recv_wall_ns: o.recv_wall_ns,
+                history: Vec::new(),
+                next_delay: (0, 0),
+                replay: o.replay,
+                lane: Lane::Large,
+                chunk: Some(ChunkOf {
+                    parent: o.seq,
+                    index: i as u32,
+                    count,
+                }),
+            })
+            .collect();
+        // Begun before any chunk can run: its fills never precede it.
+        self.out.to_fills(FillMsg::Begin {
+            order: Box::new(o),
+            chunks: sizes,
+        });
+        let (tx, _) = self.chunks.as_ref().expect("large worker");
+        let tx = tx.clone();
+        for c in chunks {
+            if let Err(e) = tx.try_send(c) {
+                log::error!(
+                    "chunk queue full (cannot happen; see worker docs): running the chunk here"
+                );
+                self.process(e.into_inner());
+            }
+        }
     }
 
     fn take_retry(&mut self, o: Order) {
@@ -137,19 +310,19 @@ impl Worker {
         let t0 = self.mono.now_ns();
         if self.abandon.load(Ordering::Acquire) {
             self.dead(o, DeadReason::Shutdown);
-            self.events.wake();
+            self.out.events.wake();
             return;
         }
         let now = self.clock.now_ns();
         if o.expired_at(now) {
-            let attempts = o.attempts();
-            self.emit(&o, EventKind::Expired { attempts });
-            self.events.wake();
+            self.out.expired(&o);
+            self.out.events.wake();
             return;
         }
         let n = o.attempts() + 1;
+        let route = o.seq + o.chunk.map_or(0, |c| u64::from(c.index));
         let bridge =
-            &self.bridges[((o.seq + u64::from(n) - 1) % self.bridges.len() as u64) as usize];
+            &self.bridges[((route + u64::from(n) - 1) % self.bridges.len() as u64) as usize];
         let outcome = bridge.execute(
             &BridgeOrder {
                 order_id: &o.id,
@@ -173,29 +346,7 @@ impl Worker {
         match outcome {
             Outcome::Executed(fills) => {
                 o.history.push(record("executed".into()));
-                let (mut cum, mut amount) = (Lots(0), Default::default());
-                for f in &fills {
-                    cum = f.cum_lots;
-                    amount = f.cum_amount;
-                    self.emit(
-                        &o,
-                        EventKind::Fill {
-                            n: f.fill_no,
-                            cum,
-                            amount,
-                            left: Lots(o.qty.0.saturating_sub(cum.0)),
-                        },
-                    );
-                }
-                self.emit(
-                    &o,
-                    EventKind::Done {
-                        status: DoneStatus::of(cum, o.qty),
-                        cum,
-                        amount,
-                        attempts: n,
-                    },
-                );
+                self.out.executed(o, fills);
             }
             Outcome::Permanent(why) => {
                 o.history.push(record(format!("permanent:{why}")));
@@ -206,9 +357,10 @@ impl Worker {
                 self.park(o, now);
             }
         }
-        self.events.wake();
-        self.recorder
-            .record(Stage::OrderProcess, self.mono.now_ns().saturating_sub(t0));
+        self.out.events.wake();
+        let took = self.mono.now_ns().saturating_sub(t0);
+        self.recorder.record(Stage::OrderProcess, took);
+        self.recorder.record(process_stage(self.lane), took);
     }
 
     /// A transient failure: to the delay queue, or to the DLQ when the policy
@@ -235,21 +387,36 @@ impl Worker {
     }
 
     fn dead(&mut self, o: Order, reason: DeadReason) {
-        dead_letter(&self.dlq, &self.events, o, reason);
-    }
-
-    fn emit(&self, o: &Order, kind: EventKind) {
-        self.events.send(Event {
-            conn: o.conn,
-            id: Arc::clone(&o.id),
-            recv_mono_ns: o.recv_mono_ns,
-            kind,
-        });
+        self.out.dead(o, reason);
     }
 }
 
-/// Hands `o` to the DLQ (blocking: never dropped), then tells the gateway.
-/// Used by the workers and the retry timer.
+/// The queue-wait stage of a lane.
+pub const fn queue_stage(lane: Lane) -> Stage {
+    match lane {
+        Lane::Small => Stage::OrderQueueWaitSmall,
+        Lane::Large => Stage::OrderQueueWaitLarge,
+    }
+}
+
+/// The processing stage of a lane.
+pub const fn process_stage(lane: Lane) -> Stage {
+    match lane {
+        Lane::Small => Stage::OrderProcessSmall,
+        Lane::Large => Stage::OrderProcessLarge,
+    }
+}
+
+/// The end-to-end stage of a lane.
+pub const fn e2e_stage(lane: Lane) -> Stage {
+    match lane {
+        Lane::Small => Stage::OrderE2eSmall,
+        Lane::Large => Stage::OrderE2eLarge,
+    }
+}
+
+/// Hands `o` (an order, not a chunk) to the DLQ (blocking: never dropped),
+/// then tells the gateway. Used through [`Outlet::dead`].
 pub fn dead_letter(dlq: &DlqSender, events: &EventSender, o: Order, reason: DeadReason) {
     let rec = o.dead_letter(reason, wall_ns());
     if dlq.send_order(rec).is_err() {
@@ -262,6 +429,7 @@ pub fn dead_letter(dlq: &DlqSender, events: &EventSender, o: Order, reason: Dead
         conn: o.conn,
         id: Arc::clone(&o.id),
         recv_mono_ns: o.recv_mono_ns,
+        lane: o.lane,
         kind: EventKind::Dead {
             reason,
             attempts: o.attempts(),

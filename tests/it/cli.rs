@@ -25,6 +25,12 @@ fn bad_flags_and_values_exit_2_with_one_line() {
         &["serve", "--retry-base", "1s", "--retry-cap", "10ms"],
         &["serve", "--bridge", "transient=2"],
         &["serve", "--bridge", "down=10s"],
+        &["serve", "--bridge", "dup=2"],
+        &["serve", "--large-threshold", "0"],
+        &["serve", "--large-threshold", "0.001"],
+        &["serve", "--order-lanes", "three"],
+        &["serve", "--max-chunks", "0"],
+        &["serve", "--gap-timeout", "0ms"],
         &["serve", "--order-listen", "127.0.0.1:9101"],
         &["frobnicate"],
     ] {

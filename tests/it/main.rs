@@ -14,6 +14,8 @@
 //! - `orders_retry`: transient → delayed retry (simulated clock), permanent → DLQ, deadlines
 //! - `orders_dlq`: DLQ file across a restart, replay on command, answers at shutdown (deadline)
 //! - `orders_tool`: `tickfan orders` against a running engine
+//! - `orders_lanes`: small orders never wait behind a large one; no lane starves; chunking
+//! - `orders_sequencing`: out-of-order and duplicated fills in order once; the gap timer
 //! - `faults`: misbehaving peers (10 MB lines, idle peers, floods, vanishing and trickling subscribers)
 //! - `accounting`: after mixed traffic every tick, update and order is counted exactly once
 //! - `admin`: `/metrics` (parsed as Prometheus text), `/report`, `/health`, `/dlq`, alerts
@@ -26,7 +28,9 @@ mod fanout;
 mod faults;
 mod orders_admission;
 mod orders_dlq;
+mod orders_lanes;
 mod orders_retry;
+mod orders_sequencing;
 mod orders_tool;
 mod poison;
 mod protocol;

@@ -8,6 +8,7 @@ use std::sync::atomic::Ordering;
 use std::sync::Arc;
 use std::time::Duration;
 
+use tickfan::bridge::Lots;
 use tickfan::dlq::read_file;
 use tickfan::order::protocol::{DeadReason, DoneStatus, RejectReason, Reply};
 use tickfan::retry::SimClock;
@@ -174,6 +175,106 @@ fn admin_post_dlq_replay_re_admits_dead_lettered_orders() {
         crate::admin::value(&m, "tickfan_alert", Some(("name", "order_queue_high"))),
         0.0
     );
+}
+
+#[test]
+fn shutdown_deadline_covers_both_lanes_and_the_chunks_of_a_large_order() {
+    let clock = SimClock::new();
+    let bridge = ScriptBridge::new();
+    let e = order_engine(&clock, &bridge, |c| {
+        c.order.large_workers = 1;
+        c.order.shutdown_deadline = Duration::from_secs(5);
+    });
+    let mut cl = OrderClient::connect(e.order_addr());
+    // The small worker is held by `g`; the large worker splits `G` (1,000
+    // lots: ten chunks of 100) and is held by its first chunk, the other
+    // nine wait in the chunk queue. q1..q3 wait in the small queue, Q1, Q2
+    // in the large one.
+    cl.new_order("g", "GATE", "1");
+    cl.new_order("G", "GATE", "1000");
+    wait_until("g and G's first chunk at the venue", || {
+        bridge.calls_for("g").len() == 1 && bridge.chunk_calls("G").len() == 1
+    });
+    let small: Vec<String> = (1..=3).map(|i| format!("q{i}")).collect();
+    let large: Vec<String> = (1..=2).map(|i| format!("Q{i}")).collect();
+    for id in &small {
+        cl.new_order(id, "EURUSD", "1");
+    }
+    for id in &large {
+        cl.new_order(id, "EURUSD", "500");
+    }
+    for _ in 0..small.len() + large.len() + 2 {
+        assert!(matches!(cl.reply(), Reply::Ack { .. }));
+    }
+    let counters = Arc::clone(e.counters());
+    let stopping = std::thread::spawn(move || e.stop());
+    let dead_shutdown =
+        || counters.orders.dead[DeadReason::Shutdown.index()].load(Ordering::Relaxed);
+    advance_until(
+        &clock,
+        100,
+        "queued orders of both lanes dead-lettered",
+        || dead_shutdown() == 5,
+    );
+    assert_eq!(
+        bridge.calls().len(),
+        2,
+        "no attempt starts after the deadline, not even a queued chunk"
+    );
+    bridge.open_gate();
+    let report = stopping.join().unwrap();
+
+    // Every accepted order got exactly one terminal reply.
+    let mut terminal: HashMap<String, Reply> = HashMap::new();
+    for r in cl.until_closed() {
+        if r.is_terminal() {
+            let id = r.id().unwrap().to_string();
+            assert!(
+                terminal.insert(id, r.clone()).is_none(),
+                "two terminal replies: {r:?}"
+            );
+        }
+    }
+    assert_eq!(terminal.len(), 7, "{terminal:?}");
+    assert!(
+        matches!(
+            terminal["g"],
+            Reply::Done {
+                status: DoneStatus::Filled,
+                ..
+            }
+        ),
+        "{:?}",
+        terminal["g"]
+    );
+    // G: its first chunk executed at the venue, the nine queued ones were
+    // dead-lettered `shutdown` inside the engine: one PARTIAL for the parent.
+    assert!(
+        matches!(
+            terminal["G"],
+            Reply::Done {
+                status: DoneStatus::Partial,
+                cum: Lots(10_000),
+                ..
+            }
+        ),
+        "{:?}",
+        terminal["G"]
+    );
+    for id in small.iter().chain(&large) {
+        assert!(
+            matches!(&terminal[id], Reply::Dead { reason, attempts: 0, .. } if reason == "shutdown"),
+            "{id}: {:?}",
+            terminal[id]
+        );
+    }
+    assert_eq!(bridge.calls().len(), 2);
+    let o = &report.counters.orders;
+    assert_eq!(
+        (o.accepted, o.done_total, o.dead_total, o.in_flight),
+        (7, 2, 5, 0)
+    );
+    assert_eq!(o.sequencing.chunks_failed, 9);
 }
 
 #[test]

@@ -261,6 +261,24 @@ pub fn order_engine(
     .expect("engine starts")
 }
 
+/// An engine whose order path runs on `clock` with `bridges` side by side.
+pub fn bridges_engine(
+    clock: &SimClock,
+    bridges: Vec<Arc<dyn Bridge>>,
+    f: impl FnOnce(&mut Config),
+) -> Engine {
+    let mut c = Config::ephemeral();
+    f(&mut c);
+    Engine::start_with(
+        &c,
+        Injected {
+            clock: Some(Arc::new(clock.clone())),
+            bridges: Some(bridges),
+        },
+    )
+    .expect("engine starts")
+}
+
 /// One call a [`ScriptBridge`] received.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Call {
@@ -306,6 +324,15 @@ impl ScriptBridge {
     /// Calls for one order.
     pub fn calls_for(&self, id: &str) -> Vec<Call> {
         self.calls().into_iter().filter(|c| c.id == id).collect()
+    }
+
+    /// Calls for the chunks of a large order (`<id>.c<k>`).
+    pub fn chunk_calls(&self, id: &str) -> Vec<Call> {
+        let prefix = format!("{id}.c");
+        self.calls()
+            .into_iter()
+            .filter(|c| c.id.starts_with(&prefix))
+            .collect()
     }
 
     fn fills(qty: Lots) -> Vec<VenueFill> {
