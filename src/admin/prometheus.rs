@@ -334,6 +334,74 @@ pub fn render(s: &Scrape<'_>) -> String {
         "Orders waiting for a retry.",
         ord.retry_depth,
     );
+    o.head(
+        "tickfan_order_lane_depth",
+        "gauge",
+        "Orders waiting for a worker, per lane.",
+    );
+    o.labelled(
+        "tickfan_order_lane_depth",
+        &[("lane", "small")],
+        ord.lane_depth.0,
+    );
+    o.labelled(
+        "tickfan_order_lane_depth",
+        &[("lane", "large")],
+        ord.lane_depth.1,
+    );
+    o.head(
+        "tickfan_order_lane_oldest_age_seconds",
+        "gauge",
+        "Age of the oldest order waiting in each lane.",
+    );
+    o.labelled(
+        "tickfan_order_lane_oldest_age_seconds",
+        &[("lane", "small")],
+        ord.lane_oldest_age_us.0 as f64 / 1e6,
+    );
+    o.labelled(
+        "tickfan_order_lane_oldest_age_seconds",
+        &[("lane", "large")],
+        ord.lane_oldest_age_us.1 as f64 / 1e6,
+    );
+    let sq = &ord.sequencing;
+    o.head(
+        "tickfan_fills_total",
+        "counter",
+        "Venue fills by what the sequencer did with them.",
+    );
+    for (what, n) in [
+        ("applied", sq.applied),
+        ("held", sq.held),
+        ("stale", sq.stale),
+        ("refused", sq.refused),
+    ] {
+        o.labelled("tickfan_fills_total", &[("outcome", what)], n);
+    }
+    o.one(
+        "tickfan_fill_gaps_skipped_total",
+        "counter",
+        "Fill gaps skipped by the gap timer.",
+        sq.gaps_skipped,
+    );
+    o.one(
+        "tickfan_fills_missing_total",
+        "counter",
+        "Fill numbers never received (skipped over).",
+        sq.fills_missing,
+    );
+    o.one(
+        "tickfan_fills_held",
+        "gauge",
+        "Early fills held now.",
+        sq.held_now,
+    );
+    o.one(
+        "tickfan_order_chunks_total",
+        "counter",
+        "Chunks sent for large orders.",
+        sq.chunks,
+    );
     o.one(
         "tickfan_orders_in_flight",
         "gauge",

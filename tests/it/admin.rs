@@ -219,6 +219,15 @@ fn order_and_connection_alerts_start_and_clear() {
     wait_until("order_queue_high starts", || {
         alert(admin, "order_queue_high") == 1.0
     });
+    let m = scrape(admin);
+    assert_eq!(
+        value(&m, "tickfan_order_lane_depth", Some(("lane", "small"))),
+        8.0
+    );
+    assert_eq!(
+        value(&m, "tickfan_order_lane_depth", Some(("lane", "large"))),
+        0.0
+    );
     assert_eq!(alert(admin, "order_queue_old"), 0.0);
     advance_until(&clock, 500, "order_queue_old starts", || {
         alert(admin, "order_queue_old") == 1.0
