@@ -170,9 +170,20 @@ fn serve(args: &ServeArgs) -> Result<(), Failure> {
     let report = engine.stop();
     println!("{report}");
     if let Some(dir) = &config.log_dir {
+        // The final report beside the interval log, as text and JSON.
+        let json = serde_json::to_string_pretty(&report).expect("report serialises");
+        for (name, body) in [
+            ("final-report.txt", report.to_string()),
+            ("final-report.json", json),
+        ] {
+            let path = dir.join(name);
+            std::fs::write(&path, body)
+                .map_err(|e| Failure::Runtime(format!("cannot write {}: {e}", path.display())))?;
+        }
         println!(
-            "stage histograms: {} (render with: tickfan report {})",
+            "stage histograms: {} and the final report in {} (render with: tickfan report {})",
             dir.join(tickfan::metrics::hlog::ENGINE_LOG).display(),
+            dir.display(),
             dir.display()
         );
     }

@@ -44,8 +44,11 @@ fn bad_flags_and_values_exit_2_with_one_line() {
 
 #[test]
 fn timed_run_prints_the_final_report() {
+    let logs = tempfile::tempdir().unwrap();
     let out = tickfan(&[
         "serve",
+        "--log-dir",
+        logs.path().to_str().unwrap(),
         "--feed-listen",
         "127.0.0.1:0",
         "--sub-listen",
@@ -62,6 +65,15 @@ fn timed_run_prints_the_final_report() {
         "feed=100000",
     ]);
     assert_eq!(out.status.code(), Some(0));
+    // --log-dir: the interval log and the final report, text and JSON.
+    for f in ["engine.hlog", "final-report.txt", "final-report.json"] {
+        assert!(logs.path().join(f).exists(), "{f} missing");
+    }
+    let json: serde_json::Value = serde_json::from_str(
+        &std::fs::read_to_string(logs.path().join("final-report.json")).unwrap(),
+    )
+    .unwrap();
+    assert_eq!(json["counters"]["ticks_received"], 0);
     let stdout = String::from_utf8(out.stdout).unwrap();
     for stage in [
         "feed_parse",
