@@ -214,8 +214,10 @@ fn a_stalled_subscriber_under_a_full_speed_feed_does_not_grow_the_heap() {
     let growth = LIVE.load(Ordering::Relaxed) - live_before;
     drop(stalled);
     drop(engine);
+    // Slack for the order path's idle timers (see the test above); a stalled
+    // subscriber's buffer growing with the ticks would be megabytes.
     assert!(
-        growth <= 0,
+        growth <= 64 * 1024,
         "the heap grew by {growth} bytes while a stalled subscriber received {} more ticks",
         10 * BIG_SYMBOLS
     );
