@@ -138,18 +138,7 @@ impl Config {
     /// The first invalid value, naming its flag.
     pub fn validate(&self) -> Result<(), crate::error::ConfigError> {
         use crate::error::ConfigError as E;
-        let range = |flag: &'static str, v: u64, lo: u64, hi: u64| {
-            if v < lo || v > hi {
-                Err(E::OutOfRange {
-                    flag,
-                    value: v,
-                    lo,
-                    hi,
-                })
-            } else {
-                Ok(())
-            }
-        };
+        let range = E::check_range;
         range("--max-symbols", self.max_symbols as u64, 1, 10_000_000)?;
         range("--max-line-len", self.max_line_len as u64, 64, 1 << 20)?;
         range("--max-conns", self.max_conns_per_port as u64, 1, 1_000_000)?;

@@ -28,6 +28,30 @@ pub enum ConfigError {
     },
 }
 
+impl ConfigError {
+    /// `Ok` when `lo <= value <= hi`, else [`ConfigError::OutOfRange`] naming `flag`.
+    ///
+    /// # Errors
+    /// The value is outside the range.
+    pub fn check_range(
+        flag: &'static str,
+        value: u64,
+        lo: u64,
+        hi: u64,
+    ) -> Result<(), ConfigError> {
+        if value < lo || value > hi {
+            Err(ConfigError::OutOfRange {
+                flag,
+                value,
+                lo,
+                hi,
+            })
+        } else {
+            Ok(())
+        }
+    }
+}
+
 /// The engine could not start.
 #[derive(Debug, thiserror::Error)]
 pub enum StartError {

@@ -35,7 +35,7 @@ use crate::metrics::{Stage, StageRecorder};
 use crate::slots::SlotWriter;
 use crate::symbols::SymbolInterner;
 use crate::sys::clock::{wall_ns, MonoClock};
-use crate::sys::net::{accept_one, Accepted};
+use crate::sys::net::{accept_one, poll_events, Accepted, Polled};
 use crate::tick::SlotValue;
 
 const LISTENER: Token = Token(usize::MAX - 1);
@@ -191,12 +191,10 @@ impl FeedLoop {
             } else {
                 Some(Duration::ZERO)
             };
-            if let Err(e) = self.poll.poll(&mut events, timeout) {
-                if e.kind() == ErrorKind::Interrupted {
-                    continue;
-                }
-                log::error!("feed poll failed: {e}");
-                break;
+            match poll_events(&mut self.poll, &mut events, timeout, "feed") {
+                Polled::Ready => {}
+                Polled::Interrupted => continue,
+                Polled::Failed => break,
             }
             work = 0;
             std::mem::swap(&mut self.ready, &mut self.turn);

@@ -107,18 +107,7 @@ impl OrderConfig {
     /// # Errors
     /// The first invalid value, naming its flag.
     pub fn validate(&self) -> Result<(), ConfigError> {
-        let range = |flag: &'static str, v: u64, lo: u64, hi: u64| {
-            if v < lo || v > hi {
-                Err(ConfigError::OutOfRange {
-                    flag,
-                    value: v,
-                    lo,
-                    hi,
-                })
-            } else {
-                Ok(())
-            }
-        };
+        let range = ConfigError::check_range;
         range(
             "--order-queue-capacity",
             self.queue_capacity as u64,

@@ -49,6 +49,7 @@ use crate::metrics::counters::{bump, set, Counters};
 use crate::metrics::{Stage, StageRecorder};
 use crate::retry::SharedClock;
 use crate::sys::clock::{wall_ns, MonoClock};
+use crate::sys::net::{poll_events, Polled};
 
 use super::admission::{Admission, Busy};
 use super::dedup::{Dedup, IdState, Refusal};
@@ -234,12 +235,10 @@ impl Gateway {
             } else {
                 Some(Duration::ZERO)
             };
-            if let Err(e) = self.poll.poll(&mut events, timeout) {
-                if e.kind() == ErrorKind::Interrupted {
-                    continue;
-                }
-                log::error!("order gateway poll failed: {e}");
-                break;
+            match poll_events(&mut self.poll, &mut events, timeout, "order gateway") {
+                Polled::Ready => {}
+                Polled::Interrupted => continue,
+                Polled::Failed => break,
             }
             work = 0;
             let turn_start = self.core.mono.now_ns();

@@ -16,7 +16,6 @@
 //! valid ticks of that symbol once the slots are drained.
 
 use std::collections::VecDeque;
-use std::io::ErrorKind;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 use std::time::Duration;
@@ -42,7 +41,7 @@ use crate::publish::session::{ReadOutcome, Session};
 use crate::slots::SlotReader;
 use crate::symbols::{SymbolId, SymbolTable};
 use crate::sys::clock::MonoClock;
-use crate::sys::net::{accept_one, Accepted};
+use crate::sys::net::{accept_one, poll_events, Accepted, Polled};
 
 const LISTENER: Token = Token(usize::MAX - 1);
 /// Token of the waker the feed (new data) and the runtime (stop) use.
@@ -222,12 +221,10 @@ impl Publisher {
                 max_park = Duration::ZERO;
             }
             let timeout = self.settings.idle.poll_timeout(work, max_park);
-            if let Err(e) = self.poll.poll(&mut events, timeout) {
-                if e.kind() == ErrorKind::Interrupted {
-                    continue;
-                }
-                log::error!("publisher poll failed: {e}");
-                break;
+            match poll_events(&mut self.poll, &mut events, timeout, "publisher") {
+                Polled::Ready => {}
+                Polled::Interrupted => continue,
+                Polled::Failed => break,
             }
             work = 0;
             for ev in events.iter() {

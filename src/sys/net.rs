@@ -7,6 +7,7 @@ use std::io::ErrorKind;
 use std::net::SocketAddr;
 
 use mio::net::{TcpListener, TcpStream};
+use mio::{Events, Poll};
 
 /// What one accept attempt produced.
 #[derive(Debug)]
@@ -28,6 +29,34 @@ pub fn accept_one(listener: &TcpListener) -> Accepted {
             Err(e) if e.kind() == ErrorKind::WouldBlock => return Accepted::Drained,
             Err(e) if e.kind() == ErrorKind::Interrupted => continue,
             Err(e) => return Accepted::Failed(e),
+        }
+    }
+}
+
+/// What one wait in an event loop produced.
+#[derive(Debug)]
+pub enum Polled {
+    /// `events` holds this turn's events (possibly none, on a timeout).
+    Ready,
+    /// A signal interrupted the wait: go round again.
+    Interrupted,
+    /// The poller failed; the loop should end (logged here).
+    Failed,
+}
+
+/// Waits for events with `timeout`, the one way every event loop does.
+pub fn poll_events(
+    poll: &mut Poll,
+    events: &mut Events,
+    timeout: Option<std::time::Duration>,
+    what: &str,
+) -> Polled {
+    match poll.poll(events, timeout) {
+        Ok(()) => Polled::Ready,
+        Err(e) if e.kind() == ErrorKind::Interrupted => Polled::Interrupted,
+        Err(e) => {
+            log::error!("{what} poll failed: {e}");
+            Polled::Failed
         }
     }
 }

@@ -12,7 +12,9 @@ use tickfan::order::lanes::LaneMode;
 use tickfan::order::protocol::{DoneStatus, Reply};
 use tickfan::retry::SimClock;
 
-use crate::util::{advance_until, bridges_engine, wait_until, OrderClient, ScriptBridge};
+use crate::util::{
+    advance_until, bridges_engine, wait_until, OpenOnDrop, OrderClient, ScriptBridge,
+};
 
 fn two_bridges() -> (Arc<ScriptBridge>, Arc<ScriptBridge>, Vec<Arc<dyn Bridge>>) {
     let (a, b) = (ScriptBridge::new(), ScriptBridge::new());
@@ -42,6 +44,10 @@ fn small_orders_complete_while_a_large_one_is_held_at_the_venue() {
         c.order.workers = 1;
         c.order.large_workers = 2;
     });
+    // A failing assertion must not leave workers held at the venue while
+    // the engine shuts down (dropped first: declared after the engine).
+    let _open_a = OpenOnDrop(Arc::clone(&a));
+    let _open_b = OpenOnDrop(Arc::clone(&b));
     let mut cl = OrderClient::connect(e.order_addr());
     // 1,000 lots: ten chunks of 100; GATE holds every chunk at the venue.
     cl.new_order("big", "GATE", "1000");
@@ -136,6 +142,9 @@ fn in_one_shared_lane_the_same_small_orders_wait_behind_the_large_ones() {
         c.order.large_workers = 1;
         c.order.lanes.mode = LaneMode::Shared;
     });
+    // A failing assertion must not leave workers held at the venue while
+    // the engine shuts down (dropped first: declared after the engine).
+    let _open_bridge = OpenOnDrop(Arc::clone(&bridge));
     let mut cl = OrderClient::connect(e.order_addr());
     cl.new_order("big1", "GATE", "1000");
     cl.new_order("big2", "GATE", "1000");
@@ -164,6 +173,9 @@ fn a_steady_stream_of_large_orders_does_not_starve_the_small_lane() {
         c.order.large_workers = 2;
         c.order.large_queue_capacity = 5;
     });
+    // A failing assertion must not leave workers held at the venue while
+    // the engine shuts down (dropped first: declared after the engine).
+    let _open_bridge = OpenOnDrop(Arc::clone(&bridge));
     let mut cl = OrderClient::connect(e.order_addr());
     // Large orders keep coming (held at the venue, the lane saturated and
     // refusing the excess) while small orders arrive in between.
@@ -190,10 +202,12 @@ fn a_steady_stream_of_large_orders_does_not_starve_the_small_lane() {
         }
     }
     assert_eq!(small_done, 30);
-    assert!(
-        large_acked >= 6,
-        "the large lane took its share: {large_acked}"
-    );
+    assert!(large_acked > 0);
+    // The last large ACKs may still be on their way when the last small
+    // DONE arrives: count acceptances on the engine instead.
+    wait_until("the large lane filled its own queue", || {
+        e.counters().snapshot().orders.accepted >= 30 + 5
+    });
     assert!(
         e.counters().snapshot().orders.busy > 0,
         "and refused the excess"
@@ -214,13 +228,18 @@ fn a_flood_of_held_small_orders_does_not_starve_the_large_lane() {
         c.order.large_workers = 1;
         c.order.queue_capacity = 50;
     });
+    // A failing assertion must not leave workers held at the venue while
+    // the engine shuts down (dropped first: declared after the engine).
+    let _open_bridge = OpenOnDrop(Arc::clone(&bridge));
     let mut cl = OrderClient::connect(e.order_addr());
     for i in 0..60 {
         cl.new_order(&format!("s{i}"), "GATE", "1");
     }
     wait_until("the small lane is full and its workers held", || {
         let o = e.counters().snapshot().orders;
-        bridge.calls().len() == 2 && o.lane_depth.0 == 50
+        // 48 or 50 queued: the workers may take their two before or after
+        // the queue first fills (the rest is refused SYSTEM_BUSY either way).
+        bridge.calls().len() == 2 && o.lane_depth.0 >= 48
     });
     cl.new_order("big", "EURUSD", "250");
     let replies = cl.until_terminal("big");
