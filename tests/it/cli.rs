@@ -3,6 +3,18 @@
 
 use std::process::Command;
 
+/// Every listener of `serve` on an ephemeral loopback port.
+const EPHEMERAL_PORTS: [&str; 8] = [
+    "--feed-listen",
+    "127.0.0.1:0",
+    "--sub-listen",
+    "127.0.0.1:0",
+    "--admin-listen",
+    "127.0.0.1:0",
+    "--order-listen",
+    "127.0.0.1:0",
+];
+
 fn tickfan(args: &[&str]) -> std::process::Output {
     Command::new(env!("CARGO_BIN_EXE_tickfan"))
         .args(args)
@@ -45,18 +57,9 @@ fn bad_flags_and_values_exit_2_with_one_line() {
 #[test]
 fn timed_run_prints_the_final_report() {
     let logs = tempfile::tempdir().unwrap();
-    let out = tickfan(&[
-        "serve",
-        "--log-dir",
-        logs.path().to_str().unwrap(),
-        "--feed-listen",
-        "127.0.0.1:0",
-        "--sub-listen",
-        "127.0.0.1:0",
-        "--admin-listen",
-        "127.0.0.1:0",
-        "--order-listen",
-        "127.0.0.1:0",
+    let mut args = vec!["serve", "--log-dir", logs.path().to_str().unwrap()];
+    args.extend_from_slice(&EPHEMERAL_PORTS);
+    args.extend_from_slice(&[
         "--duration",
         "300ms",
         "--report-interval",
@@ -64,6 +67,7 @@ fn timed_run_prints_the_final_report() {
         "--pin",
         "feed=100000",
     ]);
+    let out = tickfan(&args);
     assert_eq!(out.status.code(), Some(0));
     // --log-dir: the interval log and the final report, text and JSON.
     for f in ["engine.hlog", "final-report.txt", "final-report.json"] {
@@ -114,35 +118,17 @@ fn a_port_in_use_exits_1_with_one_line() {
 
 #[test]
 fn sigterm_stops_the_engine_with_the_final_report() {
-    use std::io::{BufRead, BufReader};
     use std::process::Stdio;
     let mut child = Command::new(env!("CARGO_BIN_EXE_tickfan"))
-        .args([
-            "serve",
-            "--feed-listen",
-            "127.0.0.1:0",
-            "--sub-listen",
-            "127.0.0.1:0",
-            "--admin-listen",
-            "127.0.0.1:0",
-            "--order-listen",
-            "127.0.0.1:0",
-            "--quiet",
-        ])
+        .arg("serve")
+        .args(EPHEMERAL_PORTS)
+        .arg("--quiet")
         .stdout(Stdio::piped())
         .stderr(Stdio::piped())
         .spawn()
         .expect("binary runs");
     // Wait for the engine to say it is serving, then signal it by its pid.
-    let mut err = BufReader::new(child.stderr.take().unwrap());
-    let mut line = String::new();
-    while !line.contains("tickfan serving") {
-        line.clear();
-        assert!(
-            err.read_line(&mut line).unwrap() > 0,
-            "engine exited before serving"
-        );
-    }
+    let _err = crate::util::wait_for_stderr(&mut child, "tickfan serving");
     let status = Command::new("kill")
         .args(["-TERM", &child.id().to_string()])
         .status()

@@ -6,7 +6,7 @@
 //! every stage in its report.
 
 use std::collections::HashMap;
-use std::io::{BufRead, BufReader, Read};
+use std::io::Read;
 use std::net::TcpListener;
 use std::path::Path;
 use std::process::{Child, Command, Output, Stdio};
@@ -304,15 +304,7 @@ fn subscribe(args: &[&str]) -> Spawned {
         .stderr(Stdio::piped())
         .spawn()
         .expect("binary runs");
-    let mut err = BufReader::new(child.stderr.take().unwrap());
-    let mut line = String::new();
-    while !line.contains("subscribed to") {
-        line.clear();
-        assert!(
-            err.read_line(&mut line).unwrap() > 0,
-            "subscribe exited before subscribing"
-        );
-    }
+    let mut err = crate::util::wait_for_stderr(&mut child, "subscribed to");
     // Keep draining stderr so the child never blocks on it.
     std::thread::spawn(move || std::io::copy(&mut err, &mut std::io::sink()));
     Spawned(Some(child))

@@ -505,3 +505,22 @@ pub fn advance_until(clock: &SimClock, step_ms: u64, what: &str, mut cond: impl 
         std::thread::sleep(Duration::from_millis(2));
     }
 }
+
+/// Reads a spawned process's stderr until a line contains `needle` (fails
+/// the test if the process ends first); returns the reader for the rest.
+pub fn wait_for_stderr(
+    child: &mut std::process::Child,
+    needle: &str,
+) -> std::io::BufReader<std::process::ChildStderr> {
+    use std::io::BufRead;
+    let mut err = std::io::BufReader::new(child.stderr.take().expect("stderr piped"));
+    let mut line = String::new();
+    while !line.contains(needle) {
+        line.clear();
+        assert!(
+            err.read_line(&mut line).unwrap() > 0,
+            "the process ended before printing {needle:?}"
+        );
+    }
+    err
+}
