@@ -125,7 +125,7 @@ impl OrderConfig {
             "--dedup-capacity",
             self.dedup_capacity as u64,
             1,
-            100_000_000,
+            10_000_000,
         )?;
         range("--order-max-line-len", self.max_line_len as u64, 64, 65_536)?;
         range("--retry-attempts", u64::from(self.retry.retries), 0, 100)?;

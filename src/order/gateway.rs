@@ -740,7 +740,7 @@ impl Core {
         };
         match admission.offer(order) {
             Ok(()) => {
-                self.dedup.insert(id, now);
+                self.dedup.insert(o.id, now);
                 write_ack(out, o.id);
                 bump(&self.counters.orders.accepted, 1);
                 self.in_flight += 1;
@@ -759,7 +759,7 @@ impl Core {
     /// `REPLAY <id>`: admits the dead-lettered order again; true if accepted.
     fn replay(&mut self, conn: ConnId, peer: &Arc<str>, out: &mut Vec<u8>, id: &str) -> bool {
         let Some(mut rec) = self.dlq_store.take_replayable(id) else {
-            let detail = match self.dedup.state(id) {
+            let detail = match self.dedup.state(id, self.clock.now_ns()) {
                 Some(IdState::Live) => "order is in flight, not dead-lettered",
                 Some(IdState::Done) => "order ended, not dead-lettered",
                 _ => "no dead-lettered order with this id",
@@ -818,7 +818,7 @@ impl Core {
             } => {
                 bump(&o.done[status.index()], 1);
                 bump(&o.attempts, u64::from(*attempts));
-                self.dedup.mark(id, IdState::Done);
+                self.dedup.mark(id, IdState::Done, self.clock.now_ns());
                 write_done(out, id, *status, *cum, *amount, *attempts);
             }
             EventKind::Dead {
@@ -828,13 +828,13 @@ impl Core {
             } => {
                 bump(&o.dead[reason.index()], 1);
                 bump(&o.attempts, u64::from(*attempts));
-                self.dedup.mark(id, IdState::Dead);
+                self.dedup.mark(id, IdState::Dead, self.clock.now_ns());
                 write_dead(out, id, *reason, *attempts, last);
             }
             EventKind::Expired { attempts } => {
                 bump(&o.rejected[RejectReason::Expired.index()], 1);
                 bump(&o.attempts, u64::from(*attempts));
-                self.dedup.mark(id, IdState::Done);
+                self.dedup.mark(id, IdState::Done, self.clock.now_ns());
                 let detail =
                     format!("ttl passed before it could be sent (after {attempts} attempts)");
                 write_reject(out, id, RejectReason::Expired, &detail);
