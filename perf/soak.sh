@@ -92,6 +92,15 @@ print(f"ticks received {c['ticks_received']} = valid {c['ticks_valid']} + poison
 print(f"published {c['published']} + conflated {c['conflated']} = {c['published'] + c['conflated']} vs valid {c['ticks_valid']} (taken so far)")
 print(f"orders accepted {o['accepted']} = done {o['done_total']} + dead {o['dead_total']} + expired {o['expired']} + in flight {o['in_flight']}: {o['accepted'] == o['done_total'] + o['dead_total'] + o['expired'] + o['in_flight']}")
 print(f"orders tool exit {orders_rc} (0 = every order got exactly one terminal reply)")
+print("RSS (MiB) per minute: " + " ".join(f"{t}s:{k/1024:.1f}" for t, k in rows if t % 60 == 0))
+try:
+    for s in json.load(open(f"{out}/summary.json"))["series"]:
+        if s["source"] == "engine" and s["tag"] in ("engine_e2e", "order_e2e"):
+            unit, div = ("ms", 1000) if s["tag"] == "order_e2e" else ("µs", 1)
+            full = [i for i in s["intervals"] if i["length_s"] >= 30]
+            print(f"{s['tag']} p99 per minute ({unit}): " + ", ".join(f"{i['p99_us'] / div:.0f}" for i in full))
+except (OSError, KeyError, ValueError) as e:
+    print(f"per-minute p99 not available: {e}")
 PY
 grep -E "engine/engine_e2e|engine/order_e2e|subscribers/e2e" "$OUT/report.txt" || true
 echo "files in $OUT"
