@@ -9,7 +9,8 @@ pub enum Stage {
     FeedParse,
     /// From the tick's receive time to the publisher taking it from its slot.
     SlotWait,
-    /// Encode one update and append it to every subscriber buffer (publisher).
+    /// Take one update from its slot, encode it and append it to every
+    /// subscriber buffer (publisher; one clock read per update).
     Publish,
     /// One non-blocking `write` to one subscriber socket.
     SocketWrite,

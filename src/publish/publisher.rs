@@ -423,6 +423,10 @@ impl Publisher {
         let budget = self.rate.available(t_pick);
         let mut published = 0;
         self.batch_recv.clear();
+        // One clock read per update: the end of one update's fan-out is the
+        // start of the next one's (the `publish` stage thus also counts the
+        // pop and take of the update, a few ns).
+        let mut t0 = t_pick;
         while published < budget {
             let Some(id) = self.slots.pop_dirty() else {
                 break;
@@ -443,7 +447,6 @@ impl Publisher {
             published += 1;
             self.recorder
                 .record(Stage::SlotWait, t_pick.saturating_sub(v.recv_mono_ns));
-            let t0 = self.clock.now_ns();
             let name = self.routes.name(id);
             self.payload.clear();
             append_payload(&mut self.payload, name, &v);
@@ -499,8 +502,9 @@ impl Publisher {
                 bump(&p.subscriber_conflations, conflations);
                 bump(&p.slow_episodes, slow);
             }
-            self.recorder
-                .record(Stage::Publish, self.clock.now_ns().saturating_sub(t0));
+            let t1 = self.clock.now_ns();
+            self.recorder.record(Stage::Publish, t1.saturating_sub(t0));
+            t0 = t1;
             self.batch_recv.push(v.recv_mono_ns);
         }
         self.rate.spend(published);
