@@ -28,6 +28,11 @@
 //! its `client-output-buffer-limit pubsub`) is noticed even though the close
 //! sat behind megabytes of unread data; those drained bytes are not counted
 //! as messages.
+//!
+//! With `--token-file` (a secured engine, or a Redis with `requirepass`),
+//! each connection first sends RESP `AUTH <token>` and reads its `+OK`
+//! before it subscribes; an error reply (`-WRONGPASS …`) ends the run
+//! (exit 1) with the server's line, and is never counted as data.
 
 use std::io::{ErrorKind, Read, Write};
 use std::net::SocketAddr;
@@ -40,10 +45,12 @@ use hdrhistogram::Histogram;
 use mio::{Events, Interest, Poll, Token};
 use rustc_hash::FxHashMap;
 
+use tickfan::auth::Token as AuthToken;
 use tickfan::metrics::hlog::HistogramLog;
 use tickfan::protocol::client::command;
 use tickfan::sys::clock::wall_ns;
 
+use crate::tools::auth;
 use crate::tools::replay::leading_ts;
 use crate::Failure;
 
@@ -89,6 +96,9 @@ pub struct SubscribeArgs {
     /// No interval lines.
     #[arg(long)]
     pub quiet: bool,
+    /// File holding the server's token; each connection sends RESP `AUTH <token>` before subscribing.
+    #[arg(long, value_name = "PATH")]
+    pub token_file: Option<PathBuf>,
 }
 
 /// What to run.
@@ -116,6 +126,8 @@ pub struct LoadSpec {
     pub log_dir: Option<PathBuf>,
     /// Print a line per interval (stderr).
     pub print_intervals: bool,
+    /// Presented by every connection (RESP `AUTH`) before it subscribes.
+    pub token: Option<AuthToken>,
 }
 
 /// Live figures for a caller in the same process (the demo).
@@ -274,6 +286,7 @@ pub fn run(args: &SubscribeArgs) -> Result<(), Failure> {
         interval: args.interval,
         log_dir: args.log_dir.clone(),
         print_intervals: !args.quiet,
+        token: auth::load(args.token_file.as_deref())?,
     };
     let stop = tickfan::sys::signals::stop_flag()
         .map_err(|e| Failure::Runtime(format!("cannot install signal handlers: {e}")))?;
@@ -639,11 +652,13 @@ impl Load {
     }
 }
 
-/// Opens the connections and runs the event loop until the end (see the
-/// module docs). `stop` ends it early; `progress` is updated live.
+/// Opens the connections (each authenticated first when `spec.token` is
+/// set) and runs the event loop until the end (see the module docs).
+/// `stop` ends it early; `progress` is updated live.
 ///
 /// # Errors
-/// A connection that cannot be opened or a log that cannot be written.
+/// A connection that cannot be opened, a token the server refused, or a
+/// log that cannot be written.
 pub fn run_load(
     spec: &LoadSpec,
     stop: &AtomicBool,
@@ -686,6 +701,11 @@ pub fn run_load(
         let mut s = std::net::TcpStream::connect(spec.to)
             .map_err(|e| Failure::Runtime(format!("cannot connect to {}: {e}", spec.to)))?;
         let _ = s.set_nodelay(true);
+        if let Some(t) = &spec.token {
+            // Blocking, before SUBSCRIBE: the `+OK` is read here, so the
+            // event loop never sees it.
+            auth::resp_handshake(&s, t, "subscriber port")?;
+        }
         s.write_all(&cmds)
             .map_err(|e| Failure::Runtime(format!("cannot subscribe: {e}")))?;
         s.set_nonblocking(true)
