@@ -16,7 +16,9 @@
 //! With `--token-file` (a secured engine) each connection first sends
 //! `AUTH <token>` and reads the `OK` line, before its writer and reader
 //! start; an `ERR …` answer ends the run (exit 1) with that line. The
-//! schedule starts once every connection is open and authenticated.
+//! schedule starts once every connection is open and authenticated. An
+//! `ERR …` line later (the engine refusing the connection, e.g. a secured
+//! engine and no token given) ends the run the same way.
 
 use std::collections::BTreeMap;
 use std::io::{BufRead, BufReader, Write};
@@ -306,6 +308,20 @@ fn connection(
             Err(e) => return Err(Failure::Runtime(format!("read failed: {e}"))),
         }
         let now = Instant::now();
+        if line.starts_with("ERR ") {
+            // The engine refused the connection and closed it; the writer
+            // ends on its next write (not joined: it may be sleeping).
+            let hint = if line.starts_with("ERR authentication") && args.token_file.is_none() {
+                " (the engine requires a token: --token-file)"
+            } else {
+                ""
+            };
+            return Err(Failure::Runtime(format!(
+                "order port {}: {}{hint}",
+                args.to,
+                line.trim_end()
+            )));
+        }
         let Some(reply) = Reply::parse(line.trim_end()) else {
             r.violations
                 .push(format!("unparseable reply: {}", line.trim_end()));

@@ -32,7 +32,9 @@
 //! With `--token-file` (a secured engine, or a Redis with `requirepass`),
 //! each connection first sends RESP `AUTH <token>` and reads its `+OK`
 //! before it subscribes; an error reply (`-WRONGPASS …`) ends the run
-//! (exit 1) with the server's line, and is never counted as data.
+//! (exit 1) with the server's line, and is never counted as data. So does
+//! any error reply before a connection's subscriptions are all confirmed
+//! (`-NOAUTH …` from a secured server when no token was given).
 
 use std::io::{ErrorKind, Read, Write};
 use std::net::SocketAddr;
@@ -327,6 +329,9 @@ struct Conn {
     len: usize,
     /// Subscription confirmations still expected.
     confirmations_left: usize,
+    /// The first error reply that came while confirmations were still
+    /// expected (`-NOAUTH …`, `-ERR max …`): the run ends with it.
+    refusal: Option<String>,
     /// There may be unread bytes (edge-triggered readiness not consumed).
     readable: bool,
     open: bool,
@@ -595,6 +600,11 @@ impl Load {
                     c.pos += used;
                 }
                 Scan::ErrorReply(used) => {
+                    if c.confirmations_left > 0 && c.refusal.is_none() {
+                        // Not subscribed: nothing this run measures would be real.
+                        let text = &buf[1..used - 2];
+                        c.refusal = Some(String::from_utf8_lossy(text).into_owned());
+                    }
                     st.errors += 1;
                     c.pos += used;
                 }
@@ -722,6 +732,7 @@ pub fn run_load(
             pos: 0,
             len: 0,
             confirmations_left: expected,
+            refusal: None,
             readable: true,
             open: true,
             read_total: 0,
@@ -785,6 +796,17 @@ pub fn run_load(
             progress.messages[k].store(*n, Ordering::Relaxed);
         }
         if ready_at.is_none() {
+            if let Some(r) = load.conns.iter().find_map(|c| c.refusal.as_deref()) {
+                let hint = if r.starts_with("NOAUTH") && spec.token.is_none() {
+                    " (the server requires a token: --token-file)"
+                } else {
+                    ""
+                };
+                return Err(Failure::Runtime(format!(
+                    "subscriber port {}: {r}{hint}",
+                    spec.to
+                )));
+            }
             if load
                 .conns
                 .iter()

@@ -214,6 +214,16 @@ fn subscribe_presents_the_token_on_every_connection() {
         text(&out.stdout).is_empty(),
         "no report: nothing was counted"
     );
+    // No token at all: the engine's `-NOAUTH` ends the run the same way.
+    let out = tickfan(&["subscribe", "--to", &sub_addr, "-k", "2", "--quiet"]);
+    refused(
+        &out,
+        &[
+            &format!("subscriber port {sub_addr}: NOAUTH Authentication required."),
+            "--token-file",
+        ],
+    );
+    assert!(text(&out.stdout).is_empty(), "no report");
     wait_until("the refusal counted", || {
         e.counters().snapshot().auth_failures.1 == 1
     });
@@ -269,8 +279,16 @@ fn orders_presents_the_token_on_every_connection() {
             "order port {order_addr} refused the token: ERR invalid token"
         )],
     );
-    wait_until("the refusal counted", || {
-        e.counters().snapshot().orders.auth_failures == 1
+    // No token at all: the engine's refusal of the first order ends the run.
+    refused(
+        &orders(&["--connections", "1"]),
+        &[
+            &format!("order port {order_addr}: ERR authentication required"),
+            "--token-file",
+        ],
+    );
+    wait_until("both refusals counted", || {
+        e.counters().snapshot().orders.auth_failures == 2
     });
     assert_eq!(e.counters().snapshot().orders.accepted, 0);
 
@@ -283,7 +301,7 @@ fn orders_presents_the_token_on_every_connection() {
         "{stdout}"
     );
     let o = e.counters().snapshot().orders;
-    assert_eq!((o.accepted, o.auth_failures), (40, 1));
+    assert_eq!((o.accepted, o.auth_failures), (40, 2));
 }
 
 #[test]
