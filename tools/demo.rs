@@ -168,6 +168,7 @@ pub fn run(args: &DemoArgs) -> Result<(), Failure> {
             interval: Duration::from_secs(1),
             log_dir: Some(dir.clone()),
             print_intervals: false,
+            token: None,
         };
         let (stop, progress) = (Arc::clone(&stop), Arc::clone(&progress));
         std::thread::Builder::new()
@@ -206,6 +207,7 @@ pub fn run(args: &DemoArgs) -> Result<(), Failure> {
             drain_timeout: Duration::from_secs(30),
             seed: args.seed,
             id_prefix: "demo".into(),
+            token_file: None,
         };
         std::thread::spawn(move || orders::run(&oargs))
     });
@@ -218,6 +220,8 @@ pub fn run(args: &DemoArgs) -> Result<(), Failure> {
             duration: Some(args.duration),
             log_dir: Some(dir.clone()),
             stop: None,
+            // The demo's engine runs without a token.
+            token: None,
         },
         // The engine prints a line per second on stderr; a bar would fight it.
         progress_bar(None, true),

@@ -7,7 +7,10 @@
 //! - `forward`: the raw loopback floor (a byte forwarder) for the benchmark
 //! - `report`: percentile tables, SVG plots and JSON from HdrHistogram logs
 //! - `demo`: all of the above around an in-process engine
+//! - `orders`: open-loop order flow against an order port, every answer checked
+//! - `auth`: the client side of `--token-file` (replay, subscribe, orders)
 
+pub mod auth;
 pub mod demo;
 pub mod forward;
 pub mod gen;

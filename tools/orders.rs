@@ -12,10 +12,18 @@
 //! answer (`ACK` or `REJECT`) per order, exactly one terminal reply, nothing
 //! after it. The run fails (exit 1) if any order lacks its terminal reply
 //! by `--drain-timeout` or the protocol was broken.
+//!
+//! With `--token-file` (a secured engine) each connection first sends
+//! `AUTH <token>` and reads the `OK` line, before its writer and reader
+//! start; an `ERR …` answer ends the run (exit 1) with that line. The
+//! schedule starts once every connection is open and authenticated. An
+//! `ERR …` line later (the engine refusing the connection, e.g. a secured
+//! engine and no token given) ends the run the same way.
 
 use std::collections::BTreeMap;
 use std::io::{BufRead, BufReader, Write};
 use std::net::{SocketAddr, TcpStream};
+use std::path::PathBuf;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
@@ -27,6 +35,7 @@ use rand::{RngExt, SeedableRng};
 use tickfan::bridge::{Lots, Side};
 use tickfan::order::protocol::{new_order_line, Reply};
 
+use crate::tools::auth;
 use crate::Failure;
 
 /// Flags of `tickfan orders`.
@@ -64,6 +73,9 @@ pub struct OrdersArgs {
     /// same engine, or they are duplicates).
     #[arg(long, default_value = "t")]
     pub id_prefix: String,
+    /// File holding the engine's token; each connection sends `AUTH <token>` first.
+    #[arg(long, value_name = "PATH")]
+    pub token_file: Option<PathBuf>,
 }
 
 /// A quantity distribution.
@@ -151,13 +163,22 @@ pub fn run(args: &OrdersArgs) -> Result<(), Failure> {
         ));
     }
     let dist = QtyDist::parse(&args.qty).map_err(Failure::Usage)?;
-    let start = Instant::now() + Duration::from_millis(50);
-    let args = Arc::new(args.clone());
-    let mut handles = Vec::new();
-    for k in 0..args.connections {
+    let token = auth::load(args.token_file.as_deref())?;
+    let mut streams = Vec::with_capacity(args.connections);
+    for _ in 0..args.connections {
         let stream = TcpStream::connect(args.to)
             .map_err(|e| Failure::Runtime(format!("cannot connect to {}: {e}", args.to)))?;
         let _ = stream.set_nodelay(true);
+        if let Some(t) = &token {
+            // The `OK` line is read here, before the reader starts.
+            auth::line_handshake(&stream, t, "order port")?;
+        }
+        streams.push(stream);
+    }
+    let start = Instant::now() + Duration::from_millis(50);
+    let args = Arc::new(args.clone());
+    let mut handles = Vec::new();
+    for (k, stream) in streams.into_iter().enumerate() {
         let a = Arc::clone(&args);
         handles.push(std::thread::spawn(move || {
             connection(k, stream, &a, dist, start)
@@ -287,6 +308,20 @@ fn connection(
             Err(e) => return Err(Failure::Runtime(format!("read failed: {e}"))),
         }
         let now = Instant::now();
+        if line.starts_with("ERR ") {
+            // The engine refused the connection and closed it; the writer
+            // ends on its next write (not joined: it may be sleeping).
+            let hint = if line.starts_with("ERR authentication") && args.token_file.is_none() {
+                " (the engine requires a token: --token-file)"
+            } else {
+                ""
+            };
+            return Err(Failure::Runtime(format!(
+                "order port {}: {}{hint}",
+                args.to,
+                line.trim_end()
+            )));
+        }
         let Some(reply) = Reply::parse(line.trim_end()) else {
             r.violations
                 .push(format!("unparseable reply: {}", line.trim_end()));

@@ -18,6 +18,12 @@
 //!   formats the payload is the line plus `,seq,send_ns` (seq = that
 //!   symbol's count so far), the same shape as tickfan's payload, and lines
 //!   that are not ticks (header, comments, fewer than six fields) are skipped.
+//! - **`--token-file`** (a secured engine): the connection opens with
+//!   `AUTH <token>` and waits for `OK` before the first line (`csv`), or with
+//!   RESP `AUTH <token>` and waits for `+OK` (`redis-publish`, a Redis with
+//!   `requirepass`). A refusal ends the run (exit 1) with the server's line.
+//!   `pmessage` goes to the raw forwarder, which has no authentication: the
+//!   flag is refused there.
 
 use std::io::{BufRead, BufReader, Read, Write};
 use std::net::{SocketAddr, TcpStream};
@@ -31,9 +37,11 @@ use hdrhistogram::Histogram;
 use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
 use rustc_hash::FxHashMap;
 
+use tickfan::auth::Token;
 use tickfan::metrics::hlog::HistogramLog;
 use tickfan::sys::clock::wall_ns;
 
+use crate::tools::auth;
 use crate::Failure;
 
 /// Flags of `tickfan replay`.
@@ -73,6 +81,9 @@ pub struct ReplayArgs {
     /// No progress bar.
     #[arg(long)]
     pub no_progress: bool,
+    /// File holding the engine's token, presented first (`AUTH <token>`; RESP `AUTH` with --format redis-publish).
+    #[arg(long, value_name = "PATH")]
+    pub token_file: Option<PathBuf>,
 }
 
 /// What each line is sent as.
@@ -210,6 +221,9 @@ pub struct SenderSettings {
     pub log_dir: Option<PathBuf>,
     /// Set (by Ctrl-C) to stop early; the summary still comes.
     pub stop: Option<Arc<std::sync::atomic::AtomicBool>>,
+    /// Presented once, before the first line: an `AUTH` line (`csv`) or a
+    /// RESP `AUTH` command (`redis-publish`); not allowed with `pmessage`.
+    pub token: Option<Token>,
 }
 
 /// The open-loop sender: schedules, stamps, encodes and writes lines.
@@ -257,19 +271,33 @@ fn lag_histogram() -> Histogram<u64> {
 }
 
 impl Sender {
-    /// Connects to `to`. `progress` is shown on stderr (hidden when stderr
-    /// is not a terminal).
+    /// Connects to `to` and, with a token, authenticates (see the module
+    /// docs). `progress` is shown on stderr (hidden when stderr is not a
+    /// terminal).
     ///
     /// # Errors
-    /// The connection or the log file cannot be opened.
+    /// A token with the `pmessage` format (usage); the connection or the
+    /// log file cannot be opened, or the server refused the token (runtime).
     pub fn connect(
         to: SocketAddr,
         s: SenderSettings,
         progress: ProgressBar,
     ) -> Result<Sender, Failure> {
+        if s.token.is_some() && s.format == Format::Pmessage {
+            return Err(Failure::Usage(
+                "--token-file does not apply to --format pmessage (the raw forwarder has no authentication)"
+                    .into(),
+            ));
+        }
         let stream = TcpStream::connect(to)
             .map_err(|e| Failure::Runtime(format!("cannot connect to {to}: {e}")))?;
         let _ = stream.set_nodelay(true);
+        // Before the reply-draining thread starts, so the answer is ours.
+        match (&s.token, s.format) {
+            (Some(t), Format::Csv) => auth::line_handshake(&stream, t, "feed port")?,
+            (Some(t), Format::RedisPublish) => auth::resp_handshake(&stream, t, "server")?,
+            _ => {}
+        }
         let replies = if s.format == Format::RedisPublish {
             let mut r = stream
                 .try_clone()
@@ -569,6 +597,7 @@ pub fn run(args: &ReplayArgs) -> Result<(), Failure> {
     if args.loops == 0 {
         return Err(Failure::Usage("--loops must be at least 1".into()));
     }
+    let token = auth::load(args.token_file.as_deref())?;
     let per_loop = count_lines(&args.file)?;
     let stop = tickfan::sys::signals::stop_flag()
         .map_err(|e| Failure::Runtime(format!("cannot install signal handlers: {e}")))?;
@@ -584,6 +613,7 @@ pub fn run(args: &ReplayArgs) -> Result<(), Failure> {
             duration: args.duration,
             log_dir: args.log_dir.clone(),
             stop: Some(stop),
+            token,
         },
         pb,
     )?;

@@ -28,6 +28,13 @@
 //! its `client-output-buffer-limit pubsub`) is noticed even though the close
 //! sat behind megabytes of unread data; those drained bytes are not counted
 //! as messages.
+//!
+//! With `--token-file` (a secured engine, or a Redis with `requirepass`),
+//! each connection first sends RESP `AUTH <token>` and reads its `+OK`
+//! before it subscribes; an error reply (`-WRONGPASS …`) ends the run
+//! (exit 1) with the server's line, and is never counted as data. So does
+//! any error reply before a connection's subscriptions are all confirmed
+//! (`-NOAUTH …` from a secured server when no token was given).
 
 use std::io::{ErrorKind, Read, Write};
 use std::net::SocketAddr;
@@ -40,10 +47,12 @@ use hdrhistogram::Histogram;
 use mio::{Events, Interest, Poll, Token};
 use rustc_hash::FxHashMap;
 
+use tickfan::auth::Token as AuthToken;
 use tickfan::metrics::hlog::HistogramLog;
 use tickfan::protocol::client::command;
 use tickfan::sys::clock::wall_ns;
 
+use crate::tools::auth;
 use crate::tools::replay::leading_ts;
 use crate::Failure;
 
@@ -89,6 +98,9 @@ pub struct SubscribeArgs {
     /// No interval lines.
     #[arg(long)]
     pub quiet: bool,
+    /// File holding the server's token; each connection sends RESP `AUTH <token>` before subscribing.
+    #[arg(long, value_name = "PATH")]
+    pub token_file: Option<PathBuf>,
 }
 
 /// What to run.
@@ -116,6 +128,8 @@ pub struct LoadSpec {
     pub log_dir: Option<PathBuf>,
     /// Print a line per interval (stderr).
     pub print_intervals: bool,
+    /// Presented by every connection (RESP `AUTH`) before it subscribes.
+    pub token: Option<AuthToken>,
 }
 
 /// Live figures for a caller in the same process (the demo).
@@ -274,6 +288,7 @@ pub fn run(args: &SubscribeArgs) -> Result<(), Failure> {
         interval: args.interval,
         log_dir: args.log_dir.clone(),
         print_intervals: !args.quiet,
+        token: auth::load(args.token_file.as_deref())?,
     };
     let stop = tickfan::sys::signals::stop_flag()
         .map_err(|e| Failure::Runtime(format!("cannot install signal handlers: {e}")))?;
@@ -314,6 +329,9 @@ struct Conn {
     len: usize,
     /// Subscription confirmations still expected.
     confirmations_left: usize,
+    /// The first error reply that came while confirmations were still
+    /// expected (`-NOAUTH …`, `-ERR max …`): the run ends with it.
+    refusal: Option<String>,
     /// There may be unread bytes (edge-triggered readiness not consumed).
     readable: bool,
     open: bool,
@@ -582,6 +600,11 @@ impl Load {
                     c.pos += used;
                 }
                 Scan::ErrorReply(used) => {
+                    if c.confirmations_left > 0 && c.refusal.is_none() {
+                        // Not subscribed: nothing this run measures would be real.
+                        let text = &buf[1..used - 2];
+                        c.refusal = Some(String::from_utf8_lossy(text).into_owned());
+                    }
                     st.errors += 1;
                     c.pos += used;
                 }
@@ -639,11 +662,13 @@ impl Load {
     }
 }
 
-/// Opens the connections and runs the event loop until the end (see the
-/// module docs). `stop` ends it early; `progress` is updated live.
+/// Opens the connections (each authenticated first when `spec.token` is
+/// set) and runs the event loop until the end (see the module docs).
+/// `stop` ends it early; `progress` is updated live.
 ///
 /// # Errors
-/// A connection that cannot be opened or a log that cannot be written.
+/// A connection that cannot be opened, a token the server refused, or a
+/// log that cannot be written.
 pub fn run_load(
     spec: &LoadSpec,
     stop: &AtomicBool,
@@ -686,6 +711,11 @@ pub fn run_load(
         let mut s = std::net::TcpStream::connect(spec.to)
             .map_err(|e| Failure::Runtime(format!("cannot connect to {}: {e}", spec.to)))?;
         let _ = s.set_nodelay(true);
+        if let Some(t) = &spec.token {
+            // Blocking, before SUBSCRIBE: the `+OK` is read here, so the
+            // event loop never sees it.
+            auth::resp_handshake(&s, t, "subscriber port")?;
+        }
         s.write_all(&cmds)
             .map_err(|e| Failure::Runtime(format!("cannot subscribe: {e}")))?;
         s.set_nonblocking(true)
@@ -702,6 +732,7 @@ pub fn run_load(
             pos: 0,
             len: 0,
             confirmations_left: expected,
+            refusal: None,
             readable: true,
             open: true,
             read_total: 0,
@@ -765,6 +796,17 @@ pub fn run_load(
             progress.messages[k].store(*n, Ordering::Relaxed);
         }
         if ready_at.is_none() {
+            if let Some(r) = load.conns.iter().find_map(|c| c.refusal.as_deref()) {
+                let hint = if r.starts_with("NOAUTH") && spec.token.is_none() {
+                    " (the server requires a token: --token-file)"
+                } else {
+                    ""
+                };
+                return Err(Failure::Runtime(format!(
+                    "subscriber port {}: {r}{hint}",
+                    spec.to
+                )));
+            }
             if load
                 .conns
                 .iter()

@@ -31,6 +31,11 @@ pub(crate) struct RedisServer {
 
 impl RedisServer {
     pub(crate) fn start() -> RedisServer {
+        RedisServer::start_with(&[])
+    }
+
+    /// A server with `extra` configuration flags (e.g. `--requirepass X`).
+    pub(crate) fn start_with(extra: &[&str]) -> RedisServer {
         require("redis-server");
         let port = std::net::TcpListener::bind("127.0.0.1:0")
             .unwrap()
@@ -48,6 +53,7 @@ impl RedisServer {
                 "--appendonly",
                 "no",
             ])
+            .args(extra)
             .stdout(Stdio::null())
             .stderr(Stdio::null())
             .spawn()

@@ -16,18 +16,18 @@ use tickfan::sys::clock::wall_ns;
 
 use crate::util::{engine, engine_with, shared_data, tick, wait_until, Feed};
 
-fn tickfan(args: &[&str]) -> Output {
+pub(crate) fn tickfan(args: &[&str]) -> Output {
     Command::new(env!("CARGO_BIN_EXE_tickfan"))
         .args(args)
         .output()
         .expect("binary runs")
 }
 
-fn text(b: &[u8]) -> String {
+pub(crate) fn text(b: &[u8]) -> String {
     String::from_utf8_lossy(b).into_owned()
 }
 
-fn ok(out: &Output) {
+pub(crate) fn ok(out: &Output) {
     assert_eq!(
         out.status.code(),
         Some(0),
@@ -38,7 +38,7 @@ fn ok(out: &Output) {
 }
 
 /// A child process killed by its pid when dropped (if still running).
-struct Spawned(Option<Child>);
+pub(crate) struct Spawned(pub(crate) Option<Child>);
 
 impl Drop for Spawned {
     fn drop(&mut self) {
