@@ -48,6 +48,7 @@ use mio::{Events, Interest, Poll, Token};
 use rustc_hash::FxHashMap;
 
 use tickfan::auth::Token as AuthToken;
+use tickfan::feed::parse::ascii_u64;
 use tickfan::metrics::hlog::HistogramLog;
 use tickfan::protocol::client::command;
 use tickfan::sys::clock::wall_ns;
@@ -410,7 +411,10 @@ fn line_end(buf: &[u8], from: usize) -> Option<usize> {
 }
 
 fn parse_int(b: &[u8]) -> Option<i64> {
-    std::str::from_utf8(b).ok()?.parse().ok()
+    match b.split_first() {
+        Some((b'-', digits)) => i64::try_from(ascii_u64(digits)?).ok().map(|v| -v),
+        _ => i64::try_from(ascii_u64(b)?).ok(),
+    }
 }
 
 /// Scans one RESP2 reply frame at the front of `buf` without allocating.
@@ -488,10 +492,7 @@ fn scan(buf: &[u8]) -> Scan {
 /// Field `i` (0-based) of a CSV payload as an integer.
 fn field_u64(payload: &[u8], i: usize) -> Option<u64> {
     let f = payload.split(|&b| b == b',').nth(i)?;
-    if f.is_empty() || !f.iter().all(u8::is_ascii_digit) {
-        return None;
-    }
-    std::str::from_utf8(f).ok()?.parse().ok()
+    ascii_u64(f)
 }
 
 /// The event loop's state.
@@ -551,7 +552,8 @@ impl Load {
                     c.len += n;
                     c.read_total += n as u64;
                     self.classes[c.class].bytes += n as u64;
-                    let recv = wall_ns();
+                    // One clock read per `read`: its frames arrived together.
+                    let recv = (wall_ns(), Instant::now());
                     let class = c.class;
                     Self::frames(
                         c,
@@ -583,7 +585,7 @@ impl Load {
         st: &mut ClassStats,
         symbols: &mut FxHashMap<Vec<u8>, u32>,
         until: Option<&[u8]>,
-        recv_ns: u64,
+        (recv_ns, recv_at): (u64, Instant),
         counting: bool,
     ) {
         loop {
@@ -615,9 +617,8 @@ impl Load {
                     used,
                 } => {
                     if counting {
-                        let now = Instant::now();
-                        st.first_msg.get_or_insert(now);
-                        st.last_msg = Some(now);
+                        st.first_msg.get_or_insert(recv_at);
+                        st.last_msg = Some(recv_at);
                         st.messages += 1;
                         st.interval_messages += 1;
                         let payload = &buf[payload.0..payload.1];
@@ -988,6 +989,19 @@ fn drain_slow(load: &mut Load, poll: &mut Poll, events: &mut Events) {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn resp_integers_and_payload_fields_parse_without_str() {
+        assert_eq!(parse_int(b"-1"), Some(-1));
+        assert_eq!(parse_int(b"42"), Some(42));
+        assert_eq!(parse_int(b"9223372036854775808"), None, "past i64");
+        assert_eq!(parse_int(b"-"), None);
+        assert_eq!(parse_int(b""), None);
+        assert_eq!(parse_int(b"1x"), None);
+        assert_eq!(field_u64(b"1,EURUSD,1.1,1.2,1,1,77,9", 6), Some(77));
+        assert_eq!(field_u64(b"1,EURUSD,1.1,1.2,1,1,,9", 6), None);
+        assert_eq!(field_u64(b"1,EURUSD", 6), None);
+    }
 
     #[test]
     fn scans_messages_confirmations_and_partial_frames() {

@@ -207,6 +207,15 @@ fn split_fields(line: &[u8]) -> Result<[&[u8]; FIELD_COUNT], PoisonReason> {
     Ok(fields)
 }
 
+/// A non-empty run of ASCII digits whose value fits a `u64` (the tools
+/// read stamps and sequence numbers out of payloads with it).
+pub fn ascii_u64(field: &[u8]) -> Option<u64> {
+    if field.is_empty() {
+        return None;
+    }
+    parse_u64(field).ok()
+}
+
 /// ASCII digits whose value fits a `u64`.
 fn parse_u64(field: &[u8]) -> Result<u64, PoisonReason> {
     let mut v: u64 = 0;
@@ -437,6 +446,16 @@ mod tests {
     use crate::feed::poison::PoisonReason::*;
 
     const REAL: &[u8] = b"1399230051815000000,EURUSD.FXCM,1.38700,1.38790,1000000,1000000";
+
+    #[test]
+    fn ascii_u64_takes_only_non_empty_digit_runs_that_fit() {
+        assert_eq!(ascii_u64(b"0"), Some(0));
+        assert_eq!(ascii_u64(b"18446744073709551615"), Some(u64::MAX));
+        assert_eq!(ascii_u64(b"18446744073709551616"), None);
+        assert_eq!(ascii_u64(b""), None);
+        assert_eq!(ascii_u64(b"+1"), None);
+        assert_eq!(ascii_u64(b"1 "), None);
+    }
 
     fn tick(line: &[u8]) -> (Vec<u8>, Quote) {
         match parse_line(line) {

@@ -247,6 +247,43 @@ fn replay_stamps_the_intended_time_and_is_never_early() {
 }
 
 #[test]
+fn unpaced_replay_shares_clock_reads_but_never_stamps_a_line_late() {
+    // Unpaced lines share one clock read per batch: every stamp must still
+    // be at or before the moment its bytes arrived, and never go backwards.
+    let dir = tempfile::tempdir().unwrap();
+    let file = dir.path().join("t.csv");
+    let lines: Vec<String> = (0..1_000)
+        .map(|i| tick(1_000 + i, "EURUSD", "1.1", "1.2"))
+        .collect();
+    std::fs::write(&file, lines.join("\n")).unwrap();
+    let (addr, got) = capture();
+    ok(&tickfan(&[
+        "replay",
+        file.to_str().unwrap(),
+        "--to",
+        &addr.to_string(),
+        "--stamp",
+    ]));
+    let mut stamps = Vec::new();
+    let mut partial = String::new();
+    for (at, bytes) in got.join().unwrap() {
+        partial.push_str(&text(&bytes));
+        while let Some(i) = partial.find('\n') {
+            let line: String = partial.drain(..=i).collect();
+            let ts: u64 = line.split(',').next().unwrap().parse().unwrap();
+            assert!(ts <= at, "stamped after it arrived");
+            stamps.push(ts);
+        }
+    }
+    assert_eq!(stamps.len(), 1_000);
+    assert!(
+        stamps.windows(2).all(|w| w[0] <= w[1]),
+        "stamps went backwards"
+    );
+    assert!(stamps[0] > 1_000_000_000_000_000_000, "wall-clock stamps");
+}
+
+#[test]
 fn replay_recorded_pacing_divides_the_file_gaps_by_the_speed() {
     let dir = tempfile::tempdir().unwrap();
     let file = dir.path().join("t.csv");
