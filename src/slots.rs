@@ -88,6 +88,13 @@ pub struct SlotWriter {
     shared: Arc<Shared>,
 }
 
+impl SlotWriter {
+    /// Ids waiting for the publisher (a gauge; racy by nature).
+    pub fn dirty_len(&self) -> usize {
+        self.shared.dirty.len()
+    }
+}
+
 /// The publisher thread's end: pops dirty ids and takes their newest value.
 #[derive(Debug)]
 pub struct SlotReader {

@@ -42,6 +42,9 @@ const LISTENER: Token = Token(usize::MAX - 1);
 /// Token of the waker the runtime uses to stop this loop.
 pub const STOP_WAKER: Token = Token(usize::MAX);
 const READS_PER_TURN: usize = 16;
+/// After a read, the feed yields its core when this many symbols wait for
+/// the publisher (see `serve`).
+const YIELD_DIRTY: usize = 256;
 const READ_CHUNK: usize = 64 * 1024;
 const MAX_PARK: Duration = Duration::from_millis(100);
 
@@ -317,6 +320,14 @@ impl FeedLoop {
                     if b.queued {
                         // Once per read batch, not per tick.
                         let _ = self.ingest.publisher.wake();
+                    }
+                    if self.ingest.slots.dirty_len() >= YIELD_DIRTY {
+                        // The publisher is behind. If it shares this core
+                        // (pinning degraded, or a `taskset` of one CPU), let
+                        // it run now: every tick read meanwhile would only
+                        // overwrite a value nobody has been sent yet. On its
+                        // own core this costs one cheap syscall per read.
+                        std::thread::yield_now();
                     }
                 }
                 Err(e) if e.kind() == ErrorKind::WouldBlock => return ticks,
