@@ -9,7 +9,10 @@
 //!
 //! Fairness: a connection is read at most `READS_PER_TURN` times per loop
 //! turn, then put back on a ready list, so one flooding feed cannot starve
-//! the others.
+//! the others. Towards the publisher: after a read that leaves
+//! `YIELD_DIRTY` or more symbols waiting, the thread yields its core, so on
+//! a shared core the publisher sends values instead of the feed overwriting
+//! them (measured in perf/RESULTS.md: max-rate delivery ×1.8 on one core).
 
 use std::collections::VecDeque;
 use std::io::{ErrorKind, Write};
