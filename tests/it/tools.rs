@@ -9,12 +9,12 @@ use std::collections::HashMap;
 use std::io::Read;
 use std::net::TcpListener;
 use std::path::Path;
-use std::process::{Child, Command, Output, Stdio};
+use std::process::{Command, Output};
 
 use tickfan::metrics::Stage;
 use tickfan::sys::clock::wall_ns;
 
-use crate::util::{engine, engine_with, shared_data, tick, wait_until, Feed};
+use crate::util::{engine, engine_with, shared_data, spawn_until, tick, wait_until, Feed, Spawned};
 
 pub(crate) fn tickfan(args: &[&str]) -> Output {
     Command::new(env!("CARGO_BIN_EXE_tickfan"))
@@ -35,18 +35,6 @@ pub(crate) fn ok(out: &Output) {
         text(&out.stdout),
         text(&out.stderr)
     );
-}
-
-/// A child process killed by its pid when dropped (if still running).
-pub(crate) struct Spawned(pub(crate) Option<Child>);
-
-impl Drop for Spawned {
-    fn drop(&mut self) {
-        if let Some(c) = &mut self.0 {
-            let _ = c.kill();
-            let _ = c.wait();
-        }
-    }
 }
 
 fn gen(dir: &Path, name: &str, extra: &[&str]) -> Vec<u8> {
@@ -176,6 +164,34 @@ fn capture() -> (std::net::SocketAddr, std::thread::JoinHandle<Reads>) {
     (addr, h)
 }
 
+/// Replays `n` EURUSD ticks with `--stamp` and `extra` flags to a capturing
+/// listener; returns the lines as (arrival wall time, `ts_ns` field, rest
+/// of the line without its newline).
+fn replay_stamped(n: u64, extra: &[&str]) -> Vec<(u64, u64, String)> {
+    let dir = tempfile::tempdir().unwrap();
+    let file = dir.path().join("t.csv");
+    let lines: Vec<String> = (0..n)
+        .map(|i| tick(1_000 + i, "EURUSD", "1.1", "1.2"))
+        .collect();
+    std::fs::write(&file, lines.join("\n")).unwrap();
+    let (addr, got) = capture();
+    let addr = addr.to_string();
+    let mut args = vec!["replay", file.to_str().unwrap(), "--to", &addr, "--stamp"];
+    args.extend_from_slice(extra);
+    ok(&tickfan(&args));
+    let mut lines = Vec::new();
+    let mut partial = String::new();
+    for (at, bytes) in got.join().unwrap() {
+        partial.push_str(&text(&bytes));
+        while let Some(i) = partial.find('\n') {
+            let line: String = partial.drain(..=i).collect();
+            let (ts, rest) = line.trim_end().split_once(',').unwrap();
+            lines.push((at, ts.parse().unwrap(), rest.to_string()));
+        }
+    }
+    lines
+}
+
 #[test]
 fn replay_sends_every_line_once_per_loop_in_order() {
     let dir = tempfile::tempdir().unwrap();
@@ -205,38 +221,15 @@ fn replay_sends_every_line_once_per_loop_in_order() {
 
 #[test]
 fn replay_stamps_the_intended_time_and_is_never_early() {
-    let dir = tempfile::tempdir().unwrap();
-    let file = dir.path().join("t.csv");
-    let lines: Vec<String> = (0..300)
-        .map(|i| tick(1_000 + i, "EURUSD", "1.1", "1.2"))
-        .collect();
-    std::fs::write(&file, lines.join("\n")).unwrap();
-    let (addr, got) = capture();
-    ok(&tickfan(&[
-        "replay",
-        file.to_str().unwrap(),
-        "--to",
-        &addr.to_string(),
-        "--rate",
-        "3000",
-        "--stamp",
-    ]));
     let mut stamps = Vec::new();
-    let mut partial = String::new();
-    for (at, bytes) in got.join().unwrap() {
-        partial.push_str(&text(&bytes));
-        while let Some(i) = partial.find('\n') {
-            let line: String = partial.drain(..=i).collect();
-            let (ts, rest) = line.trim_end().split_once(',').unwrap();
-            assert_eq!(
-                rest, "EURUSD,1.1,1.2,1000000,1500000",
-                "only ts_ns rewritten"
-            );
-            let ts: u64 = ts.parse().unwrap();
-            // Open loop: a line leaves at or after its intended time.
-            assert!(ts <= at, "sent before its intended time");
-            stamps.push(ts);
-        }
+    for (at, ts, rest) in replay_stamped(300, &["--rate", "3000"]) {
+        assert_eq!(
+            rest, "EURUSD,1.1,1.2,1000000,1500000",
+            "only ts_ns rewritten"
+        );
+        // Open loop: a line leaves at or after its intended time.
+        assert!(ts <= at, "sent before its intended time");
+        stamps.push(ts);
     }
     assert_eq!(stamps.len(), 300);
     // The schedule: line k is due k/3000 s after the first.
@@ -250,30 +243,10 @@ fn replay_stamps_the_intended_time_and_is_never_early() {
 fn unpaced_replay_shares_clock_reads_but_never_stamps_a_line_late() {
     // Unpaced lines share one clock read per batch: every stamp must still
     // be at or before the moment its bytes arrived, and never go backwards.
-    let dir = tempfile::tempdir().unwrap();
-    let file = dir.path().join("t.csv");
-    let lines: Vec<String> = (0..1_000)
-        .map(|i| tick(1_000 + i, "EURUSD", "1.1", "1.2"))
-        .collect();
-    std::fs::write(&file, lines.join("\n")).unwrap();
-    let (addr, got) = capture();
-    ok(&tickfan(&[
-        "replay",
-        file.to_str().unwrap(),
-        "--to",
-        &addr.to_string(),
-        "--stamp",
-    ]));
     let mut stamps = Vec::new();
-    let mut partial = String::new();
-    for (at, bytes) in got.join().unwrap() {
-        partial.push_str(&text(&bytes));
-        while let Some(i) = partial.find('\n') {
-            let line: String = partial.drain(..=i).collect();
-            let ts: u64 = line.split(',').next().unwrap().parse().unwrap();
-            assert!(ts <= at, "stamped after it arrived");
-            stamps.push(ts);
-        }
+    for (at, ts, _) in replay_stamped(1_000, &[]) {
+        assert!(ts <= at, "stamped after it arrived");
+        stamps.push(ts);
     }
     assert_eq!(stamps.len(), 1_000);
     assert!(
@@ -333,18 +306,10 @@ fn replay_of_a_missing_file_is_one_clear_error() {
 }
 
 /// Starts `tickfan subscribe` and waits until it says it is subscribed.
-fn subscribe(args: &[&str]) -> Spawned {
-    let mut child = Command::new(env!("CARGO_BIN_EXE_tickfan"))
-        .arg("subscribe")
-        .args(args)
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .expect("binary runs");
-    let mut err = crate::util::wait_for_stderr(&mut child, "subscribed to");
-    // Keep draining stderr so the child never blocks on it.
-    std::thread::spawn(move || std::io::copy(&mut err, &mut std::io::sink()));
-    Spawned(Some(child))
+pub(crate) fn subscribe(args: &[&str]) -> Spawned {
+    let mut all = vec!["subscribe"];
+    all.extend_from_slice(args);
+    spawn_until(&all, "subscribed to").0
 }
 
 #[test]

@@ -7,7 +7,7 @@
 
 use std::net::SocketAddr;
 use std::path::Path;
-use std::process::{Command, Output, Stdio};
+use std::process::Output;
 
 use tickfan::auth::Token;
 use tickfan::bridge::spec::SimSpec;
@@ -15,8 +15,8 @@ use tickfan::protocol::client::Frame;
 use tickfan::runtime::Engine;
 
 use crate::protocol::RedisServer;
-use crate::tools::{ok, text, tickfan, Spawned};
-use crate::util::{engine_with, tick, wait_for_stderr, wait_until, Feed, Sub};
+use crate::tools::{ok, text, tickfan};
+use crate::util::{engine_with, tick, wait_until, Feed, Spawned, Sub};
 
 const TOKEN: &str = "t0k3n-for-tools";
 const WRONG: &str = "not-the-token";
@@ -163,30 +163,21 @@ fn replay_presents_the_token_to_redis_in_publish_mode() {
 /// Starts `tickfan subscribe` (2 connections, ends at the `ZZEND`
 /// sentinel, JSON report to `json`) and waits until it has subscribed.
 fn subscribe(to: SocketAddr, token: &str, json: &Path) -> Spawned {
-    let mut child = Command::new(env!("CARGO_BIN_EXE_tickfan"))
-        .args([
-            "subscribe",
-            "--to",
-            &to.to_string(),
-            "-k",
-            "2",
-            "--until",
-            "ZZEND",
-            "--duration",
-            "60s", // a safety net: the sentinel ends the run
-            "--json",
-            json.to_str().unwrap(),
-            "--quiet",
-            "--token-file",
-            token,
-        ])
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .expect("binary runs");
-    let mut err = wait_for_stderr(&mut child, "subscribed to");
-    std::thread::spawn(move || std::io::copy(&mut err, &mut std::io::sink()));
-    Spawned(Some(child))
+    crate::tools::subscribe(&[
+        "--to",
+        &to.to_string(),
+        "-k",
+        "2",
+        "--until",
+        "ZZEND",
+        "--duration",
+        "60s", // a safety net: the sentinel ends the run
+        "--json",
+        json.to_str().unwrap(),
+        "--quiet",
+        "--token-file",
+        token,
+    ])
 }
 
 #[test]

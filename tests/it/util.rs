@@ -508,10 +508,47 @@ pub fn advance_until(clock: &SimClock, step_ms: u64, what: &str, mut cond: impl 
 
 /// Reads a spawned process's stderr until a line contains `needle` (fails
 /// the test if the process ends first); returns the reader for the rest.
+/// A child process killed by its pid when dropped (if still running).
+pub struct Spawned(pub Option<std::process::Child>);
+
+impl Drop for Spawned {
+    fn drop(&mut self) {
+        if let Some(c) = &mut self.0 {
+            let _ = c.kill();
+            let _ = c.wait();
+        }
+    }
+}
+
+/// Spawns the `tickfan` binary with `args` and reads its stderr until a
+/// line containing `marker`; returns the child and that line. The rest of
+/// stderr is drained so the child never blocks on it.
+pub fn spawn_until(args: &[&str], marker: &str) -> (Spawned, String) {
+    use std::process::{Command, Stdio};
+    let mut child = Command::new(env!("CARGO_BIN_EXE_tickfan"))
+        .args(args)
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("binary runs");
+    let (mut err, line) = stderr_until(&mut child, marker);
+    std::thread::spawn(move || std::io::copy(&mut err, &mut std::io::sink()));
+    (Spawned(Some(child)), line)
+}
+
 pub fn wait_for_stderr(
     child: &mut std::process::Child,
     needle: &str,
 ) -> std::io::BufReader<std::process::ChildStderr> {
+    stderr_until(child, needle).0
+}
+
+/// Reads `child`'s stderr up to and including the first line containing
+/// `needle`; returns the reader (positioned after it) and that line.
+fn stderr_until(
+    child: &mut std::process::Child,
+    needle: &str,
+) -> (std::io::BufReader<std::process::ChildStderr>, String) {
     use std::io::BufRead;
     let mut err = std::io::BufReader::new(child.stderr.take().expect("stderr piped"));
     let mut line = String::new();
@@ -522,5 +559,5 @@ pub fn wait_for_stderr(
             "the process ended before printing {needle:?}"
         );
     }
-    err
+    (err, line)
 }

@@ -4,45 +4,12 @@
 //! `subscribe`, which must count every message (neither conflates) with no
 //! sequence gap.
 
-use std::io::{BufRead, BufReader};
-use std::process::{Command, Stdio};
+use std::process::Command;
 
 use serde_json::Value;
 
 use crate::protocol::RedisServer;
-use crate::util::tick;
-
-/// A child process killed by its pid when dropped.
-struct Spawned(std::process::Child);
-
-impl Drop for Spawned {
-    fn drop(&mut self) {
-        let _ = self.0.kill();
-        let _ = self.0.wait();
-    }
-}
-
-/// Spawns the binary and reads its stderr until a line containing `marker`;
-/// returns the child and that line. The rest of stderr is drained.
-fn spawn_until(args: &[&str], marker: &str) -> (Spawned, String) {
-    let mut child = Command::new(env!("CARGO_BIN_EXE_tickfan"))
-        .args(args)
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .expect("binary runs");
-    let mut err = BufReader::new(child.stderr.take().unwrap());
-    let mut line = String::new();
-    while !line.contains(marker) {
-        line.clear();
-        assert!(
-            err.read_line(&mut line).unwrap() > 0,
-            "{args:?} exited before saying '{marker}'"
-        );
-    }
-    std::thread::spawn(move || std::io::copy(&mut err, &mut std::io::sink()));
-    (Spawned(child), line)
-}
+use crate::util::{spawn_until, tick};
 
 /// A tick file: 2,000 ticks over 40 symbols, then the sentinel `ZZEND`.
 fn ticks(dir: &std::path::Path) -> std::path::PathBuf {
@@ -95,7 +62,7 @@ fn measure(sub_addr: &str, pub_addr: &str, format: &str) -> (Value, String) {
         .unwrap();
     assert_eq!(replay.status.code(), Some(0), "{replay:?}");
     let mut sub = sub;
-    let status = sub.0.wait().unwrap();
+    let status = sub.0.take().unwrap().wait().unwrap();
     assert!(status.success());
     let report = serde_json::from_str(&std::fs::read_to_string(json).unwrap()).unwrap();
     (report, String::from_utf8_lossy(&replay.stderr).into_owned())
