@@ -5,7 +5,8 @@
 //! Single writer of: the connections and their output buffers, the dedup
 //! store, the order counters. Workers and the retry timer never touch a
 //! socket: they send [`Event`]s over a bounded channel and ring the waker;
-//! the gateway turns them into lines. Because the gateway appends `ACK`
+//! the gateway turns them into lines (the per-line work: `ledger.rs`; this
+//! file: sockets, buffers and the loop). Because the gateway appends `ACK`
 //! right after a successful offer, before it next drains events, a client
 //! always reads `ACK` before any `FILL` or `DONE` of that order.
 //!
@@ -48,19 +49,18 @@ use crate::idle::IdleStrategy;
 use crate::metrics::counters::{bump, set, Counters};
 use crate::metrics::{Stage, StageRecorder};
 use crate::retry::SharedClock;
-use crate::sys::clock::{wall_ns, MonoClock};
+use crate::sys::clock::MonoClock;
 use crate::sys::net::{poll_events, Polled};
 
-use super::admission::{Admission, Busy};
-use super::dedup::{Dedup, IdState, Refusal};
+use super::admission::Admission;
+use super::dedup::Dedup;
 use super::lanes::Lane;
-use super::protocol::{
-    parse_request, write_ack, write_dead, write_done, write_fill, write_reject, InvalidReason,
-    NewOrder, RejectReason, Request,
-};
+use super::protocol::InvalidReason;
 use super::rate::RateLimit;
-use super::types::{ConnId, Event, EventKind, Order};
-use super::worker::e2e_stage;
+use super::types::{ConnId, Event};
+
+mod ledger;
+use ledger::Ledger;
 
 const LISTENER: Token = Token(usize::MAX - 1);
 /// Token of the waker workers, the timer and the runtime ring.
@@ -117,29 +117,6 @@ impl Conn {
     }
 }
 
-/// The gateway's state apart from the sockets.
-#[derive(Debug)]
-struct Core {
-    admission: Option<Admission>,
-    events: Receiver<Event>,
-    dedup: Dedup,
-    dlq_store: Arc<DlqStore>,
-    dlq: Option<DlqSender>,
-    counters: Arc<Counters>,
-    recorder: StageRecorder,
-    mono: MonoClock,
-    clock: SharedClock,
-    next_seq: u64,
-    in_flight: u64,
-    /// Rejects written this turn (their latency is recorded after the write).
-    rejects: u64,
-    /// The detail of a queue-full reject per lane (by [`Lane::index`]),
-    /// formatted once (the overload path must stay cheap).
-    busy_detail: [String; 2],
-    /// `--max-order-rate`, for the refusal's text.
-    max_order_rate: u32,
-}
-
 /// The gateway loop.
 #[derive(Debug)]
 pub struct Gateway {
@@ -153,7 +130,7 @@ pub struct Gateway {
     /// Connections waiting to authenticate: (deadline, slab key, connection
     /// id), in deadline order (one timeout for all, so appends stay sorted).
     pending_auth: VecDeque<(u64, usize, ConnId)>,
-    core: Core,
+    ledger: Ledger,
     settings: GatewaySettings,
     closing: Arc<AtomicBool>,
 }
@@ -197,7 +174,7 @@ impl Gateway {
             turn: Vec::with_capacity(64),
             dirty: Vec::with_capacity(64),
             pending_auth: VecDeque::new(),
-            core: Core {
+            ledger: Ledger {
                 admission: Some(admission),
                 events,
                 dedup,
@@ -224,12 +201,12 @@ impl Gateway {
         let mut events = Events::with_capacity(1024);
         let mut work = 0usize;
         loop {
-            if self.closing.load(Ordering::Acquire) && self.core.admission.is_some() {
+            if self.closing.load(Ordering::Acquire) && self.ledger.admission.is_some() {
                 self.close_intake();
             }
-            let now = self.core.mono.now_ns();
+            let now = self.ledger.mono.now_ns();
             let max_park =
-                Duration::from_nanos(self.core.recorder.ns_until_flush(now)).min(MAX_PARK);
+                Duration::from_nanos(self.ledger.recorder.ns_until_flush(now)).min(MAX_PARK);
             let timeout = if self.ready.is_empty() {
                 self.settings.idle.poll_timeout(work, max_park)
             } else {
@@ -241,7 +218,7 @@ impl Gateway {
                 Polled::Failed => break,
             }
             work = 0;
-            let turn_start = self.core.mono.now_ns();
+            let turn_start = self.ledger.mono.now_ns();
             std::mem::swap(&mut self.ready, &mut self.turn);
             for ev in events.iter() {
                 match ev.token() {
@@ -262,32 +239,32 @@ impl Gateway {
                 work += self.serve(t);
             }
             self.turn.clear();
-            self.expire_unauthenticated(self.core.mono.now_ns());
+            self.expire_unauthenticated(self.ledger.mono.now_ns());
             let (applied, workers_gone) = self.drain_events();
             work += applied;
             self.flush_dirty();
-            if self.core.rejects > 0 {
-                let lat = self.core.mono.now_ns().saturating_sub(turn_start);
-                self.core
+            if self.ledger.rejects > 0 {
+                let lat = self.ledger.mono.now_ns().saturating_sub(turn_start);
+                self.ledger
                     .recorder
-                    .record_n(Stage::OrderReject, lat, self.core.rejects);
-                self.core.rejects = 0;
+                    .record_n(Stage::OrderReject, lat, self.ledger.rejects);
+                self.ledger.rejects = 0;
             }
             self.update_gauges();
-            let now = self.core.mono.now_ns();
-            self.core.recorder.maybe_flush(now);
-            if workers_gone && self.core.admission.is_none() {
+            let now = self.ledger.mono.now_ns();
+            self.ledger.recorder.maybe_flush(now);
+            if workers_gone && self.ledger.admission.is_none() {
                 break;
             }
         }
         self.final_flush();
-        self.core.recorder.flush();
+        self.ledger.recorder.flush();
     }
 
     /// Stops taking orders: the listener closes, connections are no longer
     /// read, and dropping the queue's producer lets the workers finish.
     fn close_intake(&mut self) {
-        self.core.admission = None;
+        self.ledger.admission = None;
         if let Some(mut l) = self.listener.take() {
             let _ = self.poll.registry().deregister(&mut l);
         }
@@ -301,7 +278,7 @@ impl Gateway {
             };
             match listener.accept() {
                 Ok((mut stream, peer)) => {
-                    let c = &self.core.counters.orders;
+                    let c = &self.ledger.counters.orders;
                     if self.conns.len() >= self.settings.max_conns {
                         bump(&c.connections_refused, 1);
                         let _ = stream.write(b"REJECT - SYSTEM_BUSY too many order connections\n");
@@ -322,7 +299,7 @@ impl Gateway {
                     let id = (u64::from(self.generation) << 32) | key as u64;
                     let authed = self.settings.token.is_none();
                     if !authed {
-                        let deadline = self.core.mono.now_ns() + self.settings.auth_timeout_ns;
+                        let deadline = self.ledger.mono.now_ns() + self.settings.auth_timeout_ns;
                         self.pending_auth.push_back((deadline, key, id));
                     }
                     let rate = self.settings.max_order_rate;
@@ -356,7 +333,7 @@ impl Gateway {
     /// Reads one connection for a turn; returns the lines it handled.
     fn serve(&mut self, token: Token) -> usize {
         let key = token.0;
-        if self.core.admission.is_none() {
+        if self.ledger.admission.is_none() {
             return 0;
         }
         let Some(conn) = self.conns.get_mut(key) else {
@@ -391,7 +368,7 @@ impl Gateway {
                             conn.out.extend_from_slice(reply);
                             let _ = write_out(conn);
                             log::warn!("order connection {}: authentication refused", conn.peer);
-                            bump(&self.core.counters.orders.auth_failures, 1);
+                            bump(&self.ledger.counters.orders.auth_failures, 1);
                             close = true;
                             again = false;
                             break;
@@ -412,9 +389,9 @@ impl Gateway {
                         lines += 1;
                         match ev {
                             LineEvent::Line(line) => {
-                                self.core.handle_line(*id, peer, out, live, rate, line);
+                                self.ledger.handle_line(*id, peer, out, live, rate, line);
                             }
-                            LineEvent::TooLong { .. } => self.core.reject_invalid(
+                            LineEvent::TooLong { .. } => self.ledger.reject_invalid(
                                 out,
                                 "-",
                                 InvalidReason::LineTooLong,
@@ -472,7 +449,7 @@ impl Gateway {
                     "order connection {}: no AUTH within the timeout; closing",
                     conn.peer
                 );
-                bump(&self.core.counters.orders.auth_failures, 1);
+                bump(&self.ledger.counters.orders.auth_failures, 1);
                 self.close(key);
             }
         }
@@ -492,7 +469,7 @@ impl Gateway {
     fn drain_events(&mut self) -> (usize, bool) {
         let mut n = 0;
         loop {
-            match self.core.events.try_recv() {
+            match self.ledger.events.try_recv() {
                 Ok(ev) => {
                     n += 1;
                     let key = (ev.conn & 0xffff_ffff) as usize;
@@ -500,7 +477,7 @@ impl Gateway {
                     let terminal = ev.kind.is_terminal();
                     match conn {
                         Some(c) => {
-                            self.core.apply(&ev, &mut c.out);
+                            self.ledger.apply(&ev, &mut c.out);
                             if terminal {
                                 c.live = c.live.saturating_sub(1);
                             }
@@ -511,8 +488,8 @@ impl Gateway {
                         }
                         None => {
                             let mut sink = Vec::new();
-                            self.core.apply(&ev, &mut sink);
-                            bump(&self.core.counters.orders.undeliverable, 1);
+                            self.ledger.apply(&ev, &mut sink);
+                            bump(&self.ledger.counters.orders.undeliverable, 1);
                         }
                     }
                 }
@@ -565,12 +542,12 @@ impl Gateway {
     }
 
     fn update_gauges(&mut self) {
-        let o = &self.core.counters.orders;
+        let o = &self.ledger.counters.orders;
         set(&o.connections_open, self.conns.len() as u64);
-        set(&o.in_flight, self.core.in_flight);
-        set(&o.dedup_ids, self.core.dedup.len() as u64);
-        match &self.core.admission {
-            Some(a) => a.publish_gauges(o, self.core.mono.now_ns()),
+        set(&o.in_flight, self.ledger.in_flight);
+        set(&o.dedup_ids, self.ledger.dedup.len() as u64);
+        match &self.ledger.admission {
+            Some(a) => a.publish_gauges(o, self.ledger.mono.now_ns()),
             None => Admission::clear_gauges(o),
         }
     }
@@ -610,241 +587,4 @@ fn write_out(conn: &mut Conn) -> std::io::Result<()> {
     conn.out.clear();
     conn.out_pos = 0;
     Ok(())
-}
-
-impl Core {
-    fn handle_line(
-        &mut self,
-        conn: ConnId,
-        peer: &Arc<str>,
-        out: &mut Vec<u8>,
-        live: &mut u64,
-        rate: &mut Option<RateLimit>,
-        line: &[u8],
-    ) {
-        match parse_request(line) {
-            Ok(Request::Blank) => {}
-            Ok(Request::Ping) => out.extend_from_slice(b"PONG\n"),
-            Ok(Request::New(o)) if !self.within_rate(rate, out, o.id) => {}
-            Ok(Request::Replay(id)) if !self.within_rate(rate, out, id) => {}
-            Ok(Request::New(o)) => {
-                let raw = std::str::from_utf8(line.strip_suffix(b"\r").unwrap_or(line))
-                    .expect("a parsed line is UTF-8")
-                    .trim();
-                if self.admit(conn, peer, out, &o, raw, false) {
-                    *live += 1;
-                }
-            }
-            Ok(Request::Replay(id)) => {
-                if self.replay(conn, peer, out, id) {
-                    *live += 1;
-                }
-            }
-            Err(inv) => {
-                let detail = inv.detail.clone();
-                self.reject_invalid(out, inv.id, inv.reason, &detail);
-            }
-        }
-    }
-
-    /// Takes one order's budget; over the rate, writes the refusal and
-    /// returns false. Before dedup: a refused order was not accepted, so
-    /// its id may be sent again.
-    fn within_rate(&mut self, rate: &mut Option<RateLimit>, out: &mut Vec<u8>, id: &str) -> bool {
-        let Some(r) = rate else { return true };
-        if r.try_take(self.clock.now_ns()) {
-            return true;
-        }
-        bump(&self.counters.orders.rate_limited, 1);
-        let detail = format!(
-            "rate_limited: over {} orders/s on this connection",
-            self.max_order_rate
-        );
-        self.reject(out, id, RejectReason::SystemBusy, &detail);
-        false
-    }
-
-    fn reject_invalid(&mut self, out: &mut Vec<u8>, id: &str, reason: InvalidReason, detail: &str) {
-        bump(&self.counters.orders.invalid[reason.index()], 1);
-        let text = format!("{}: {detail}", reason.as_str());
-        self.reject(out, id, RejectReason::Invalid, &text);
-    }
-
-    fn reject(&mut self, out: &mut Vec<u8>, id: &str, reason: RejectReason, detail: &str) {
-        bump(&self.counters.orders.rejected[reason.index()], 1);
-        self.rejects += 1;
-        write_reject(out, id, reason, detail);
-    }
-
-    /// Admits one order; true if accepted (`ACK` written).
-    fn admit(
-        &mut self,
-        conn: ConnId,
-        peer: &Arc<str>,
-        out: &mut Vec<u8>,
-        o: &NewOrder<'_>,
-        raw: &str,
-        replay: bool,
-    ) -> bool {
-        let now = self.clock.now_ns();
-        let Some(admission) = &self.admission else {
-            self.reject(out, o.id, RejectReason::SystemBusy, "shutting down");
-            return false;
-        };
-        match self.dedup.check(o.id, now, replay) {
-            Ok(()) => {}
-            Err(Refusal::Duplicate { since_ns, state }) => {
-                let state = match state {
-                    IdState::Live => "in flight",
-                    IdState::Done => "ended",
-                    IdState::Dead => "dead-lettered; REPLAY it instead",
-                };
-                let detail = format!(
-                    "id accepted {} ms ago ({state})",
-                    now.saturating_sub(since_ns) / 1_000_000
-                );
-                self.reject(out, o.id, RejectReason::Duplicate, &detail);
-                return false;
-            }
-            Err(Refusal::Full) => {
-                self.reject(
-                    out,
-                    o.id,
-                    RejectReason::SystemBusy,
-                    "dedup_full: too many recent order ids",
-                );
-                return false;
-            }
-        }
-        let mono = self.mono.now_ns();
-        self.next_seq += 1;
-        let id: Arc<str> = Arc::from(o.id);
-        let order = Order {
-            seq: self.next_seq,
-            conn,
-            id: Arc::clone(&id),
-            symbol: o.symbol.into(),
-            side: o.side,
-            qty: o.qty,
-            raw: raw.into(),
-            peer: Arc::clone(peer),
-            recv_mono_ns: mono,
-            enq_mono_ns: mono,
-            deadline_ns: o.ttl.map(|t| now.saturating_add(t.as_nanos() as u64)),
-            recv_wall_ns: wall_ns(),
-            history: Vec::new(),
-            next_delay: (0, 0),
-            replay,
-            lane: Lane::Small, // set by `offer`
-            chunk: None,
-        };
-        match admission.offer(order) {
-            Ok(()) => {
-                self.dedup.insert(o.id, now);
-                write_ack(out, o.id);
-                bump(&self.counters.orders.accepted, 1);
-                self.in_flight += 1;
-                true
-            }
-            Err(Busy(back)) => {
-                let lane = back.lane.index();
-                let detail = std::mem::take(&mut self.busy_detail[lane]);
-                self.reject(out, o.id, RejectReason::SystemBusy, &detail);
-                self.busy_detail[lane] = detail;
-                false
-            }
-        }
-    }
-
-    /// `REPLAY <id>`: admits the dead-lettered order again; true if accepted.
-    fn replay(&mut self, conn: ConnId, peer: &Arc<str>, out: &mut Vec<u8>, id: &str) -> bool {
-        let Some(mut rec) = self.dlq_store.take_replayable(id) else {
-            let detail = match self.dedup.state(id, self.clock.now_ns()) {
-                Some(IdState::Live) => "order is in flight, not dead-lettered",
-                Some(IdState::Done) => "order ended, not dead-lettered",
-                _ => "no dead-lettered order with this id",
-            };
-            self.reject_invalid(out, id, InvalidReason::NotReplayable, detail);
-            return false;
-        };
-        let raw = rec.raw.clone();
-        let accepted = match parse_request(raw.as_bytes()) {
-            Ok(Request::New(o)) if o.id == id => self.admit(conn, peer, out, &o, &raw, true),
-            _ => {
-                self.reject_invalid(
-                    out,
-                    id,
-                    InvalidReason::NotReplayable,
-                    "dead letter does not hold a NEW line for this id",
-                );
-                return false;
-            }
-        };
-        if !accepted {
-            self.dlq_store.restore_replayable(rec);
-            return false;
-        }
-        bump(&self.counters.orders.replays, 1);
-        rec.replayed_ns = Some(wall_ns());
-        rec.last_seen_ns = wall_ns();
-        // Rare and operator-driven: waiting for the DLQ thread here is fine.
-        if let Some(dlq) = &self.dlq {
-            if dlq.send_order(rec).is_err() {
-                log::error!("replay marker of order {id} not stored: DLQ thread stopped");
-            }
-        }
-        true
-    }
-
-    /// Counts an event, updates the dedup state and writes its line to `out`.
-    fn apply(&mut self, ev: &Event, out: &mut Vec<u8>) {
-        let o = &self.counters.orders;
-        let id = &*ev.id;
-        match &ev.kind {
-            EventKind::Fill {
-                n,
-                cum,
-                amount,
-                left,
-            } => {
-                bump(&o.fills, 1);
-                write_fill(out, id, *n, *cum, *amount, *left);
-            }
-            EventKind::Done {
-                status,
-                cum,
-                amount,
-                attempts,
-            } => {
-                bump(&o.done[status.index()], 1);
-                bump(&o.attempts, u64::from(*attempts));
-                self.dedup.mark(id, IdState::Done, self.clock.now_ns());
-                write_done(out, id, *status, *cum, *amount, *attempts);
-            }
-            EventKind::Dead {
-                reason,
-                attempts,
-                last,
-            } => {
-                bump(&o.dead[reason.index()], 1);
-                bump(&o.attempts, u64::from(*attempts));
-                self.dedup.mark(id, IdState::Dead, self.clock.now_ns());
-                write_dead(out, id, *reason, *attempts, last);
-            }
-            EventKind::Expired { attempts } => {
-                bump(&o.rejected[RejectReason::Expired.index()], 1);
-                bump(&o.attempts, u64::from(*attempts));
-                self.dedup.mark(id, IdState::Done, self.clock.now_ns());
-                let detail =
-                    format!("ttl passed before it could be sent (after {attempts} attempts)");
-                write_reject(out, id, RejectReason::Expired, &detail);
-            }
-        }
-        if ev.kind.is_terminal() {
-            self.in_flight = self.in_flight.saturating_sub(1);
-            let e2e = self.mono.now_ns().saturating_sub(ev.recv_mono_ns);
-            self.recorder.record(Stage::OrderE2e, e2e);
-            self.recorder.record(e2e_stage(ev.lane), e2e);
-        }
-    }
 }

@@ -1,0 +1,293 @@
+//! The gateway's order ledger: everything it does for an order line apart
+//! from the sockets. Parses the line, applies the per-connection rate
+//! limit and idempotency ([`Dedup`]), offers the order to its lane (full →
+//! `SYSTEM_BUSY` at once), re-admits dead letters on `REPLAY`, and turns
+//! the workers' [`Event`]s into reply lines. Owned by the gateway thread
+//! alone, like the dedup store and the order counters it writes.
+
+use std::sync::Arc;
+
+use crossbeam_channel::Receiver;
+
+use crate::dlq::{DlqSender, DlqStore};
+use crate::metrics::counters::{bump, Counters};
+use crate::metrics::{Stage, StageRecorder};
+use crate::retry::SharedClock;
+use crate::sys::clock::{wall_ns, MonoClock};
+
+use crate::order::admission::{Admission, Busy};
+use crate::order::dedup::{Dedup, IdState, Refusal};
+use crate::order::lanes::Lane;
+use crate::order::protocol::{
+    parse_request, write_ack, write_dead, write_done, write_fill, write_reject, InvalidReason,
+    NewOrder, RejectReason, Request,
+};
+use crate::order::rate::RateLimit;
+use crate::order::types::{ConnId, Event, EventKind, Order};
+use crate::order::worker::e2e_stage;
+
+/// The gateway's state apart from the sockets.
+#[derive(Debug)]
+pub(super) struct Ledger {
+    pub(super) admission: Option<Admission>,
+    pub(super) events: Receiver<Event>,
+    pub(super) dedup: Dedup,
+    pub(super) dlq_store: Arc<DlqStore>,
+    pub(super) dlq: Option<DlqSender>,
+    pub(super) counters: Arc<Counters>,
+    pub(super) recorder: StageRecorder,
+    pub(super) mono: MonoClock,
+    pub(super) clock: SharedClock,
+    pub(super) next_seq: u64,
+    pub(super) in_flight: u64,
+    /// Rejects written this turn (their latency is recorded after the write).
+    pub(super) rejects: u64,
+    /// The detail of a queue-full reject per lane (by [`Lane::index`]),
+    /// formatted once (the overload path must stay cheap).
+    pub(super) busy_detail: [String; 2],
+    /// `--max-order-rate`, for the refusal's text.
+    pub(super) max_order_rate: u32,
+}
+
+impl Ledger {
+    pub(super) fn handle_line(
+        &mut self,
+        conn: ConnId,
+        peer: &Arc<str>,
+        out: &mut Vec<u8>,
+        live: &mut u64,
+        rate: &mut Option<RateLimit>,
+        line: &[u8],
+    ) {
+        match parse_request(line) {
+            Ok(Request::Blank) => {}
+            Ok(Request::Ping) => out.extend_from_slice(b"PONG\n"),
+            Ok(Request::New(o)) if !self.within_rate(rate, out, o.id) => {}
+            Ok(Request::Replay(id)) if !self.within_rate(rate, out, id) => {}
+            Ok(Request::New(o)) => {
+                let raw = std::str::from_utf8(line.strip_suffix(b"\r").unwrap_or(line))
+                    .expect("a parsed line is UTF-8")
+                    .trim();
+                if self.admit(conn, peer, out, &o, raw, false) {
+                    *live += 1;
+                }
+            }
+            Ok(Request::Replay(id)) => {
+                if self.replay(conn, peer, out, id) {
+                    *live += 1;
+                }
+            }
+            Err(inv) => {
+                let detail = inv.detail.clone();
+                self.reject_invalid(out, inv.id, inv.reason, &detail);
+            }
+        }
+    }
+
+    /// Takes one order's budget; over the rate, writes the refusal and
+    /// returns false. Before dedup: a refused order was not accepted, so
+    /// its id may be sent again.
+    fn within_rate(&mut self, rate: &mut Option<RateLimit>, out: &mut Vec<u8>, id: &str) -> bool {
+        let Some(r) = rate else { return true };
+        if r.try_take(self.clock.now_ns()) {
+            return true;
+        }
+        bump(&self.counters.orders.rate_limited, 1);
+        let detail = format!(
+            "rate_limited: over {} orders/s on this connection",
+            self.max_order_rate
+        );
+        self.reject(out, id, RejectReason::SystemBusy, &detail);
+        false
+    }
+
+    pub(super) fn reject_invalid(
+        &mut self,
+        out: &mut Vec<u8>,
+        id: &str,
+        reason: InvalidReason,
+        detail: &str,
+    ) {
+        bump(&self.counters.orders.invalid[reason.index()], 1);
+        let text = format!("{}: {detail}", reason.as_str());
+        self.reject(out, id, RejectReason::Invalid, &text);
+    }
+
+    fn reject(&mut self, out: &mut Vec<u8>, id: &str, reason: RejectReason, detail: &str) {
+        bump(&self.counters.orders.rejected[reason.index()], 1);
+        self.rejects += 1;
+        write_reject(out, id, reason, detail);
+    }
+
+    /// Admits one order; true if accepted (`ACK` written).
+    fn admit(
+        &mut self,
+        conn: ConnId,
+        peer: &Arc<str>,
+        out: &mut Vec<u8>,
+        o: &NewOrder<'_>,
+        raw: &str,
+        replay: bool,
+    ) -> bool {
+        let now = self.clock.now_ns();
+        let Some(admission) = &self.admission else {
+            self.reject(out, o.id, RejectReason::SystemBusy, "shutting down");
+            return false;
+        };
+        match self.dedup.check(o.id, now, replay) {
+            Ok(()) => {}
+            Err(Refusal::Duplicate { since_ns, state }) => {
+                let state = match state {
+                    IdState::Live => "in flight",
+                    IdState::Done => "ended",
+                    IdState::Dead => "dead-lettered; REPLAY it instead",
+                };
+                let detail = format!(
+                    "id accepted {} ms ago ({state})",
+                    now.saturating_sub(since_ns) / 1_000_000
+                );
+                self.reject(out, o.id, RejectReason::Duplicate, &detail);
+                return false;
+            }
+            Err(Refusal::Full) => {
+                self.reject(
+                    out,
+                    o.id,
+                    RejectReason::SystemBusy,
+                    "dedup_full: too many recent order ids",
+                );
+                return false;
+            }
+        }
+        let mono = self.mono.now_ns();
+        self.next_seq += 1;
+        let id: Arc<str> = Arc::from(o.id);
+        let order = Order {
+            seq: self.next_seq,
+            conn,
+            id: Arc::clone(&id),
+            symbol: o.symbol.into(),
+            side: o.side,
+            qty: o.qty,
+            raw: raw.into(),
+            peer: Arc::clone(peer),
+            recv_mono_ns: mono,
+            enq_mono_ns: mono,
+            deadline_ns: o.ttl.map(|t| now.saturating_add(t.as_nanos() as u64)),
+            recv_wall_ns: wall_ns(),
+            history: Vec::new(),
+            next_delay: (0, 0),
+            replay,
+            lane: Lane::Small, // set by `offer`
+            chunk: None,
+        };
+        match admission.offer(order) {
+            Ok(()) => {
+                self.dedup.insert(o.id, now);
+                write_ack(out, o.id);
+                bump(&self.counters.orders.accepted, 1);
+                self.in_flight += 1;
+                true
+            }
+            Err(Busy(back)) => {
+                let lane = back.lane.index();
+                let detail = std::mem::take(&mut self.busy_detail[lane]);
+                self.reject(out, o.id, RejectReason::SystemBusy, &detail);
+                self.busy_detail[lane] = detail;
+                false
+            }
+        }
+    }
+
+    /// `REPLAY <id>`: admits the dead-lettered order again; true if accepted.
+    fn replay(&mut self, conn: ConnId, peer: &Arc<str>, out: &mut Vec<u8>, id: &str) -> bool {
+        let Some(mut rec) = self.dlq_store.take_replayable(id) else {
+            let detail = match self.dedup.state(id, self.clock.now_ns()) {
+                Some(IdState::Live) => "order is in flight, not dead-lettered",
+                Some(IdState::Done) => "order ended, not dead-lettered",
+                _ => "no dead-lettered order with this id",
+            };
+            self.reject_invalid(out, id, InvalidReason::NotReplayable, detail);
+            return false;
+        };
+        let raw = rec.raw.clone();
+        let accepted = match parse_request(raw.as_bytes()) {
+            Ok(Request::New(o)) if o.id == id => self.admit(conn, peer, out, &o, &raw, true),
+            _ => {
+                self.reject_invalid(
+                    out,
+                    id,
+                    InvalidReason::NotReplayable,
+                    "dead letter does not hold a NEW line for this id",
+                );
+                return false;
+            }
+        };
+        if !accepted {
+            self.dlq_store.restore_replayable(rec);
+            return false;
+        }
+        bump(&self.counters.orders.replays, 1);
+        rec.replayed_ns = Some(wall_ns());
+        rec.last_seen_ns = wall_ns();
+        // Rare and operator-driven: waiting for the DLQ thread here is fine.
+        if let Some(dlq) = &self.dlq {
+            if dlq.send_order(rec).is_err() {
+                log::error!("replay marker of order {id} not stored: DLQ thread stopped");
+            }
+        }
+        true
+    }
+
+    /// Counts an event, updates the dedup state and writes its line to `out`.
+    pub(super) fn apply(&mut self, ev: &Event, out: &mut Vec<u8>) {
+        let o = &self.counters.orders;
+        let id = &*ev.id;
+        match &ev.kind {
+            EventKind::Fill {
+                n,
+                cum,
+                amount,
+                left,
+            } => {
+                bump(&o.fills, 1);
+                write_fill(out, id, *n, *cum, *amount, *left);
+            }
+            EventKind::Done {
+                status,
+                cum,
+                amount,
+                attempts,
+            } => {
+                bump(&o.done[status.index()], 1);
+                bump(&o.attempts, u64::from(*attempts));
+                self.dedup.mark(id, IdState::Done, self.clock.now_ns());
+                write_done(out, id, *status, *cum, *amount, *attempts);
+            }
+            EventKind::Dead {
+                reason,
+                attempts,
+                last,
+            } => {
+                bump(&o.dead[reason.index()], 1);
+                bump(&o.attempts, u64::from(*attempts));
+                self.dedup.mark(id, IdState::Dead, self.clock.now_ns());
+                write_dead(out, id, *reason, *attempts, last);
+            }
+            EventKind::Expired { attempts } => {
+                bump(&o.rejected[RejectReason::Expired.index()], 1);
+                bump(&o.attempts, u64::from(*attempts));
+                self.dedup.mark(id, IdState::Done, self.clock.now_ns());
+                let detail =
+                    format!("ttl passed before it could be sent (after {attempts} attempts)");
+                write_reject(out, id, RejectReason::Expired, &detail);
+            }
+        }
+        if ev.kind.is_terminal() {
+            self.in_flight = self.in_flight.saturating_sub(1);
+            let e2e = self.mono.now_ns().saturating_sub(ev.recv_mono_ns);
+            self.recorder.record(Stage::OrderE2e, e2e);
+            self.recorder.record(e2e_stage(ev.lane), e2e);
+        }
+    }
+}
