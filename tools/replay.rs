@@ -573,6 +573,8 @@ impl Sender {
                 let _ = s.shutdown(std::net::Shutdown::Both);
             }
             let _ = h.join();
+        } else if self.s.format == Format::Csv {
+            self.confirm_feed_end()?;
         }
         if !self.lag.is_empty() {
             self.summary.max_behind = Duration::from_nanos(self.lag.max());
@@ -582,6 +584,47 @@ impl Sender {
         Ok(self.summary)
     }
 }
+
+impl Sender {
+    /// Half-closes the feed connection and reads until the engine closes
+    /// its side (it does once it has read everything), for at most
+    /// [`FEED_END_WAIT`]. The feed port says nothing unless something is
+    /// wrong, so an `ERR …` line here (say, a token the engine wanted and
+    /// did not get) fails the run instead of passing silently.
+    fn confirm_feed_end(&mut self) -> Result<(), Failure> {
+        let stream = self.out.get_mut();
+        let peer = stream
+            .peer_addr()
+            .map_or_else(|_| "?".to_string(), |a| a.to_string());
+        if stream.shutdown(std::net::Shutdown::Write).is_err() {
+            return Ok(()); // already closed: nothing more to learn
+        }
+        let end = Instant::now() + FEED_END_WAIT;
+        let mut said = Vec::new();
+        let mut buf = [0u8; 1024];
+        loop {
+            let left = end.saturating_duration_since(Instant::now());
+            if left.is_zero() || stream.set_read_timeout(Some(left)).is_err() {
+                break;
+            }
+            match stream.read(&mut buf) {
+                Ok(0) | Err(_) => break,
+                Ok(n) if said.len() < 4096 => said.extend_from_slice(&buf[..n]),
+                Ok(_) => {}
+            }
+        }
+        let said = String::from_utf8_lossy(&said);
+        match said.lines().find(|l| l.starts_with("ERR")) {
+            Some(err) => Err(Failure::Runtime(format!(
+                "feed port {peer} answered: {err}"
+            ))),
+            None => Ok(()),
+        }
+    }
+}
+
+/// How long `replay` waits at the end for the feed port to close.
+const FEED_END_WAIT: Duration = Duration::from_secs(5);
 
 /// The pace `args` ask for.
 ///

@@ -104,6 +104,17 @@ fn replay_presents_the_token_before_its_ticks() {
     wait_until("the refusal counted", || {
         e.counters().snapshot().auth_failures.0 == 1
     });
+    // No token at all: the feed port's one `ERR` line fails the run (it
+    // says nothing otherwise, so replay listens for it before exiting).
+    refused(
+        &tickfan(&["replay", &file, "--to", &feed, "--no-progress"]),
+        &[&format!(
+            "feed port {feed} answered: ERR authentication required"
+        )],
+    );
+    wait_until("the second refusal counted", || {
+        e.counters().snapshot().auth_failures.0 == 2
+    });
 
     let out = replay(&f.right);
     ok(&out);
@@ -118,7 +129,7 @@ fn replay_presents_the_token_before_its_ticks() {
     let c = e.counters().snapshot();
     assert_eq!(c.ticks_received, 21, "only the accepted run's ticks");
     assert_eq!(c.poison_total, 0, "the AUTH line is not taken as a tick");
-    assert_eq!(c.auth_failures.0, 1);
+    assert_eq!(c.auth_failures.0, 2);
 }
 
 #[test]
