@@ -63,6 +63,7 @@ use crate::retry::{Permits, SharedClock};
 use crate::sys::clock::MonoClock;
 
 use super::admission::{admission, LaneRx};
+use super::bridge_calls::BridgeCalls;
 use super::config::OrderConfig;
 use super::dedup::Dedup;
 use super::events::{EventSender, EVENT_CAPACITY};
@@ -219,6 +220,7 @@ impl OrderPath {
         let chunk_cap = n_large.max(1) * c.lanes.max_chunks as usize;
         let chunks =
             (c.lanes.mode == LaneMode::Split).then(|| crossbeam_channel::bounded(chunk_cap));
+        let bridge_calls = Arc::new(BridgeCalls::new(n_small + n_large));
 
         let mut workers = Vec::with_capacity(n_small + n_large);
         for (lane, count) in [(Lane::Small, n_small), (Lane::Large, n_large)] {
@@ -240,6 +242,8 @@ impl OrderPath {
                     retry_tx: retry_tx.clone(),
                     permits: Arc::clone(&permits),
                     bridges: Arc::clone(&bridges),
+                    bridge_calls: Arc::clone(&bridge_calls),
+                    call_slot: workers.len(),
                     backoff: c.retry,
                     clock: Arc::clone(&i.clock),
                     mono: i.mono,
@@ -328,6 +332,7 @@ impl OrderPath {
             ),
             i.mono,
             Arc::clone(&i.clock),
+            bridge_calls,
             GatewaySettings {
                 max_conns: i.max_conns,
                 max_line_len: c.max_line_len,
