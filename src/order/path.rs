@@ -32,7 +32,10 @@
 //!    order is then dead-lettered whole, not split). An attempt already at
 //!    a bridge is waited for: its outcome is unknown until the venue
 //!    answers, and dead-lettering it would invite a `REPLAY` of an order
-//!    that may have executed (a second signal exits at once, see
+//!    that may have executed. A call that does not return raises the
+//!    `bridge_call_slow` alert ([`super::bridge_calls`]: the gateway keeps
+//!    refreshing those gauges after closing its intake, and the reporter
+//!    logs the alert), and a second signal exits at once (see
 //!    [`crate::sys::signals`]);
 //! 5. the fill thread, once every worker, the timer and the leftovers
 //!    drain have gone (its inbox closes), skips the gaps still open, sends

@@ -556,7 +556,7 @@ impl Gateway {
             None => Admission::clear_gauges(o),
         }
         // Also after intake closed: a call stuck at a venue is what holds a
-        // shutdown, so its gauges stay live.
+        // shutdown, so its gauges (and `bridge_call_slow`) stay live.
         self.bridge_calls.publish_gauges(o, &*self.ledger.clock);
     }
 
