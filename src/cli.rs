@@ -79,6 +79,9 @@ pub struct ServeArgs {
     /// Raise the `order_queue_old` alert when the oldest queued order waited this long.
     #[arg(long, value_name = "DURATION", value_parser = humantime::parse_duration, default_value = "1s")]
     pub alert_order_age: Duration,
+    /// Raise the `bridge_call_slow` alert when a bridge call has been in progress this long (a venue not answering).
+    #[arg(long, value_name = "DURATION", value_parser = humantime::parse_duration, default_value = "5s")]
+    pub alert_bridge_call: Duration,
     /// File holding the shared-secret token feeds and order clients (first line `AUTH <token>`), subscribers (RESP AUTH) and the admin endpoint (Bearer) must present.
     #[arg(long, value_name = "PATH")]
     pub token_file: Option<PathBuf>,
@@ -234,6 +237,7 @@ impl ServeArgs {
             alert_staleness: self.alert_staleness,
             alert_dlq_rate: self.alert_dlq_rate,
             alert_order_age: self.alert_order_age,
+            alert_bridge_call: self.alert_bridge_call,
             token: match &self.token_file {
                 Some(p) => Some(Token::from_file(p).map_err(|e| ConfigError::Invalid {
                     flag: "--token-file",

@@ -75,6 +75,8 @@ pub struct Config {
     pub alert_dlq_rate: f64,
     /// The oldest queued order older than this raises `order_queue_old`.
     pub alert_order_age: Duration,
+    /// A bridge call in progress longer than this raises `bridge_call_slow`.
+    pub alert_bridge_call: Duration,
     /// Shared secret every feed, order, subscriber and admin client must present.
     pub token: Option<Token>,
     /// A connection that has not authenticated by then is closed.
@@ -109,6 +111,7 @@ impl Default for Config {
             alert_staleness: Duration::from_secs(1),
             alert_dlq_rate: 100.0,
             alert_order_age: Duration::from_secs(1),
+            alert_bridge_call: Duration::from_secs(5),
             token: None,
             auth_timeout: Duration::from_secs(5),
             log_dir: None,
@@ -160,6 +163,12 @@ impl Config {
             return Err(E::Invalid {
                 flag: "--alert-dlq-rate",
                 why: "must be a non-negative number".into(),
+            });
+        }
+        if self.alert_bridge_call.is_zero() {
+            return Err(E::Invalid {
+                flag: "--alert-bridge-call",
+                why: "must be positive (every bridge call takes some time)".into(),
             });
         }
         if self.auth_timeout < Duration::from_millis(10) {
@@ -216,5 +225,11 @@ mod tests {
         };
         let e = c.validate().unwrap_err().to_string();
         assert!(e.contains("--max-line-len"), "{e}");
+        let c = Config {
+            alert_bridge_call: Duration::ZERO,
+            ..Config::default()
+        };
+        let e = c.validate().unwrap_err().to_string();
+        assert!(e.contains("--alert-bridge-call"), "{e}");
     }
 }

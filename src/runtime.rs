@@ -134,6 +134,7 @@ impl Engine {
                 config.order.large_queue_capacity as u64,
             ],
             order_age: config.alert_order_age,
+            bridge_call: config.alert_bridge_call,
         });
         let alert_gauges = Arc::clone(alerts.gauges());
         let log = match &config.log_dir {

@@ -364,6 +364,18 @@ pub fn render(s: &Scrape<'_>) -> String {
         &[("lane", "large")],
         ord.lane_oldest_age_us.1 as f64 / 1e6,
     );
+    o.one(
+        "tickfan_bridge_calls_in_progress",
+        "gauge",
+        "Order workers inside a bridge call now (waiting for a venue's answer).",
+        ord.bridge_calls_in_progress,
+    );
+    o.one(
+        "tickfan_bridge_call_oldest_age_seconds",
+        "gauge",
+        "How long the oldest bridge call in progress has been waiting for its venue (engine clock; 0 when none).",
+        ord.bridge_call_oldest_age_us as f64 / 1e6,
+    );
     let sq = &ord.sequencing;
     o.head(
         "tickfan_fills_total",

@@ -29,11 +29,14 @@ pub enum Alert {
     OrderQueueHigh,
     /// The oldest queued order waited longer than the age threshold.
     OrderQueueOld,
+    /// A bridge call has been in progress longer than the threshold (a
+    /// venue that does not answer holds its worker; see `order::bridge_calls`).
+    BridgeCallSlow,
 }
 
 impl Alert {
     /// Number of alerts.
-    pub const COUNT: usize = 7;
+    pub const COUNT: usize = 8;
     /// Every alert, in gauge-index order.
     pub const ALL: [Alert; Alert::COUNT] = [
         Alert::SymbolsNearLimit,
@@ -43,6 +46,7 @@ impl Alert {
         Alert::DlqGrowth,
         Alert::OrderQueueHigh,
         Alert::OrderQueueOld,
+        Alert::BridgeCallSlow,
     ];
 
     /// Stable snake-case name (log lines, metric label).
@@ -55,6 +59,7 @@ impl Alert {
             Alert::DlqGrowth => "dlq_growth",
             Alert::OrderQueueHigh => "order_queue_high",
             Alert::OrderQueueOld => "order_queue_old",
+            Alert::BridgeCallSlow => "bridge_call_slow",
         }
     }
 }
@@ -77,6 +82,8 @@ pub struct AlertLimits {
     pub order_queue_capacity: [u64; 2],
     /// Oldest queued order age that raises `order_queue_old`.
     pub order_age: Duration,
+    /// Age of the oldest bridge call in progress that raises `bridge_call_slow`.
+    pub bridge_call: Duration,
 }
 
 /// Alert gauges, written by the reporter (single writer), read by `/metrics`.
@@ -152,6 +159,7 @@ impl Alerts {
         let dlq_rate = (n.dlq.0 + n.dlq.1).saturating_sub(i.before.dlq.0 + i.before.dlq.1) as f64
             / i.secs.max(1e-9);
         let conns = n.feed_connections.2.max(n.subscriber_connections.2);
+        let in_bridge = n.orders.bridge_calls_in_progress;
         let checks: [(Alert, bool, String); Alert::COUNT] = [
             (
                 Alert::SymbolsNearLimit,
@@ -201,6 +209,23 @@ impl Alerts {
                     n.orders.queue_oldest_age_us as f64 / 1e6
                 ),
             ),
+            (
+                Alert::BridgeCallSlow,
+                n.orders.bridge_call_oldest_age_us > micros(l.bridge_call),
+                if in_bridge == 0 {
+                    "no bridge call in progress".to_string()
+                } else {
+                    format!(
+                        "a bridge call has been in progress {:.1} s ({in_bridge} {})",
+                        n.orders.bridge_call_oldest_age_us as f64 / 1e6,
+                        if in_bridge == 1 {
+                            "worker in a bridge call"
+                        } else {
+                            "workers in bridge calls"
+                        }
+                    )
+                },
+            ),
         ];
         let mut out = Vec::new();
         for (alert, on, detail) in checks {
@@ -222,6 +247,11 @@ impl Alerts {
     }
 }
 
+/// `d` in whole µs, saturating (a threshold of years does not wrap to a small one).
+fn micros(d: Duration) -> u64 {
+    u64::try_from(d.as_micros()).unwrap_or(u64::MAX)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -235,6 +265,7 @@ mod tests {
             dlq_per_sec: 10.0,
             order_queue_capacity: [100, 10],
             order_age: Duration::from_millis(500),
+            bridge_call: Duration::from_secs(5),
         }
     }
 
@@ -252,6 +283,8 @@ mod tests {
         busy.orders.queue_depth = 80;
         busy.orders.lane_depth = (80, 0);
         busy.orders.queue_oldest_age_us = 600_000;
+        busy.orders.bridge_calls_in_progress = 1;
+        busy.orders.bridge_call_oldest_age_us = 6_000_000;
         let stale = [SubscriberStats {
             connected: true,
             staleness_us: 2_000_000,
@@ -275,6 +308,8 @@ mod tests {
         calm.orders.queue_depth = 0;
         calm.orders.lane_depth = (0, 0);
         calm.orders.queue_oldest_age_us = 0;
+        calm.orders.bridge_calls_in_progress = 0;
+        calm.orders.bridge_call_oldest_age_us = 0;
         let off = AlertInputs {
             now: &calm,
             before: &busy,
@@ -289,12 +324,91 @@ mod tests {
                 Alert::SubscriberStale,
                 Alert::DlqGrowth,
                 Alert::OrderQueueHigh,
-                Alert::OrderQueueOld
+                Alert::OrderQueueOld,
+                Alert::BridgeCallSlow
             ]
         );
         assert!(
             a.gauges().is_active(Alert::SymbolsNearLimit),
             "symbols never shrink"
         );
+    }
+
+    #[test]
+    fn bridge_call_slow_starts_past_the_threshold_and_clears_when_calls_return() {
+        let mut a = Alerts::new(limits()); // 5 s
+        let quiet = CountersSnapshot::default();
+        let calls = |count: u64, oldest_us: u64| {
+            let mut s = CountersSnapshot::default();
+            s.orders.bridge_calls_in_progress = count;
+            s.orders.bridge_call_oldest_age_us = oldest_us;
+            s
+        };
+        let mut eval = |now: &CountersSnapshot| {
+            a.evaluate(&AlertInputs {
+                now,
+                before: &quiet,
+                secs: 1.0,
+                subscribers: &[],
+            })
+        };
+        let slow = |active: bool, detail: &str| {
+            vec![Transition {
+                alert: Alert::BridgeCallSlow,
+                active,
+                detail: detail.to_string(),
+            }]
+        };
+        assert!(eval(&calls(2, 4_900_000)).is_empty(), "under the threshold");
+        assert!(
+            eval(&calls(2, 5_000_000)).is_empty(),
+            "at the threshold: not past it"
+        );
+        assert_eq!(
+            eval(&calls(2, 12_345_678)),
+            slow(
+                true,
+                "a bridge call has been in progress 12.3 s (2 workers in bridge calls)"
+            )
+        );
+        assert!(
+            eval(&calls(1, 60_000_000)).is_empty(),
+            "still stuck: started once, not again"
+        );
+        assert_eq!(
+            eval(&calls(0, 0)),
+            slow(false, "no bridge call in progress")
+        );
+        assert!(
+            eval(&calls(3, 1_000_000)).is_empty(),
+            "short calls after the stuck one returned: stays clear"
+        );
+        assert_eq!(
+            eval(&calls(1, 5_000_001)),
+            slow(
+                true,
+                "a bridge call has been in progress 5.0 s (1 worker in a bridge call)"
+            )
+        );
+        assert_eq!(
+            eval(&calls(1, 100)),
+            slow(
+                false,
+                "a bridge call has been in progress 0.0 s (1 worker in a bridge call)"
+            ),
+            "the slow call returned and a new one started: clears"
+        );
+    }
+
+    #[test]
+    fn names_are_unique_and_in_gauge_order() {
+        for (i, a) in Alert::ALL.iter().enumerate() {
+            assert_eq!(*a as usize, i, "{}", a.as_str());
+        }
+        let mut names: Vec<&str> = Alert::ALL.iter().map(|a| a.as_str()).collect();
+        names.sort_unstable();
+        names.dedup();
+        assert_eq!(names.len(), Alert::COUNT);
+        assert!(names.contains(&"bridge_call_slow"));
     }
 }

@@ -61,6 +61,11 @@ pub struct OrderCounters {
     pub lane_depth: [AtomicU64; 2],
     /// Gauge: age of the oldest queued order per lane, µs.
     pub lane_oldest_age_us: [AtomicU64; 2],
+    /// Gauge: workers inside a bridge call now (both lanes).
+    pub bridge_calls_in_progress: AtomicU64,
+    /// Gauge: how long the oldest bridge call in progress has run on the
+    /// engine clock, µs (0 when none).
+    pub bridge_call_oldest_age_us: AtomicU64,
 }
 
 /// Written by the fill thread only (`order::fill_thread`).
@@ -205,6 +210,10 @@ pub struct OrderSnapshot {
     pub lane_depth: (u64, u64),
     /// Oldest queued order's age now per lane (small, large), µs.
     pub lane_oldest_age_us: (u64, u64),
+    /// Workers inside a bridge call now.
+    pub bridge_calls_in_progress: u64,
+    /// Age of the oldest bridge call in progress now (engine clock), µs; 0 when none.
+    pub bridge_call_oldest_age_us: u64,
     /// Fill sequencing, positions and chunks.
     pub sequencing: FillSnapshot,
     /// Connections refused for a wrong, missing or late token.
@@ -268,6 +277,8 @@ impl OrderSnapshot {
                 get(&o.lane_oldest_age_us[Lane::Small.index()]),
                 get(&o.lane_oldest_age_us[Lane::Large.index()]),
             ),
+            bridge_calls_in_progress: get(&o.bridge_calls_in_progress),
+            bridge_call_oldest_age_us: get(&o.bridge_call_oldest_age_us),
             sequencing: FillSnapshot::take(f),
             auth_failures: get(&o.auth_failures),
             rate_limited: get(&o.rate_limited),

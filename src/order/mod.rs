@@ -16,6 +16,8 @@
 //!   into chunks; [`admission`]: the lanes' bounded queues;
 //! * [`worker`]: one attempt of one order (or chunk) against a bridge;
 //!   [`parking`]: what the retry timer does with a due order;
+//!   [`bridge_calls`]: when each worker's bridge call started (how long
+//!   the oldest has been at a venue);
 //! * [`fill_thread`] owns the [`fill_book`]: fills back in order per order
 //!   (sequencer + gap timer), positions from absolute values, chunks folded
 //!   into their parent, and the `FILL`/`DONE` replies of executed orders;
@@ -25,6 +27,7 @@
 //! * [`config`]: settings and flags.
 
 pub mod admission;
+pub mod bridge_calls;
 pub mod config;
 pub mod dedup;
 pub mod events;

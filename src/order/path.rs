@@ -32,7 +32,10 @@
 //!    order is then dead-lettered whole, not split). An attempt already at
 //!    a bridge is waited for: its outcome is unknown until the venue
 //!    answers, and dead-lettering it would invite a `REPLAY` of an order
-//!    that may have executed (a second signal exits at once, see
+//!    that may have executed. A call that does not return raises the
+//!    `bridge_call_slow` alert ([`super::bridge_calls`]: the gateway keeps
+//!    refreshing those gauges after closing its intake, and the reporter
+//!    logs the alert), and a second signal exits at once (see
 //!    [`crate::sys::signals`]);
 //! 5. the fill thread, once every worker, the timer and the leftovers
 //!    drain have gone (its inbox closes), skips the gaps still open, sends
@@ -63,6 +66,7 @@ use crate::retry::{Permits, SharedClock};
 use crate::sys::clock::MonoClock;
 
 use super::admission::{admission, LaneRx};
+use super::bridge_calls::BridgeCalls;
 use super::config::OrderConfig;
 use super::dedup::Dedup;
 use super::events::{EventSender, EVENT_CAPACITY};
@@ -219,6 +223,7 @@ impl OrderPath {
         let chunk_cap = n_large.max(1) * c.lanes.max_chunks as usize;
         let chunks =
             (c.lanes.mode == LaneMode::Split).then(|| crossbeam_channel::bounded(chunk_cap));
+        let bridge_calls = Arc::new(BridgeCalls::new(n_small + n_large));
 
         let mut workers = Vec::with_capacity(n_small + n_large);
         for (lane, count) in [(Lane::Small, n_small), (Lane::Large, n_large)] {
@@ -240,6 +245,8 @@ impl OrderPath {
                     retry_tx: retry_tx.clone(),
                     permits: Arc::clone(&permits),
                     bridges: Arc::clone(&bridges),
+                    bridge_calls: Arc::clone(&bridge_calls),
+                    call_slot: workers.len(),
                     backoff: c.retry,
                     clock: Arc::clone(&i.clock),
                     mono: i.mono,
@@ -328,6 +335,7 @@ impl OrderPath {
             ),
             i.mono,
             Arc::clone(&i.clock),
+            bridge_calls,
             GatewaySettings {
                 max_conns: i.max_conns,
                 max_line_len: c.max_line_len,

@@ -30,8 +30,9 @@
 //! the splitting worker, which cannot happen but is handled).
 //!
 //! Ownership: a worker owns the order it holds; it owns its histograms and
-//! its random generator. Workers share nothing mutable but the channels and
-//! the retry permits.
+//! its random generator. Workers share nothing mutable but the channels, the
+//! retry permits and the bridge-call slots (each writes only its own:
+//! [`BridgeCalls`], read by the gateway for the `bridge_call_slow` alert).
 
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
@@ -47,6 +48,7 @@ use crate::retry::{Backoff, Permits, SharedClock};
 use crate::sys::clock::{wall_ns, MonoClock};
 
 use super::admission::LaneRx;
+use super::bridge_calls::BridgeCalls;
 use super::events::EventSender;
 use super::fill_book::{ChunkEnd, FillMsg};
 use super::lanes::{split, Lane, LaneConfig};
@@ -163,6 +165,10 @@ pub struct Worker {
     pub permits: Arc<Permits>,
     /// The venues.
     pub bridges: Arc<[Arc<dyn Bridge>]>,
+    /// When each worker's bridge call started (this worker writes slot `call_slot` only).
+    pub bridge_calls: Arc<BridgeCalls>,
+    /// This worker's slot in `bridge_calls`.
+    pub call_slot: usize,
     /// Retry policy.
     pub backoff: Backoff,
     /// Engine clock (deadlines, due times).
@@ -323,6 +329,9 @@ impl Worker {
         let route = o.seq + o.chunk.map_or(0, |c| u64::from(c.index));
         let bridge =
             &self.bridges[((route + u64::from(n) - 1) % self.bridges.len() as u64) as usize];
+        // Shown as in progress from `now` (the start the bridge is given)
+        // until it returns, however long the venue takes.
+        let in_call = self.bridge_calls.enter(self.call_slot, now);
         let outcome = bridge.execute(
             &BridgeOrder {
                 order_id: &o.id,
@@ -333,6 +342,7 @@ impl Worker {
             },
             now,
         );
+        drop(in_call);
         let (delay_ns, ceiling_ns) = o.next_delay;
         let record = |what: String| AttemptRecord {
             n,

@@ -240,3 +240,84 @@ fn order_and_connection_alerts_start_and_clear() {
         alert(admin, "order_queue_high") == 0.0 && alert(admin, "order_queue_old") == 0.0
     });
 }
+
+#[test]
+fn a_bridge_call_that_does_not_return_raises_bridge_call_slow_until_it_does() {
+    use crate::util::{advance_until, order_engine, OpenOnDrop, OrderClient, ScriptBridge};
+    use std::sync::Arc;
+    use tickfan::order::protocol::{DoneStatus, Reply};
+    use tickfan::retry::{Clock, SimClock};
+    let clock = SimClock::new();
+    let bridge = ScriptBridge::new();
+    let e = order_engine(&clock, &bridge, |c| {
+        c.alert_bridge_call = std::time::Duration::from_secs(5);
+    });
+    // Declared after the engine, so dropped before it: a failed assertion
+    // opens the gate instead of leaving the engine's stop waiting on the call.
+    let _open = OpenOnDrop(Arc::clone(&bridge));
+    let admin = e.admin_addr();
+    let gauges = || {
+        let m = scrape(admin);
+        (
+            value(&m, "tickfan_bridge_calls_in_progress", None),
+            value(&m, "tickfan_bridge_call_oldest_age_seconds", None),
+            value(&m, "tickfan_alert", Some(("name", "bridge_call_slow"))),
+        )
+    };
+    assert_eq!(gauges(), (0.0, 0.0, 0.0), "no call yet");
+
+    // The one worker enters the bridge and stays there: the venue is silent.
+    let mut cl = OrderClient::connect(e.order_addr());
+    cl.new_order("stuck", "GATE", "1");
+    wait_until("the worker is in the bridge call", || gauges().0 == 1.0);
+    assert_eq!(bridge.calls_for("stuck").len(), 1);
+    let (_, age, slow) = gauges();
+    assert_eq!(
+        (age, slow),
+        (0.0, 0.0),
+        "no engine time has passed: age 0, no alert"
+    );
+
+    // Engine time passes; the call ages on the engine clock.
+    advance_until(&clock, 500, "bridge_call_slow starts", || {
+        alert(admin, "bridge_call_slow") == 1.0
+    });
+    // The call started at engine time 0 and the clock stands still now, so
+    // the age settles at exactly the clock's reading (not real time).
+    let engine_s = (clock.now_ns() / 1_000) as f64 / 1e6;
+    wait_until("the age is the engine clock's", || gauges().1 == engine_s);
+    let (calls, age, _) = gauges();
+    assert_eq!(calls, 1.0);
+    assert!(age >= 5.0, "alert raised at {age} s, threshold 5 s");
+    let (status, body) = http(admin, "GET", "/report");
+    assert_eq!(status, 200);
+    let r: serde_json::Value = serde_json::from_str(&body).unwrap();
+    assert_eq!(r["counters"]["orders"]["bridge_calls_in_progress"], 1);
+    assert!(r["counters"]["orders"]["bridge_call_oldest_age_us"].as_u64() >= Some(5_000_000));
+    assert!(
+        r["alerts"]
+            .as_array()
+            .unwrap()
+            .contains(&"bridge_call_slow".into()),
+        "{}",
+        r["alerts"]
+    );
+
+    // The venue answers: the order ends, the gauges return to 0, the alert clears.
+    bridge.open_gate();
+    let replies = cl.until_terminal("stuck");
+    assert!(
+        matches!(
+            replies.last(),
+            Some(Reply::Done {
+                status: DoneStatus::Filled,
+                ..
+            })
+        ),
+        "{replies:?}"
+    );
+    wait_until("bridge_call_slow clears and the gauges return to 0", || {
+        gauges() == (0.0, 0.0, 0.0)
+    });
+    assert_eq!(bridge.calls_for("stuck").len(), 1, "one attempt, no retry");
+}

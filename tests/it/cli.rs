@@ -43,6 +43,8 @@ fn bad_flags_and_values_exit_2_with_one_line() {
         &["serve", "--order-lanes", "three"],
         &["serve", "--max-chunks", "0"],
         &["serve", "--gap-timeout", "0ms"],
+        &["serve", "--alert-bridge-call", "0s"],
+        &["serve", "--alert-bridge-call", "soon"],
         &["serve", "--order-listen", "127.0.0.1:9101"],
         &["frobnicate"],
     ] {
@@ -146,7 +148,7 @@ fn a_config_file_sets_flags_the_command_line_wins_and_bad_keys_are_named() {
     let cfg = dir.path().join("tickfan.toml");
     std::fs::write(
         &cfg,
-        "feed-listen = \"127.0.0.1:0\"\nsub_listen = \"127.0.0.1:0\"\nadmin-listen = \"127.0.0.1:0\"\norder-listen = \"127.0.0.1:0\"\nduration = \"10m\"\nquiet = true\nmax-symbols = 5\n",
+        "feed-listen = \"127.0.0.1:0\"\nsub_listen = \"127.0.0.1:0\"\nadmin-listen = \"127.0.0.1:0\"\norder-listen = \"127.0.0.1:0\"\nduration = \"10m\"\nquiet = true\nmax-symbols = 5\nalert-bridge-call = \"2s\"\n",
     )
     .unwrap();
     // The file says 10 minutes; the command line says 200 ms and wins.
@@ -176,6 +178,15 @@ fn a_config_file_sets_flags_the_command_line_wins_and_bad_keys_are_named() {
         "{err}"
     );
 
+    std::fs::write(&cfg, "alert_bridge_call = \"0s\"\n").unwrap();
+    let out = tickfan(&["serve", "--config", cfg.to_str().unwrap()]);
+    assert_eq!(out.status.code(), Some(2));
+    let err = String::from_utf8(out.stderr).unwrap();
+    assert!(
+        err.contains("--alert-bridge-call") && err.lines().count() == 1,
+        "{err}"
+    );
+
     std::fs::write(&cfg, "max-symbolz = 5\n").unwrap();
     let out = tickfan(&["serve", "--config", cfg.to_str().unwrap()]);
     assert_eq!(out.status.code(), Some(2));
@@ -184,4 +195,103 @@ fn a_config_file_sets_flags_the_command_line_wins_and_bad_keys_are_named() {
         err.contains("unknown key 'max-symbolz'") && err.lines().count() == 1,
         "{err}"
     );
+}
+
+/// A child's stderr, line by line, read on a thread so a wait can time out
+/// (a blocked read on a live process would hang the test instead).
+struct StderrLines(std::sync::mpsc::Receiver<String>);
+
+impl StderrLines {
+    fn new(err: std::process::ChildStderr) -> Self {
+        use std::io::BufRead;
+        let (tx, rx) = std::sync::mpsc::channel();
+        std::thread::spawn(move || {
+            for line in std::io::BufReader::new(err).lines() {
+                let Ok(line) = line else { return };
+                if tx.send(line).is_err() {
+                    return;
+                }
+            }
+        });
+        StderrLines(rx)
+    }
+
+    /// The first line from now on containing `needle` (fails the test
+    /// after [`crate::util::DEADLINE`] or if the process ends first).
+    fn until(&self, needle: &str) -> String {
+        let end = std::time::Instant::now() + crate::util::DEADLINE;
+        loop {
+            let left = end.saturating_duration_since(std::time::Instant::now());
+            match self.0.recv_timeout(left) {
+                Ok(line) if line.contains(needle) => return line,
+                Ok(_) => {}
+                Err(e) => panic!("no stderr line with {needle:?}: {e}"),
+            }
+        }
+    }
+}
+
+#[test]
+fn a_bridge_call_held_through_a_stop_raises_bridge_call_slow_and_a_second_signal_exits() {
+    use crate::util::{OrderClient, Spawned};
+    use std::process::Stdio;
+    let child = Command::new(env!("CARGO_BIN_EXE_tickfan"))
+        .arg("serve")
+        .args(EPHEMERAL_PORTS)
+        .args([
+            "--quiet",
+            "--report-interval",
+            "50ms",
+            "--alert-bridge-call",
+            "1s",
+            // The stop waits for the worker (it takes the queued order and
+            // calls the venue even if the signal comes first).
+            "--shutdown-deadline",
+            "1h",
+            // A venue that takes 1 s per lot: an order of a million lots
+            // (whole, one lane) holds its worker for days.
+            "--order-lanes",
+            "shared",
+            "--bridge",
+            "name=silent,latency=fixed:0ms,per_lot=1s,transient=0",
+        ])
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("binary runs");
+    let mut child = Spawned(Some(child)); // killed if the test fails
+    let pid = child.0.as_ref().unwrap().id().to_string();
+    let err = StderrLines::new(child.0.as_mut().unwrap().stderr.take().unwrap());
+    let serving = err.until("tickfan serving");
+    let orders: std::net::SocketAddr = serving
+        .trim_end()
+        .rsplit(' ')
+        .next()
+        .and_then(|a| a.parse().ok())
+        .unwrap_or_else(|| panic!("order address in {serving:?}"));
+    let signal = || {
+        assert!(Command::new("kill")
+            .args(["-TERM", &pid])
+            .status()
+            .unwrap()
+            .success());
+    };
+
+    let mut cl = OrderClient::connect(orders);
+    cl.new_order("o-1", "EURUSD", "1000000");
+    assert_eq!(cl.raw_reply(), "ACK o-1");
+    // Stop at once: the call starts (or has started) and cannot end, so the
+    // graceful stop waits, and the alert is raised a second into that wait
+    // (the gateway keeps its gauges live after closing its intake).
+    signal();
+    let line = err.until("alert bridge_call_slow");
+    assert!(
+        line.contains("started: a bridge call has been in progress")
+            && line.contains("(1 worker in a bridge call)"),
+        "{line}"
+    );
+    // A second signal ends the wait at once.
+    signal();
+    let status = child.0.take().unwrap().wait().unwrap();
+    assert_eq!(status.code(), Some(130));
 }

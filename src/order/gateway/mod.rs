@@ -53,6 +53,7 @@ use crate::sys::clock::MonoClock;
 use crate::sys::net::{poll_events, Polled};
 
 use super::admission::Admission;
+use super::bridge_calls::BridgeCalls;
 use super::dedup::Dedup;
 use super::lanes::Lane;
 use super::protocol::InvalidReason;
@@ -131,6 +132,8 @@ pub struct Gateway {
     /// id), in deadline order (one timeout for all, so appends stay sorted).
     pending_auth: VecDeque<(u64, usize, ConnId)>,
     ledger: Ledger,
+    /// Read every turn for the bridge-call gauges (written by the workers).
+    bridge_calls: Arc<BridgeCalls>,
     settings: GatewaySettings,
     closing: Arc<AtomicBool>,
 }
@@ -153,6 +156,7 @@ impl Gateway {
         recorder: StageRecorder,
         mono: MonoClock,
         clock: SharedClock,
+        bridge_calls: Arc<BridgeCalls>,
         settings: GatewaySettings,
         closing: Arc<AtomicBool>,
     ) -> std::io::Result<Self> {
@@ -190,6 +194,7 @@ impl Gateway {
                 busy_detail,
                 max_order_rate: settings.max_order_rate,
             },
+            bridge_calls,
             settings,
             closing,
         })
@@ -550,6 +555,9 @@ impl Gateway {
             Some(a) => a.publish_gauges(o, self.ledger.mono.now_ns()),
             None => Admission::clear_gauges(o),
         }
+        // Also after intake closed: a call stuck at a venue is what holds a
+        // shutdown, so its gauges (and `bridge_call_slow`) stay live.
+        self.bridge_calls.publish_gauges(o, &*self.ledger.clock);
     }
 
     /// After the last event: give the clients a bounded time to take their replies.
