@@ -181,7 +181,7 @@ impl Alerts {
             ),
             (
                 Alert::SubscriberStale,
-                stalest > l.staleness.as_micros() as u64,
+                stalest > micros(l.staleness),
                 format!("stalest subscriber {:.3} s behind", stalest as f64 / 1e6),
             ),
             (
@@ -203,7 +203,7 @@ impl Alerts {
             ),
             (
                 Alert::OrderQueueOld,
-                n.orders.queue_oldest_age_us > l.order_age.as_micros() as u64,
+                n.orders.queue_oldest_age_us > micros(l.order_age),
                 format!(
                     "oldest queued order {:.3} s old",
                     n.orders.queue_oldest_age_us as f64 / 1e6

@@ -506,8 +506,6 @@ pub fn advance_until(clock: &SimClock, step_ms: u64, what: &str, mut cond: impl 
     }
 }
 
-/// Reads a spawned process's stderr until a line contains `needle` (fails
-/// the test if the process ends first); returns the reader for the rest.
 /// A child process killed by its pid when dropped (if still running).
 pub struct Spawned(pub Option<std::process::Child>);
 
@@ -536,6 +534,8 @@ pub fn spawn_until(args: &[&str], marker: &str) -> (Spawned, String) {
     (Spawned(Some(child)), line)
 }
 
+/// Reads a spawned process's stderr until a line contains `needle` (fails
+/// the test if the process ends first); returns the reader for the rest.
 pub fn wait_for_stderr(
     child: &mut std::process::Child,
     needle: &str,
