@@ -211,9 +211,9 @@ fn order_and_connection_alerts_start_and_clear() {
 
     // Orders: the one worker blocks on a gated order; 8 more wait in a
     // queue of 10 (80 %). Queue ages are measured on the monotonic
-    // (measurement) clock, not the engine clock: `order_queue_old` (1 s)
-    // starts once a real second has passed, within the generous deadline;
-    // advancing the engine clock meanwhile keeps the reporter evaluating.
+    // (measurement) clock, not the engine clock, and the reporter evaluates
+    // alerts every real report interval: `order_queue_old` (1 s) starts
+    // once a real second has passed, well within the generous deadline.
     let mut cl = OrderClient::connect(e.order_addr());
     cl.new_order("g0", "GATE", "1");
     for i in 1..=8 {
