@@ -283,8 +283,8 @@ pub fn run(args: &DemoArgs) -> Result<(), Failure> {
     if let Some(e2e) = engine_report.stage(Stage::EngineE2e) {
         println!(
             "engine end-to-end p99 {:.1} µs over {} updates; subscribers (intended send → received) p99 {:.1} µs",
-            e2e.p99_us,
-            e2e.count,
+            e2e.pct.p99_us,
+            e2e.pct.count,
             subs.class("normal").map_or(0.0, |c| c.latency.p99_us)
         );
     }

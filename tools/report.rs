@@ -26,6 +26,7 @@ use hdrhistogram::Histogram;
 use plotters::prelude::*;
 
 use tickfan::metrics::hlog::EXTENSION;
+use tickfan::metrics::report::Percentiles;
 use tickfan::metrics::Stage;
 
 use crate::Failure;
@@ -64,20 +65,9 @@ pub struct Series {
     pub source: String,
     /// The tag (a stage name, `e2e_normal`, …).
     pub tag: String,
-    /// Values over the whole log.
-    pub count: u64,
-    /// Median, µs.
-    pub p50_us: f64,
-    /// 90th percentile, µs.
-    pub p90_us: f64,
-    /// 99th percentile, µs.
-    pub p99_us: f64,
-    /// 99.9th percentile, µs.
-    pub p999_us: f64,
-    /// Largest, µs.
-    pub max_us: f64,
-    /// Mean, µs.
-    pub mean_us: f64,
+    /// Percentiles over the whole log.
+    #[serde(flatten)]
+    pub pct: Percentiles,
     /// Per interval.
     pub intervals: Vec<Point>,
     /// Merged histogram (ns).
@@ -212,39 +202,23 @@ pub fn load(dir: &Path) -> Result<Vec<Series>, Failure> {
     raws.sort_by(|a, b| (a.file, rank(&a.tag), &a.tag).cmp(&(b.file, rank(&b.tag), &b.tag)));
     Ok(raws
         .into_iter()
-        .map(|r| {
-            let h = &r.total;
-            let q = |p: f64| {
-                if h.is_empty() {
-                    0.0
-                } else {
-                    us(h.value_at_quantile(p))
-                }
-            };
-            Series {
-                count: h.len(),
-                p50_us: q(0.5),
-                p90_us: q(0.9),
-                p99_us: q(0.99),
-                p999_us: q(0.999),
-                max_us: if h.is_empty() { 0.0 } else { us(h.max()) },
-                mean_us: if h.is_empty() { 0.0 } else { h.mean() / 1e3 },
-                intervals: r
-                    .points
-                    .iter()
-                    .map(|&(t, length_s, count, p50_us, p99_us, max_us)| Point {
-                        t_s: t - earliest,
-                        length_s,
-                        count,
-                        p50_us,
-                        p99_us,
-                        max_us,
-                    })
-                    .collect(),
-                source: r.source,
-                tag: r.tag,
-                total: r.total,
-            }
+        .map(|r| Series {
+            pct: Percentiles::of(&r.total),
+            intervals: r
+                .points
+                .iter()
+                .map(|&(t, length_s, count, p50_us, p99_us, max_us)| Point {
+                    t_s: t - earliest,
+                    length_s,
+                    count,
+                    p50_us,
+                    p99_us,
+                    max_us,
+                })
+                .collect(),
+            source: r.source,
+            tag: r.tag,
+            total: r.total,
         })
         .collect())
 }
@@ -259,12 +233,12 @@ pub fn table(series: &[Series]) -> String {
         s.push_str(&format!(
             "{:<28} {:>11} {:>10.1} {:>10.1} {:>10.1} {:>10.1} {:>10.1}\n",
             x.name(),
-            x.count,
-            x.p50_us,
-            x.p90_us,
-            x.p99_us,
-            x.p999_us,
-            x.max_us
+            x.pct.count,
+            x.pct.p50_us,
+            x.pct.p90_us,
+            x.pct.p99_us,
+            x.pct.p999_us,
+            x.pct.max_us
         ));
     }
     s

@@ -143,39 +143,7 @@ pub struct LoadProgress {
 }
 
 /// Latency percentiles, µs.
-#[derive(Debug, Clone, Default, PartialEq, serde::Serialize)]
-pub struct Latency {
-    /// Values recorded.
-    pub count: u64,
-    /// Median.
-    pub p50_us: f64,
-    /// 90th percentile.
-    pub p90_us: f64,
-    /// 99th percentile.
-    pub p99_us: f64,
-    /// 99.9th percentile.
-    pub p999_us: f64,
-    /// Largest.
-    pub max_us: f64,
-}
-
-impl Latency {
-    /// Percentiles of a histogram of ns values.
-    pub fn of(h: &Histogram<u64>) -> Latency {
-        if h.is_empty() {
-            return Latency::default();
-        }
-        let us = |q: f64| h.value_at_quantile(q) as f64 / 1e3;
-        Latency {
-            count: h.len(),
-            p50_us: us(0.50),
-            p90_us: us(0.90),
-            p99_us: us(0.99),
-            p999_us: us(0.999),
-            max_us: h.max() as f64 / 1e3,
-        }
-    }
-}
+pub type Latency = tickfan::metrics::report::Percentiles;
 
 /// One class of connections at the end of a run.
 #[derive(Debug, Clone, serde::Serialize)]

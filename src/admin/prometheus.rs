@@ -471,11 +471,11 @@ pub fn render(s: &Scrape<'_>) -> String {
     );
     for st in s.stages {
         for (q, v) in [
-            ("0.5", st.p50_us),
-            ("0.9", st.p90_us),
-            ("0.99", st.p99_us),
-            ("0.999", st.p999_us),
-            ("1", st.max_us),
+            ("0.5", st.pct.p50_us),
+            ("0.9", st.pct.p90_us),
+            ("0.99", st.pct.p99_us),
+            ("0.999", st.pct.p999_us),
+            ("1", st.pct.max_us),
         ] {
             o.labelled(
                 "tickfan_stage_latency_seconds",
@@ -486,12 +486,12 @@ pub fn render(s: &Scrape<'_>) -> String {
         o.labelled(
             "tickfan_stage_latency_seconds_sum",
             &[("stage", st.stage)],
-            st.mean_us * st.count as f64 / 1e6,
+            st.pct.mean_us * st.pct.count as f64 / 1e6,
         );
         o.labelled(
             "tickfan_stage_latency_seconds_count",
             &[("stage", st.stage)],
-            st.count,
+            st.pct.count,
         );
     }
     o.0

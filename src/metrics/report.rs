@@ -8,11 +8,11 @@ use hdrhistogram::Histogram;
 use super::counters::CountersSnapshot;
 use super::stage::Stage;
 
-/// Percentiles of one stage, in microseconds.
-#[derive(Debug, Clone, PartialEq, serde::Serialize)]
-pub struct StageSummary {
-    /// Stage name (see [`Stage::as_str`]).
-    pub stage: &'static str,
+/// Percentiles of a histogram of nanosecond values, in microseconds (all
+/// zero for an empty histogram). One shape for every report: the engine's
+/// stages, the tools' series and the subscribers' latencies.
+#[derive(Debug, Clone, Copy, Default, PartialEq, serde::Serialize)]
+pub struct Percentiles {
     /// Number of values recorded.
     pub count: u64,
     /// Median.
@@ -29,34 +29,41 @@ pub struct StageSummary {
     pub mean_us: f64,
 }
 
+impl Percentiles {
+    /// Summarises a histogram of nanosecond values.
+    pub fn of(h: &Histogram<u64>) -> Self {
+        if h.is_empty() {
+            return Percentiles::default();
+        }
+        let us = |q: f64| h.value_at_quantile(q) as f64 / 1_000.0;
+        Percentiles {
+            count: h.len(),
+            p50_us: us(0.50),
+            p90_us: us(0.90),
+            p99_us: us(0.99),
+            p999_us: us(0.999),
+            max_us: h.max() as f64 / 1_000.0,
+            mean_us: h.mean() / 1_000.0,
+        }
+    }
+}
+
+/// Percentiles of one stage (serialised flat: `stage`, `count`, `p50_us`, …).
+#[derive(Debug, Clone, PartialEq, serde::Serialize)]
+pub struct StageSummary {
+    /// Stage name (see [`Stage::as_str`]).
+    pub stage: &'static str,
+    /// Its percentiles.
+    #[serde(flatten)]
+    pub pct: Percentiles,
+}
+
 impl StageSummary {
     /// Summarises a histogram of nanosecond values.
     pub fn from_histogram(stage: Stage, h: &Histogram<u64>) -> Self {
-        let us = |ns: u64| ns as f64 / 1_000.0;
-        let (p50, p90, p99, p999, max) = if h.is_empty() {
-            (0, 0, 0, 0, 0)
-        } else {
-            (
-                h.value_at_quantile(0.50),
-                h.value_at_quantile(0.90),
-                h.value_at_quantile(0.99),
-                h.value_at_quantile(0.999),
-                h.max(),
-            )
-        };
         StageSummary {
             stage: stage.as_str(),
-            count: h.len(),
-            p50_us: us(p50),
-            p90_us: us(p90),
-            p99_us: us(p99),
-            p999_us: us(p999),
-            max_us: us(max),
-            mean_us: if h.is_empty() {
-                0.0
-            } else {
-                h.mean() / 1_000.0
-            },
+            pct: Percentiles::of(h),
         }
     }
 }
@@ -124,7 +131,13 @@ impl fmt::Display for FinalReport {
             writeln!(
                 f,
                 "{:<14} {:>10} {:>10.1} {:>10.1} {:>10.1} {:>10.1} {:>10.1}",
-                s.stage, s.count, s.p50_us, s.p90_us, s.p99_us, s.p999_us, s.max_us
+                s.stage,
+                s.pct.count,
+                s.pct.p50_us,
+                s.pct.p90_us,
+                s.pct.p99_us,
+                s.pct.p999_us,
+                s.pct.max_us
             )?;
         }
         writeln!(

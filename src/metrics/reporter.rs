@@ -175,9 +175,9 @@ fn run(
                     snap.conflated - last.conflated,
                     snap.subscriber_connections.2,
                     snap.slow_episodes - last.slow_episodes,
-                    e2e.p50_us,
-                    e2e.p99_us,
-                    e2e.max_us,
+                    e2e.pct.p50_us,
+                    e2e.pct.p99_us,
+                    e2e.pct.max_us,
                 );
                 if let Some(line) = snap.orders.interval_line(&last.orders, secs) {
                     eprintln!("{line}");

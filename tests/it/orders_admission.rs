@@ -116,6 +116,7 @@ fn overload_every_order_gets_exactly_one_answer_and_none_is_lost() {
         report
             .stage(tickfan::metrics::Stage::OrderReject)
             .unwrap()
+            .pct
             .count
             >= 1_900
     );
@@ -123,6 +124,7 @@ fn overload_every_order_gets_exactly_one_answer_and_none_is_lost() {
         report
             .stage(tickfan::metrics::Stage::OrderE2e)
             .unwrap()
+            .pct
             .count,
         101
     );

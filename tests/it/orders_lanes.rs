@@ -124,7 +124,7 @@ fn small_orders_complete_while_a_large_one_is_held_at_the_venue() {
     let s = e.counters().snapshot().orders;
     assert_eq!((s.sequencing.large_orders, s.sequencing.chunks), (2, 12));
     let report = e.stop();
-    let count = |st| report.stage(st).map_or(0, |x| x.count);
+    let count = |st| report.stage(st).map_or(0, |x| x.pct.count);
     assert_eq!(count(Stage::OrderE2eSmall), 20);
     assert_eq!(count(Stage::OrderE2eLarge), 2);
     assert_eq!(count(Stage::OrderQueueWaitLarge), 2);

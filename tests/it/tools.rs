@@ -417,7 +417,7 @@ fn report_reads_the_histogram_log_an_engine_wrote() {
     // Every stage that recorded something (no orders were sent here).
     for stage in Stage::ALL
         .into_iter()
-        .filter(|s| final_report.stage(*s).is_some_and(|x| x.count > 0))
+        .filter(|s| final_report.stage(*s).is_some_and(|x| x.pct.count > 0))
     {
         assert!(
             stdout.contains(&format!("engine/{}", stage.as_str())),
@@ -436,14 +436,14 @@ fn report_reads_the_histogram_log_an_engine_wrote() {
     let json: serde_json::Value =
         serde_json::from_str(&std::fs::read_to_string(dir.path().join("summary.json")).unwrap())
             .unwrap();
-    for stage in final_report.stages.iter().filter(|s| s.count > 0) {
+    for stage in final_report.stages.iter().filter(|s| s.pct.count > 0) {
         let series = json["series"]
             .as_array()
             .unwrap()
             .iter()
             .find(|s| s["source"] == "engine" && s["tag"] == stage.stage)
             .unwrap_or_else(|| panic!("{} in summary.json", stage.stage));
-        assert_eq!(series["count"], stage.count, "{}", stage.stage);
+        assert_eq!(series["count"], stage.pct.count, "{}", stage.stage);
     }
 }
 
