@@ -9,7 +9,13 @@
 //!
 //! Contract for implementors: `execute` may block for the venue's latency
 //! and is called from several worker threads at once (`Send + Sync`); it must
-//! not panic on any order the gateway accepted.
+//! not panic on any order the gateway accepted. It bounds its own wait (I/O
+//! timeouts; the engine only alerts on a call that does not return, see
+//! `bridge_call_slow`). Every attempt of an order carries the same
+//! `order_id`: send it as the venue's idempotency key, so a retry after a
+//! lost answer cannot execute twice. A venue that cannot deduplicate must
+//! answer a timed-out send `Permanent` (an operator reconciles it), never
+//! `Transient` (which is retried).
 
 pub mod sim;
 pub mod spec;
