@@ -299,7 +299,7 @@ impl OrderSnapshot {
         let secs = secs.max(1e-9);
         let retries: u64 = self.retries.iter().sum::<u64>() - last.retries.iter().sum::<u64>();
         Some(format!(
-            "          orders accepted {:>7.0}/s busy {} done {} dead {} expired {} retries {} | queue small {} oldest {:.1}ms large {} oldest {:.1}ms | retry queue {} in flight {} | fills held {} gaps skipped {}",
+            "          orders accepted {:>7.0}/s busy {} done {} dead {} expired {} retries {} | queue small {} oldest {:.1}ms large {} oldest {:.1}ms | retry queue {} in flight {} | at bridges {} oldest {:.1}ms | fills held {} gaps skipped {}",
             (self.accepted - last.accepted) as f64 / secs,
             self.busy - last.busy,
             self.done_total - last.done_total,
@@ -312,6 +312,8 @@ impl OrderSnapshot {
             self.lane_oldest_age_us.1 as f64 / 1_000.0,
             self.retry_depth,
             self.in_flight,
+            self.bridge_calls_in_progress,
+            self.bridge_call_oldest_age_us as f64 / 1_000.0,
             self.sequencing.held_now,
             self.sequencing.gaps_skipped - last.sequencing.gaps_skipped,
         ))
@@ -385,5 +387,38 @@ impl fmt::Display for OrderSnapshot {
             q.chunks,
             q.chunks_failed
         )
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_interval_line_shows_rates_queues_and_calls_at_bridges() {
+        let last = OrderSnapshot {
+            accepted: 100,
+            retries: vec![1, 0],
+            ..OrderSnapshot::default()
+        };
+        assert!(last.interval_line(&last, 1.0).is_some());
+        assert_eq!(OrderSnapshot::default().interval_line(&last, 1.0), None);
+        let now = OrderSnapshot {
+            accepted: 300,
+            retries: vec![4, 1],
+            in_flight: 3,
+            bridge_calls_in_progress: 2,
+            bridge_call_oldest_age_us: 1_430,
+            ..last.clone()
+        };
+        let line = now.interval_line(&last, 2.0).expect("orders seen");
+        for part in [
+            "orders accepted     100/s",
+            "retries 4",
+            "in flight 3",
+            "at bridges 2 oldest 1.4ms",
+        ] {
+            assert!(line.contains(part), "{part:?} in {line}");
+        }
     }
 }
