@@ -82,10 +82,12 @@ impl Backoff {
         let base = self.base.as_nanos().min(u64::MAX as u128) as u64;
         let cap = self.cap.as_nanos().min(u64::MAX as u128) as u64;
         let shift = n.max(1) - 1;
-        let raw = if shift >= 63 {
-            u64::MAX
-        } else {
-            base.saturating_mul(1u64 << shift)
+        // base · 2^shift, saturating; a zero base stays zero for every
+        // retry (immediate requeue), however many there are.
+        let raw = match base {
+            0 => 0,
+            _ if shift >= 64 || base > u64::MAX >> shift => u64::MAX,
+            _ => base << shift,
         };
         raw.min(cap)
     }
@@ -126,6 +128,21 @@ mod tests {
         let ms: Vec<u64> = (1..=4).map(|n| b.ceiling_ns(n) / 1_000_000).collect();
         assert_eq!(ms, [100, 200, 400, 800]);
         assert!(b.allows(4) && !b.allows(5));
+    }
+
+    #[test]
+    fn a_zero_base_is_immediate_for_every_retry() {
+        // Found by the proptest: shifts of 63+ used to saturate a zero base
+        // to the cap, so the 64th retry of an immediate policy waited `cap`.
+        let b = Backoff {
+            base: Duration::ZERO,
+            cap: Duration::from_millis(1),
+            retries: u32::MAX,
+            jitter: Jitter::None,
+        };
+        for n in [1, 63, 64, 65, 1_000, u32::MAX] {
+            assert_eq!(b.ceiling_ns(n), 0, "retry {n}");
+        }
     }
 
     #[test]
