@@ -20,8 +20,7 @@ fn overload_every_order_gets_exactly_one_answer_and_none_is_lost() {
     let _open = OpenOnDrop(Arc::clone(&bridge));
     let mut cl = OrderClient::connect(e.order_addr());
     // The only worker is held by the first order, so the queue fills.
-    cl.new_order("hold", "GATE", "1");
-    assert_eq!(cl.reply(), Reply::Ack { id: "hold".into() });
+    cl.accepted("hold", "GATE", "1");
     wait_until("the worker holds the gate order", || {
         bridge.calls().len() == 1
     });
@@ -222,8 +221,7 @@ fn a_repeated_client_order_id_is_a_duplicate_and_runs_once_within_the_retention(
     let mut a = OrderClient::connect(e.order_addr());
     let mut b = OrderClient::connect(e.order_addr());
     a.new_order("d1", "EURUSD", "2");
-    a.new_order("d1", "EURUSD", "2");
-    assert_eq!(a.reply(), Reply::Ack { id: "d1".into() });
+    a.accepted("d1", "EURUSD", "2");
     let mut saw_dup = false;
     let mut saw_done = false;
     while !(saw_dup && saw_done) {
@@ -245,8 +243,7 @@ fn a_repeated_client_order_id_is_a_duplicate_and_runs_once_within_the_retention(
     assert_eq!(bridge.calls_for("d1").len(), 1, "executed once");
     // Past the retention the id may be used again (documented bound).
     clock.advance_ms(60_000);
-    b.new_order("d1", "EURUSD", "1");
-    assert_eq!(b.reply(), Reply::Ack { id: "d1".into() });
+    b.accepted("d1", "EURUSD", "1");
     b.until_terminal("d1");
     assert_eq!(bridge.calls_for("d1").len(), 2);
     assert_eq!(e.counters().snapshot().orders.duplicates, 2);

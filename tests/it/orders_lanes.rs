@@ -50,14 +50,12 @@ fn small_orders_complete_while_a_large_one_is_held_at_the_venue() {
     let _open_b = OpenOnDrop(Arc::clone(&b));
     let mut cl = OrderClient::connect(e.order_addr());
     // 1,000 lots: ten chunks of 100; GATE holds every chunk at the venue.
-    cl.new_order("big", "GATE", "1000");
-    assert_eq!(cl.reply(), Reply::Ack { id: "big".into() });
+    cl.accepted("big", "GATE", "1000");
     wait_until("both large workers hold a chunk", || {
         a.chunk_calls("big").len() + b.chunk_calls("big").len() == 2
     });
     // A second large order queues in the large lane: its gauges move.
-    cl.new_order("big2", "EURUSD", "150");
-    assert_eq!(cl.reply(), Reply::Ack { id: "big2".into() });
+    cl.accepted("big2", "EURUSD", "150");
     wait_until("the large lane's gauges show it", || {
         let o = e.counters().snapshot().orders;
         o.lane_depth == (0, 1) && o.lane_oldest_age_us.1 > 0
@@ -273,8 +271,7 @@ fn a_chunk_that_fails_transiently_is_retried_in_the_large_lane() {
     });
     let mut cl = OrderClient::connect(e.order_addr());
     // T1: every chunk fails once, then fills.
-    cl.new_order("big", "T1", "300");
-    assert_eq!(cl.reply(), Reply::Ack { id: "big".into() });
+    cl.accepted("big", "T1", "300");
     advance_until(&clock, 20, "every chunk's retry", || {
         bridge.chunk_calls("big").len() == 6
     });

@@ -16,8 +16,7 @@ fn transient_twice_then_filled_on_the_third_attempt() {
     let bridge = ScriptBridge::new();
     let e = order_engine(&clock, &bridge, |_| {});
     let mut cl = OrderClient::connect(e.order_addr());
-    cl.new_order("k2", "T2", "1");
-    assert_eq!(cl.reply(), Reply::Ack { id: "k2".into() });
+    cl.accepted("k2", "T2", "1");
     advance_until(&clock, 20, "three attempts", || {
         bridge.calls_for("k2").len() == 3
     });
@@ -48,8 +47,7 @@ fn always_transient_is_dead_lettered_after_four_retries_with_delays_in_range() {
     let bridge = ScriptBridge::new();
     let e = order_engine(&clock, &bridge, |_| {});
     let mut cl = OrderClient::connect(e.order_addr());
-    cl.new_order("x1", "TX", "1");
-    assert_eq!(cl.reply(), Reply::Ack { id: "x1".into() });
+    cl.accepted("x1", "TX", "1");
     advance_until(&clock, 25, "five attempts", || {
         bridge.calls_for("x1").len() == 5
     });
@@ -112,8 +110,7 @@ fn a_retried_order_does_not_block_the_orders_behind_it_and_fires_with_no_other_t
     let bridge = ScriptBridge::new();
     let e = order_engine(&clock, &bridge, |_| {}); // one worker
     let mut cl = OrderClient::connect(e.order_addr());
-    cl.new_order("slow", "T1", "1");
-    assert_eq!(cl.reply(), Reply::Ack { id: "slow".into() });
+    cl.accepted("slow", "T1", "1");
     wait_until("the first attempt failed and the order waits", || {
         e.retry_waiting() == 1
     });

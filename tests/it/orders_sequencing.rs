@@ -99,8 +99,7 @@ fn the_gap_timer_skips_a_missing_fill_with_no_further_traffic() {
     let clock = SimClock::new();
     let e = bridges_engine(&clock, vec![Arc::new(LosesFillTwo) as _], |_| {});
     let mut cl = OrderClient::connect(e.order_addr());
-    cl.new_order("g", "EURUSD", "3");
-    assert_eq!(cl.reply(), Reply::Ack { id: "g".into() });
+    cl.accepted("g", "EURUSD", "3");
     assert!(matches!(
         cl.reply(),
         Reply::Fill {

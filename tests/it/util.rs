@@ -439,6 +439,12 @@ impl OrderClient {
         self.line(&format!("NEW {id} {symbol} BUY {qty}"));
     }
 
+    /// Sends `NEW id symbol BUY qty` and asserts the next reply is its `ACK`.
+    pub fn accepted(&mut self, id: &str, symbol: &str, qty: &str) {
+        self.new_order(id, symbol, qty);
+        assert_eq!(self.reply(), Reply::Ack { id: id.into() });
+    }
+
     /// The next reply line, raw (fails the test after [`DEADLINE`]).
     pub fn raw_reply(&mut self) -> String {
         let mut s = String::new();
