@@ -181,16 +181,7 @@ fn an_order_past_its_ttl_when_a_worker_reaches_it_is_expired_not_sent() {
     clock.advance_ms(1_000);
     bridge.open_gate();
     let r = cl.until_terminal("late");
-    assert!(
-        matches!(
-            r.last(),
-            Some(Reply::Reject {
-                reason: RejectReason::Expired,
-                ..
-            })
-        ),
-        "{r:?}"
-    );
+    assert!(ends_expired(&r), "{r:?}");
     let r = cl.until_terminal("fine");
     assert!(matches!(r.last(), Some(Reply::Done { .. })), "{r:?}");
     assert!(
@@ -211,16 +202,7 @@ fn an_order_past_its_ttl_when_its_retry_is_due_is_expired_not_retried() {
     wait_until("waiting for a retry", || e.retry_waiting() == 1);
     clock.advance_ms(1_000);
     let r = cl.until_terminal("short");
-    assert!(
-        matches!(
-            r.last(),
-            Some(Reply::Reject {
-                reason: RejectReason::Expired,
-                ..
-            })
-        ),
-        "{r:?}"
-    );
+    assert!(ends_expired(&r), "{r:?}");
     assert_eq!(bridge.calls_for("short").len(), 1);
     let s = e.counters().snapshot().orders;
     assert_eq!((s.expired, s.retry_expired, s.accepted), (1, 1, 1));
@@ -274,4 +256,15 @@ fn several_bridges_side_by_side_and_a_retry_goes_to_the_next_one() {
         2,
         "the retry went to the other bridge"
     );
+}
+
+/// Did the order end with `REJECT <id> EXPIRED`?
+fn ends_expired(r: &[Reply]) -> bool {
+    matches!(
+        r.last(),
+        Some(Reply::Reject {
+            reason: RejectReason::Expired,
+            ..
+        })
+    )
 }
