@@ -47,7 +47,7 @@ pub struct DemoArgs {
     #[arg(long, value_name = "PER_SEC", default_value_t = 50_000)]
     pub rate: u64,
     /// How long to send.
-    #[arg(long, value_name = "DURATION", value_parser = humantime::parse_duration, default_value = "10s")]
+    #[arg(long, value_name = "DURATION", value_parser = super::flags::positive_duration, default_value = "10s")]
     pub duration: Duration,
     /// Symbols of the generated ticks.
     #[arg(long, value_name = "N", default_value_t = 1_000)]

@@ -37,7 +37,7 @@ pub struct ForwardArgs {
     #[arg(long, value_name = "ADDR", default_value = "127.0.0.1:9202")]
     pub sub_listen: SocketAddr,
     /// Stop after this long (default: on Ctrl-C).
-    #[arg(long, value_name = "DURATION", value_parser = humantime::parse_duration)]
+    #[arg(long, value_name = "DURATION", value_parser = super::flags::positive_duration)]
     pub duration: Option<Duration>,
 }
 

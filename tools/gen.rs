@@ -43,7 +43,7 @@ pub struct GenArgs {
     #[arg(long, value_name = "N", conflicts_with = "duration")]
     pub ticks: Option<u64>,
     /// Write ticks covering this much source time instead (e.g. `10s`).
-    #[arg(long, value_name = "DURATION", value_parser = humantime::parse_duration)]
+    #[arg(long, value_name = "DURATION", value_parser = super::flags::positive_duration)]
     pub duration: Option<Duration>,
     /// Base rate, ticks per second of source time.
     #[arg(long, value_name = "PER_SEC", default_value_t = 50_000.0)]

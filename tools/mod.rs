@@ -12,6 +12,7 @@
 
 pub mod auth;
 pub mod demo;
+pub mod flags;
 pub mod forward;
 pub mod gen;
 pub mod orders;

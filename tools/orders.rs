@@ -42,7 +42,7 @@ use crate::Failure;
 #[derive(Debug, Clone, Args)]
 pub struct OrdersArgs {
     /// Order port of the engine.
-    #[arg(long, value_name = "ADDR", default_value = "127.0.0.1:9103")]
+    #[arg(long, value_name = "ADDR", value_parser = tickfan::sys::net::parse_socket_addr, default_value = "127.0.0.1:9103")]
     pub to: SocketAddr,
     /// Orders per second, all connections together.
     #[arg(long, value_name = "PER_SEC", default_value_t = 1_000)]

@@ -50,7 +50,7 @@ pub struct ReplayArgs {
     /// The tick file (CSV, one tick per line).
     pub file: PathBuf,
     /// Where to send: the engine's feed port (or Redis / the forwarder, see --format).
-    #[arg(long, value_name = "ADDR", default_value = "127.0.0.1:9101")]
+    #[arg(long, value_name = "ADDR", value_parser = tickfan::sys::net::parse_socket_addr, default_value = "127.0.0.1:9101")]
     pub to: SocketAddr,
     /// Fixed rate in lines per second (0 = as fast as possible).
     #[arg(
@@ -67,7 +67,7 @@ pub struct ReplayArgs {
     #[arg(long, value_name = "N", default_value_t = 1)]
     pub loops: u64,
     /// Stop after this long even if loops remain (e.g. `10s`).
-    #[arg(long, value_name = "DURATION", value_parser = humantime::parse_duration)]
+    #[arg(long, value_name = "DURATION", value_parser = super::flags::positive_duration)]
     pub duration: Option<Duration>,
     /// Rewrite ts_ns to each line's intended send time (wall clock ns).
     #[arg(long)]

@@ -64,7 +64,7 @@ pub const LOG_NAME: &str = "subscribers.hlog";
 #[derive(Debug, Clone, Args)]
 pub struct SubscribeArgs {
     /// Subscriber address of the server.
-    #[arg(long, value_name = "ADDR", default_value = "127.0.0.1:9102")]
+    #[arg(long, value_name = "ADDR", value_parser = tickfan::sys::net::parse_socket_addr, default_value = "127.0.0.1:9102")]
     pub to: SocketAddr,
     /// Normal subscriber connections.
     #[arg(short = 'k', long, value_name = "N", default_value_t = 10)]
@@ -82,7 +82,7 @@ pub struct SubscribeArgs {
     #[arg(long, value_name = "SYMBOL", value_delimiter = ',')]
     pub channel: Vec<String>,
     /// Stop this long after every subscription is confirmed (default: on Ctrl-C).
-    #[arg(long, value_name = "DURATION", value_parser = humantime::parse_duration)]
+    #[arg(long, value_name = "DURATION", value_parser = super::flags::positive_duration)]
     pub duration: Option<Duration>,
     /// End once every normal connection has received a message on this channel (a sentinel sent last).
     #[arg(long, value_name = "SYMBOL")]

@@ -140,7 +140,7 @@ impl SimSpec {
                 "dup" => spec.dup = prob(v)?,
                 "lose" => spec.lose = prob(v)?,
                 "per_lot" => {
-                    spec.per_lot = dur(v)?;
+                    spec.per_lot = dur(k, v)?;
                     if spec.per_lot > Duration::from_secs(1) {
                         return Err("per_lot: at most 1s".into());
                     }
@@ -162,8 +162,8 @@ impl SimSpec {
                         .split_once('+')
                         .ok_or_else(|| format!("down: expected FROM+FOR (e.g. 10s+5s), got '{v}'"))?;
                     spec.outages.push(Outage {
-                        from: dur(from)?,
-                        len: dur(len)?,
+                        from: dur(k, from)?,
+                        len: dur(k, len)?,
                     });
                 }
                 other => {
@@ -180,28 +180,39 @@ impl SimSpec {
     }
 }
 
-fn dur(s: &str) -> Result<Duration, String> {
-    humantime::parse_duration(s.trim()).map_err(|e| format!("'{s}': {e}"))
+/// The accepted forms of `latency=`, quoted by every error about it.
+const LATENCY_FORMS: &str =
+    "accepted: D, fixed:D, uniform:MIN..MAX or exp:MEAN, with durations such as 250us, 2ms, 1s";
+
+/// A duration value of key `key`; the error names the key and the form.
+fn dur(key: &str, s: &str) -> Result<Duration, String> {
+    humantime::parse_duration(s.trim()).map_err(|e| {
+        format!("{key}: '{s}' is not a duration ({e}; write it as 250us, 2ms, 1s or 1m)")
+    })
 }
 
 fn parse_latency(v: &str) -> Result<Latency, String> {
     let (kind, arg) = v.split_once(':').unwrap_or(("fixed", v));
+    let d = |s: &str| {
+        humantime::parse_duration(s.trim())
+            .map_err(|e| format!("latency: '{v}' is not a latency ({e}); {LATENCY_FORMS}"))
+    };
     let l = match kind {
-        "fixed" => Latency::Fixed(dur(arg)?),
+        "fixed" => Latency::Fixed(d(arg)?),
         "uniform" => {
             let (a, b) = arg
                 .split_once("..")
-                .ok_or_else(|| format!("latency: expected uniform:MIN..MAX, got '{v}'"))?;
-            let (a, b) = (dur(a)?, dur(b)?);
+                .ok_or_else(|| format!("latency: '{v}' is not a latency; {LATENCY_FORMS}"))?;
+            let (a, b) = (d(a)?, d(b)?);
             if a > b {
                 return Err(format!("latency: {a:?} > {b:?}"));
             }
             Latency::Uniform(a, b)
         }
-        "exp" => Latency::Exp(dur(arg)?),
+        "exp" => Latency::Exp(d(arg)?),
         other => {
             return Err(format!(
-                "latency: unknown kind '{other}' (fixed, uniform, exp)"
+                "latency: unknown kind '{other}' in '{v}'; {LATENCY_FORMS}"
             ))
         }
     };
@@ -258,6 +269,12 @@ mod tests {
             ("per_lot=2s", "per_lot"),
             ("transient=0.6,permanent=0.6", "exceed"),
             ("latency", "KEY=VALUE"),
+            ("latency=banana", "latency: 'banana' is not a latency"),
+            ("latency=banana", "uniform:MIN..MAX"),
+            ("latency=uniform:1ms", "uniform:MIN..MAX"),
+            ("latency=uniform:1ms..x", "exp:MEAN"),
+            ("per_lot=slow", "per_lot: 'slow' is not a duration"),
+            ("down=soon+5s", "down: 'soon' is not a duration"),
         ] {
             let e = SimSpec::parse(s, "x").unwrap_err();
             assert!(e.contains(want), "{s}: {e}");

@@ -61,6 +61,44 @@ pub fn poll_events(
     }
 }
 
+/// Parses a `HOST:PORT` flag value into one socket address: an IP literal
+/// (`127.0.0.1:9102`, `[::1]:9102`) as is, a host name (`localhost:9102`)
+/// through the system resolver. Of the addresses it returns, the first IPv4
+/// one is taken when there is one: the engine's listeners default to
+/// `127.0.0.1`, and a resolver that lists `::1` first for `localhost` would
+/// otherwise send the tools to a port nobody listens on.
+///
+/// # Errors
+/// A one-line reason, for clap to print: no port, a bad port, or a name the
+/// resolver does not know.
+pub fn parse_socket_addr(s: &str) -> Result<SocketAddr, String> {
+    use std::net::ToSocketAddrs;
+    if let Ok(a) = s.parse::<SocketAddr>() {
+        return Ok(a);
+    }
+    let Some((host, port)) = s.rsplit_once(':') else {
+        return Err(format!(
+            "`{s}` is not HOST:PORT (e.g. 127.0.0.1:9102 or localhost:9102)"
+        ));
+    };
+    if host.is_empty() {
+        return Err(format!("`{s}` has no host (e.g. 127.0.0.1:{port})"));
+    }
+    if port.parse::<u16>().is_err() {
+        return Err(format!("`{port}` is not a port number (0-65535)"));
+    }
+    let addrs: Vec<SocketAddr> = s
+        .to_socket_addrs()
+        .map_err(|e| format!("cannot resolve `{host}`: {e}"))?
+        .collect();
+    addrs
+        .iter()
+        .find(|a| a.is_ipv4())
+        .or_else(|| addrs.first())
+        .copied()
+        .ok_or_else(|| format!("`{host}` resolves to no address"))
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -82,5 +120,34 @@ mod tests {
                 Accepted::Failed(e) => panic!("{e}"),
             }
         }
+    }
+
+    #[test]
+    fn literal_and_localhost_resolve_to_loopback() {
+        assert_eq!(
+            parse_socket_addr("127.0.0.1:9102").unwrap(),
+            "127.0.0.1:9102".parse().unwrap()
+        );
+        assert_eq!(
+            parse_socket_addr("[::1]:9102").unwrap(),
+            "[::1]:9102".parse().unwrap()
+        );
+        let a = parse_socket_addr("localhost:9102").unwrap();
+        assert!(a.ip().is_loopback(), "{a}");
+        assert_eq!(a.port(), 9102);
+    }
+
+    #[test]
+    fn bad_forms_say_why() {
+        assert!(parse_socket_addr("localhost")
+            .unwrap_err()
+            .contains("HOST:PORT"));
+        assert!(parse_socket_addr(":9102").unwrap_err().contains("no host"));
+        assert!(parse_socket_addr("localhost:http")
+            .unwrap_err()
+            .contains("not a port"));
+        assert!(parse_socket_addr("localhost:70000")
+            .unwrap_err()
+            .contains("not a port"));
     }
 }

@@ -9,6 +9,7 @@
 //! - `recorded_data`: the real recorded ticks in `../shared/data/`, every line accounted for
 //! - `cli`: flags, exit codes, one-line errors of the binary
 //! - `tools`: gen, replay, subscribe, report and demo as an operator runs them
+//! - `tool_flags`: `--to localhost:PORT`, zero durations refused, `--bridge` errors that name the key and its forms
 //! - `tools_token`: replay, subscribe and orders with `--token-file` against a secured engine (and a Redis with `requirepass`)
 //! - `vs_redis`: the benchmark's tool modes against a real `redis-server` and the raw forwarder
 //! - `orders_admission`: bounded queue and SYSTEM_BUSY under overload, malformed lines, duplicates
@@ -38,6 +39,7 @@ mod protocol;
 mod recorded_data;
 mod security;
 mod slow_subscriber;
+mod tool_flags;
 mod tools;
 mod tools_token;
 mod util;
