@@ -7,7 +7,8 @@
 //! - `slow_subscriber`: a subscriber that never reads does not hold up the others
 //! - `protocol`: replies byte for byte like a real `redis-server`; `redis-cli` drives the engine
 //! - `recorded_data`: the real recorded ticks in `../shared/data/`, every line accounted for
-//! - `cli`: flags, exit codes, one-line errors of the binary
+//! - `cli`: flags, exit codes, clap's errors, help headings, the banner, JSON logs
+//! - `cli_env`: `TICKFAN_<FLAG>` variables; command line > environment > `--config` file > default
 //! - `tools`: gen, replay, subscribe, report and demo as an operator runs them
 //! - `tools_token`: replay, subscribe and orders with `--token-file` against a secured engine (and a Redis with `requirepass`)
 //! - `vs_redis`: the benchmark's tool modes against a real `redis-server` and the raw forwarder
@@ -25,6 +26,7 @@
 mod accounting;
 mod admin;
 mod cli;
+mod cli_env;
 mod fanout;
 mod faults;
 mod orders_admission;
