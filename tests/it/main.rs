@@ -21,12 +21,14 @@
 //! - `faults`: misbehaving peers (10 MB lines, idle peers, floods, vanishing and trickling subscribers)
 //! - `accounting`: after mixed traffic every tick, update and order is counted exactly once
 //! - `admin`: `/metrics` (parsed as Prometheus text), `/report`, `/health`, `/dlq`, alerts
+//! - `deploy`: `deploy/` — the example config is the default and names every flag; `systemd-analyze verify`; `promtool` on the alert rules
 //! - `security`: tokens on every port, per-client limits (connections, subscriptions, order rate), own replies only
 
 mod accounting;
 mod admin;
 mod cli;
 mod cli_env;
+mod deploy;
 mod fanout;
 mod faults;
 mod orders_admission;
