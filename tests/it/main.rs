@@ -22,6 +22,7 @@
 //! - `accounting`: after mixed traffic every tick, update and order is counted exactly once
 //! - `admin`: `/metrics` (parsed as Prometheus text), `/report`, `/health`, `/dlq`, alerts
 //! - `deploy`: `deploy/` — the example config is the default and names every flag; `systemd-analyze verify`; `promtool` on the alert rules
+//! - `readme_flags`: the README's table of `serve` flags is `serve --help` (headings, flags, values, defaults)
 //! - `security`: tokens on every port, per-client limits (connections, subscriptions, order rate), own replies only
 
 mod accounting;
@@ -39,6 +40,7 @@ mod orders_sequencing;
 mod orders_tool;
 mod poison;
 mod protocol;
+mod readme_flags;
 mod recorded_data;
 mod security;
 mod slow_subscriber;
