@@ -1,6 +1,16 @@
 //! Raw flags of `tickfan serve` and their conversion into a validated
 //! [`Config`]. The binary's other subcommands (the client-side tools) keep
 //! their flags beside their code in `tools/`.
+//!
+//! Where a value comes from, strongest first: the command line, then the
+//! environment (`TICKFAN_<FLAG>`, see [`with_env`]), then the `--config`
+//! file (see [`config_file`]), then the flag's default.
+//!
+//! `--help` groups the flags under headings (listeners, connections, market
+//! data, subscribers, orders, retry, lanes, fills, alerts, dead letters,
+//! reporting); the README's flag table is checked against it by a test.
+
+pub mod config_file;
 
 use std::net::SocketAddr;
 use std::path::PathBuf;
@@ -12,91 +22,176 @@ use crate::auth::Token;
 use crate::config::{Config, PinPlan, DEFAULT_ADMIN_ADDR, DEFAULT_FEED_ADDR, DEFAULT_SUB_ADDR};
 use crate::error::ConfigError;
 use crate::idle::IdleStrategy;
+use crate::logging::LogFormat;
+
+pub use config_file::{expand_config_file, ConfigFileError};
+
+/// Prefix of the environment variable of every `serve` flag:
+/// `--max-symbols` is `TICKFAN_MAX_SYMBOLS`.
+pub const ENV_PREFIX: &str = "TICKFAN_";
 
 /// Flags of `tickfan serve`.
+///
+/// Fields are declared in help order: `--help` shows the headings in the
+/// order their first flag appears (the flattened order flags add theirs
+/// after "Subscribers").
 #[derive(Debug, Clone, Args)]
 pub struct ServeArgs {
-    /// Read flags from this TOML file first (keys are flag names: `max-symbols = 20000`); flags on the command line win.
+    /// Read flags from this TOML file (keys are flag names: `max-symbols = 20000`); the environment and the command line win over it.
     #[arg(long, value_name = "FILE")]
     pub config: Option<PathBuf>,
     /// Address feeds connect to (CSV tick lines).
-    #[arg(long, value_name = "ADDR", default_value = DEFAULT_FEED_ADDR)]
+    #[arg(long, value_name = "ADDR", default_value = DEFAULT_FEED_ADDR, help_heading = "Listeners")]
     pub feed_listen: SocketAddr,
-    /// Address subscribers connect to (Redis RESP2 pub/sub).
-    #[arg(long, value_name = "ADDR", default_value = DEFAULT_SUB_ADDR)]
+    /// Address subscribers connect to (Redis pub/sub).
+    #[arg(long, value_name = "ADDR", default_value = DEFAULT_SUB_ADDR, help_heading = "Listeners")]
     pub sub_listen: SocketAddr,
-    /// Address of the admin endpoint (reserved; not served yet).
-    #[arg(long, value_name = "ADDR", default_value = DEFAULT_ADMIN_ADDR)]
+    /// Address of the admin HTTP endpoint: /health, /metrics (Prometheus), /report, /dlq, POST /dlq/replay.
+    #[arg(long, value_name = "ADDR", default_value = DEFAULT_ADMIN_ADDR, help_heading = "Listeners")]
     pub admin_listen: SocketAddr,
-    /// Most distinct symbols; a new symbol past it is dead-lettered (`symbol_limit`).
-    #[arg(long, value_name = "N", default_value_t = 10_000)]
-    pub max_symbols: usize,
-    /// Longest feed line in bytes, excluding the newline; longer lines are dead-lettered.
-    #[arg(long, value_name = "BYTES", default_value_t = 256)]
-    pub max_line_len: usize,
     /// Most simultaneous connections on each port; more are refused with an error.
-    #[arg(long, value_name = "N", default_value_t = 1_024)]
+    #[arg(
+        long,
+        value_name = "N",
+        default_value_t = 1_024,
+        help_heading = "Connections"
+    )]
     pub max_conns: usize,
-    /// Subscriber output buffer high-water mark in bytes; past it the subscriber is conflated on its own.
-    #[arg(long, value_name = "BYTES", default_value_t = 256 * 1024)]
-    pub sub_hwm: usize,
-    /// Kernel send buffer per subscriber socket in bytes (0 = OS auto-tuning); small bounds a slow subscriber's staleness.
-    #[arg(long, value_name = "BYTES", default_value_t = 64 * 1024)]
-    pub sub_sndbuf: usize,
-    /// Most channels + patterns one subscriber may hold; more are refused with an error.
-    #[arg(long, value_name = "N", default_value_t = 10_000)]
-    pub max_subscriptions: usize,
-    /// Most updates per second the publisher sends (0 = unlimited); conflation absorbs the rest.
-    #[arg(long, value_name = "PER_SEC", default_value_t = 0)]
-    pub max_publish_rate: u64,
-    /// Pin threads to cores, e.g. `feed=0,publish=1`; a missing core logs one line and runs unpinned.
-    #[arg(long, value_name = "THREAD=CORE,...", value_parser = parse_pin)]
-    pub pin: Option<PinPlan>,
-    /// What idle event loops do: spin, yield or park (block in the poller).
-    #[arg(long, value_enum, default_value_t = IdleStrategy::Park)]
-    pub idle: IdleStrategy,
-    /// Run this long, then stop and print the final report (e.g. `30s`, `5m`).
-    #[arg(long, value_name = "DURATION", value_parser = humantime::parse_duration)]
-    pub duration: Option<Duration>,
-    /// Print a short line this often (e.g. `5s`).
-    #[arg(long, value_name = "DURATION", value_parser = humantime::parse_duration, default_value = "5s")]
-    pub report_interval: Duration,
-    /// Do not print the interval lines (the final report is still printed).
-    #[arg(long)]
-    pub quiet: bool,
-    /// Dead letters kept in memory (the newest).
-    #[arg(long, value_name = "N", default_value_t = 10_000)]
-    pub dlq_capacity: usize,
-    /// Append every dead letter to this JSON-lines file.
-    #[arg(long, value_name = "PATH")]
-    pub dlq_file: Option<PathBuf>,
-    /// Raise the `subscriber_stale` alert when a subscriber is this far behind.
-    #[arg(long, value_name = "DURATION", value_parser = humantime::parse_duration, default_value = "1s")]
-    pub alert_staleness: Duration,
-    /// Raise the `dlq_growth` alert above this many dead letters per second.
-    #[arg(long, value_name = "PER_SEC", default_value_t = 100.0)]
-    pub alert_dlq_rate: f64,
-    /// Raise the `order_queue_old` alert when the oldest queued order waited this long.
-    #[arg(long, value_name = "DURATION", value_parser = humantime::parse_duration, default_value = "1s")]
-    pub alert_order_age: Duration,
-    /// Raise the `bridge_call_slow` alert when a bridge call has been in progress this long (a venue not answering).
-    #[arg(long, value_name = "DURATION", value_parser = humantime::parse_duration, default_value = "5s")]
-    pub alert_bridge_call: Duration,
     /// File holding the shared-secret token feeds and order clients (first line `AUTH <token>`), subscribers (RESP AUTH) and the admin endpoint (Bearer) must present.
-    #[arg(long, value_name = "PATH")]
+    #[arg(long, value_name = "PATH", help_heading = "Connections")]
     pub token_file: Option<PathBuf>,
     /// Close connections that have not authenticated within this time.
-    #[arg(long, value_name = "DURATION", value_parser = humantime::parse_duration, default_value = "5s")]
+    #[arg(long, value_name = "DURATION", value_parser = humantime::parse_duration, default_value = "5s", help_heading = "Connections")]
     pub auth_timeout: Duration,
-    /// Also write the final report as JSON to this file.
-    #[arg(long, value_name = "PATH")]
-    pub report_json: Option<PathBuf>,
-    /// Write stage histograms (HdrHistogram interval log `engine.hlog`) into this directory.
-    #[arg(long, value_name = "DIR")]
-    pub log_dir: Option<PathBuf>,
-    /// The order path.
+    /// Most distinct symbols; a new symbol past it is dead-lettered (`symbol_limit`).
+    #[arg(
+        long,
+        value_name = "N",
+        default_value_t = 10_000,
+        help_heading = "Market data"
+    )]
+    pub max_symbols: usize,
+    /// Longest feed line in bytes, excluding the newline; longer lines are dead-lettered.
+    #[arg(
+        long,
+        value_name = "BYTES",
+        default_value_t = 256,
+        help_heading = "Market data"
+    )]
+    pub max_line_len: usize,
+    /// Most updates per second the publisher sends (0 = unlimited); conflation absorbs the rest.
+    #[arg(
+        long,
+        value_name = "PER_SEC",
+        default_value_t = 0,
+        help_heading = "Market data"
+    )]
+    pub max_publish_rate: u64,
+    /// Pin threads to cores, e.g. `feed=0,publish=1`; a missing core logs one line and runs unpinned.
+    #[arg(long, value_name = "THREAD=CORE,...", value_parser = parse_pin, help_heading = "Market data")]
+    pub pin: Option<PinPlan>,
+    /// What idle event loops do: spin, yield or park (block in the poller).
+    #[arg(long, value_enum, default_value_t = IdleStrategy::Park, help_heading = "Market data")]
+    pub idle: IdleStrategy,
+    /// Subscriber output buffer high-water mark in bytes; past it the subscriber is conflated on its own.
+    #[arg(long, value_name = "BYTES", default_value_t = 256 * 1024, help_heading = "Subscribers")]
+    pub sub_hwm: usize,
+    /// Kernel send buffer per subscriber socket in bytes (0 = OS auto-tuning); small bounds a slow subscriber's staleness.
+    #[arg(long, value_name = "BYTES", default_value_t = 64 * 1024, help_heading = "Subscribers")]
+    pub sub_sndbuf: usize,
+    /// Most channels + patterns one subscriber may hold; more are refused with an error.
+    #[arg(
+        long,
+        value_name = "N",
+        default_value_t = 10_000,
+        help_heading = "Subscribers"
+    )]
+    pub max_subscriptions: usize,
+    /// The order path (headings Orders, Retry, Lanes, Fills; `--order-listen` under Listeners).
     #[command(flatten)]
     pub order: crate::order::OrderArgs,
+    /// Raise the `subscriber_stale` alert when a subscriber is this far behind.
+    #[arg(long, value_name = "DURATION", value_parser = humantime::parse_duration, default_value = "1s", help_heading = "Alerts")]
+    pub alert_staleness: Duration,
+    /// Raise the `dlq_growth` alert above this many dead letters per second.
+    #[arg(
+        long,
+        value_name = "PER_SEC",
+        default_value_t = 100.0,
+        help_heading = "Alerts"
+    )]
+    pub alert_dlq_rate: f64,
+    /// Raise the `order_queue_old` alert when the oldest queued order waited this long.
+    #[arg(long, value_name = "DURATION", value_parser = humantime::parse_duration, default_value = "1s", help_heading = "Alerts")]
+    pub alert_order_age: Duration,
+    /// Raise the `bridge_call_slow` alert when a bridge call has been in progress this long (a venue not answering).
+    #[arg(long, value_name = "DURATION", value_parser = humantime::parse_duration, default_value = "5s", help_heading = "Alerts")]
+    pub alert_bridge_call: Duration,
+    /// Dead letters kept in memory (the newest).
+    #[arg(
+        long,
+        value_name = "N",
+        default_value_t = 10_000,
+        help_heading = "Dead letters"
+    )]
+    pub dlq_capacity: usize,
+    /// Append every dead letter to this JSON-lines file.
+    #[arg(long, value_name = "PATH", help_heading = "Dead letters")]
+    pub dlq_file: Option<PathBuf>,
+    /// Run this long, then stop and print the final report (e.g. `30s`, `5m`); without it, until a signal.
+    #[arg(long, value_name = "DURATION", value_parser = humantime::parse_duration, help_heading = "Reporting")]
+    pub duration: Option<Duration>,
+    /// Print a short line this often (e.g. `5s`).
+    #[arg(long, value_name = "DURATION", value_parser = humantime::parse_duration, default_value = "5s", help_heading = "Reporting")]
+    pub report_interval: Duration,
+    /// Do not print the interval lines (the final report is still printed).
+    #[arg(long, help_heading = "Reporting")]
+    pub quiet: bool,
+    /// Also write the final report as JSON to this file.
+    #[arg(long, value_name = "PATH", help_heading = "Reporting")]
+    pub report_json: Option<PathBuf>,
+    /// Write stage histograms (HdrHistogram interval log `engine.hlog`) and the final report into this directory.
+    #[arg(long, value_name = "DIR", help_heading = "Reporting")]
+    pub log_dir: Option<PathBuf>,
+    /// Log lines on stderr: `text`, or `json` (one object per line: time, level, target, message); RUST_LOG sets the level.
+    #[arg(long, value_enum, default_value_t = LogFormat::Text, help_heading = "Reporting")]
+    pub log_format: LogFormat,
+}
+
+/// The environment variable of the flag `--long`: `TICKFAN_` and the name
+/// in upper case with `_` for `-`.
+pub fn env_name(long: &str) -> String {
+    format!(
+        "{ENV_PREFIX}{}",
+        long.to_ascii_uppercase().replace('-', "_")
+    )
+}
+
+/// Gives every long flag of `cmd` (but `--help` and `--version`) its
+/// environment variable ([`env_name`]). Done on the built command rather
+/// than per field so that a flag added later cannot miss its variable.
+///
+/// clap reads a variable only when its flag is absent from the command
+/// line, so the command line wins. A switch (`--quiet`) takes `true` or
+/// `false`; a repeatable flag (`--bridge`) takes one value.
+pub fn with_env(cmd: clap::Command) -> clap::Command {
+    cmd.mut_args(|a| match a.get_long() {
+        Some(long) if long != "help" && long != "version" => {
+            let name = env_name(long);
+            a.env(name)
+        }
+        _ => a,
+    })
+}
+
+/// The `serve` subcommand as the binary parses it: the flags of
+/// [`ServeArgs`], their environment variables, a later flag overriding an
+/// earlier one. For the `--config` expansion, and for tests that walk the
+/// flags.
+pub fn serve_command() -> clap::Command {
+    with_env(<ServeArgs as Args>::augment_args(
+        clap::Command::new("serve").args_override_self(true),
+    ))
 }
 
 /// Parses `feed=0,publish=1`.
@@ -123,88 +218,6 @@ pub fn parse_pin(s: &str) -> Result<PinPlan, String> {
         }
     }
     Ok(plan)
-}
-
-/// Why a configuration file was refused.
-#[derive(Debug, thiserror::Error)]
-pub enum ConfigFileError {
-    /// The file cannot be read.
-    #[error("config file {path}: {source}")]
-    Read {
-        /// The file.
-        path: String,
-        /// The OS error.
-        source: std::io::Error,
-    },
-    /// The file is not valid TOML.
-    #[error("config file {path}: {message}")]
-    Syntax {
-        /// The file.
-        path: String,
-        /// The parser's message, one line.
-        message: String,
-    },
-    /// A key that is not a flag of `tickfan serve`.
-    #[error(
-        "config file {path}: unknown key '{key}' (keys are the flag names of `tickfan serve`)"
-    )]
-    UnknownKey {
-        /// The file.
-        path: String,
-        /// The key.
-        key: String,
-    },
-    /// A value that is not a string, number or boolean.
-    #[error("config file {path}: key '{key}' must be a string, a number or a boolean")]
-    BadValue {
-        /// The file.
-        path: String,
-        /// The key.
-        key: String,
-    },
-}
-
-/// Turns a TOML file of `flag = value` pairs into command-line arguments
-/// (`--flag=value`; `true` → `--flag`, `false` → nothing) for `tickfan
-/// serve`. `known` lists the long flag names. Keys may use `-` or `_`.
-///
-/// # Errors
-/// An unreadable file, bad TOML, an unknown key, or a table/array value.
-pub fn config_file_args(
-    path: &std::path::Path,
-    known: &[String],
-) -> Result<Vec<String>, ConfigFileError> {
-    let shown = path.display().to_string();
-    let text = std::fs::read_to_string(path).map_err(|source| ConfigFileError::Read {
-        path: shown.clone(),
-        source,
-    })?;
-    let table: toml::Table =
-        text.parse()
-            .map_err(|e: toml::de::Error| ConfigFileError::Syntax {
-                path: shown.clone(),
-                message: e.message().replace('\n', " "),
-            })?;
-    let mut args = Vec::new();
-    for (key, value) in table {
-        let flag = key.replace('_', "-");
-        if flag == "config" || !known.contains(&flag) {
-            return Err(ConfigFileError::UnknownKey { path: shown, key });
-        }
-        let text = match value {
-            toml::Value::String(s) => s,
-            toml::Value::Integer(i) => i.to_string(),
-            toml::Value::Float(f) => f.to_string(),
-            toml::Value::Boolean(true) => {
-                args.push(format!("--{flag}"));
-                continue;
-            }
-            toml::Value::Boolean(false) => continue,
-            _ => return Err(ConfigFileError::BadValue { path: shown, key }),
-        };
-        args.push(format!("--{flag}={text}"));
-    }
-    Ok(args)
 }
 
 impl ServeArgs {
@@ -256,48 +269,6 @@ impl ServeArgs {
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    fn known() -> Vec<String> {
-        ["max-symbols", "quiet", "pin", "duration"]
-            .iter()
-            .map(|s| s.to_string())
-            .collect()
-    }
-
-    #[test]
-    fn config_file_becomes_flags_and_names_bad_keys() {
-        let dir = tempfile::tempdir().unwrap();
-        let p = dir.path().join("t.toml");
-        std::fs::write(
-            &p,
-            "max_symbols = 20000\nquiet = true\npin = \"feed=0\"\nduration = \"5s\"\n",
-        )
-        .unwrap();
-        let mut args = config_file_args(&p, &known()).unwrap();
-        args.sort();
-        assert_eq!(
-            args,
-            [
-                "--duration=5s",
-                "--max-symbols=20000",
-                "--pin=feed=0",
-                "--quiet"
-            ]
-        );
-        std::fs::write(&p, "max-symbolz = 1\n").unwrap();
-        let e = config_file_args(&p, &known()).unwrap_err().to_string();
-        assert!(e.contains("unknown key 'max-symbolz'"), "{e}");
-        std::fs::write(&p, "pin = [1, 2]\n").unwrap();
-        assert!(config_file_args(&p, &known())
-            .unwrap_err()
-            .to_string()
-            .contains("key 'pin'"));
-        std::fs::write(&p, "= nope").unwrap();
-        assert!(matches!(
-            config_file_args(&p, &known()),
-            Err(ConfigFileError::Syntax { .. })
-        ));
-    }
 
     #[test]
     fn pin_plan_parses_and_refuses_clearly() {

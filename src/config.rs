@@ -13,7 +13,7 @@ use crate::order::config::{OrderConfig, DEFAULT_ORDER_ADDR};
 pub const DEFAULT_FEED_ADDR: &str = "127.0.0.1:9101";
 /// Default subscriber listen address.
 pub const DEFAULT_SUB_ADDR: &str = "127.0.0.1:9102";
-/// Default admin listen address (reserved for the admin endpoint).
+/// Default admin listen address (HTTP: `/health`, `/metrics`, `/report`, `/dlq`).
 pub const DEFAULT_ADMIN_ADDR: &str = "127.0.0.1:9104";
 
 /// Which core each hot thread is pinned to (none = unpinned).
@@ -32,7 +32,7 @@ pub struct Config {
     pub feed_addr: SocketAddr,
     /// Subscriber listener.
     pub sub_addr: SocketAddr,
-    /// Admin listener (reserved; the admin endpoint is not served yet).
+    /// Admin listener (HTTP: `/health`, `/metrics`, `/report`, `/dlq`).
     pub admin_addr: SocketAddr,
     /// Order listener.
     pub order_addr: SocketAddr,

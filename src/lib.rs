@@ -33,6 +33,7 @@ pub mod error;
 pub mod feed;
 pub mod fills;
 pub mod idle;
+pub mod logging;
 pub mod metrics;
 pub mod order;
 pub mod protocol;

@@ -9,7 +9,7 @@ use std::process::ExitCode;
 use std::sync::atomic::Ordering;
 use std::time::{Duration, Instant};
 
-use clap::{Parser, Subcommand};
+use clap::{CommandFactory, FromArgMatches, Parser, Subcommand};
 
 use tickfan::cli::ServeArgs;
 use tickfan::runtime::Engine;
@@ -46,20 +46,27 @@ enum Command {
 }
 
 fn main() -> ExitCode {
-    let args = match expand_config_file(std::env::args().collect()) {
+    let args = match tickfan::cli::expand_config_file(std::env::args().collect()) {
         Ok(a) => a,
-        Err(msg) => {
-            eprintln!("tickfan: {msg}");
+        Err(e) => {
+            eprintln!("tickfan: {e}");
             return ExitCode::from(2);
         }
     };
-    let cli = match Cli::try_parse_from(args) {
+    // `serve`'s flags get their `TICKFAN_<FLAG>` variables on the built
+    // command (see `tickfan::cli::with_env`).
+    let cli = Cli::command()
+        .mut_subcommand("serve", tickfan::cli::with_env)
+        .try_get_matches_from(args)
+        .and_then(|m| Cli::from_arg_matches(&m));
+    let cli = match cli {
         Ok(c) => c,
         Err(e) => return usage_error(e),
     };
-    env_logger::Builder::from_env(env_logger::Env::default().default_filter_or("warn"))
-        .format_timestamp_millis()
-        .init();
+    tickfan::logging::init(match &cli.command {
+        Command::Serve(args) => args.log_format,
+        _ => tickfan::logging::LogFormat::Text,
+    });
     let result = match cli.command {
         Command::Serve(args) => serve(&args),
         Command::Replay(args) => tools::replay::run(&args),
@@ -92,53 +99,15 @@ pub enum Failure {
     Runtime(String),
 }
 
-/// `tickfan serve --config FILE …`: inserts the file's flags right after
-/// `serve`, before the command-line flags, so the command line wins (clap
-/// lets a later occurrence override an earlier one).
-fn expand_config_file(args: Vec<String>) -> Result<Vec<String>, String> {
-    let Some(serve) = args.iter().position(|a| a == "serve") else {
-        return Ok(args);
-    };
-    let mut path = None;
-    for (i, a) in args.iter().enumerate().skip(serve + 1) {
-        if a == "--config" {
-            path = args.get(i + 1).cloned();
-        } else if let Some(p) = a.strip_prefix("--config=") {
-            path = Some(p.to_string());
-        }
-    }
-    let Some(path) = path else { return Ok(args) };
-    let cmd = <ServeArgs as clap::Args>::augment_args(clap::Command::new("serve"));
-    let known: Vec<String> = cmd
-        .get_arguments()
-        .filter_map(|a| a.get_long().map(str::to_string))
-        .collect();
-    let extra = tickfan::cli::config_file_args(std::path::Path::new(&path), &known)
-        .map_err(|e| e.to_string())?;
-    let mut out = args[..=serve].to_vec();
-    out.extend(extra);
-    out.extend_from_slice(&args[serve + 1..]);
-    Ok(out)
-}
-
+/// Help and version go to stdout (exit 0); every other clap error is
+/// printed as clap words it (with its usage line and tips such as "a
+/// similar argument exists"), exit 2.
 fn usage_error(e: clap::Error) -> ExitCode {
     use clap::error::ErrorKind as K;
+    let _ = e.print();
     match e.kind() {
-        K::DisplayHelp | K::DisplayVersion => {
-            let _ = e.print();
-            ExitCode::SUCCESS
-        }
-        K::DisplayHelpOnMissingArgumentOrSubcommand => {
-            let _ = e.print();
-            ExitCode::from(2)
-        }
-        _ => {
-            let text = e.render().to_string();
-            let first = text.lines().next().unwrap_or("invalid arguments");
-            let first = first.strip_prefix("error: ").unwrap_or(first);
-            eprintln!("tickfan: {first} (see --help)");
-            ExitCode::from(2)
-        }
+        K::DisplayHelp | K::DisplayVersion => ExitCode::SUCCESS,
+        _ => ExitCode::from(2),
     }
 }
 
@@ -153,11 +122,12 @@ fn serve(args: &ServeArgs) -> Result<(), Failure> {
         other => Failure::Runtime(other.to_string()),
     })?;
     eprintln!(
-        "tickfan serving: feed {} · subscribers {} (redis-cli -p {} psubscribe '*') · orders {}",
+        "tickfan serving: feed {} · subscribers {} (redis-cli -p {} psubscribe '*') · orders {} · admin http://{} (/health /metrics /report /dlq)",
         engine.feed_addr(),
         engine.subscriber_addr(),
         engine.subscriber_addr().port(),
-        engine.order_addr()
+        engine.order_addr(),
+        engine.admin_addr()
     );
     let started = Instant::now();
     // The main thread only watches for the end: a signal or --duration.

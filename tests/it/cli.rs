@@ -1,5 +1,6 @@
-//! The binary: bad flags give one clear line and exit 2; a timed run prints
-//! the final report and exits 0.
+//! The binary: bad flags exit 2 (clap's own words for what clap refuses,
+//! one line for a value the engine refuses); a timed run prints the final
+//! report and exits 0; the banner names every address; `--log-format json`.
 
 use std::process::Command;
 
@@ -51,9 +52,77 @@ fn bad_flags_and_values_exit_2_with_one_line() {
         let out = tickfan(args);
         assert_eq!(out.status.code(), Some(2), "{args:?}");
         let err = String::from_utf8(out.stderr).unwrap();
-        assert_eq!(err.lines().count(), 1, "{args:?}: {err}");
-        assert!(err.starts_with("tickfan: "), "{args:?}: {err}");
+        if err.starts_with("error: ") {
+            // Refused by clap: its own text, ending with its pointer to --help.
+            assert!(
+                err.trim_end()
+                    .ends_with("For more information, try '--help'."),
+                "{args:?}: {err}"
+            );
+        } else {
+            // Refused by the engine's validation: one line naming the flag.
+            assert_eq!(err.lines().count(), 1, "{args:?}: {err}");
+            assert!(err.starts_with("tickfan: "), "{args:?}: {err}");
+        }
     }
+}
+
+#[test]
+fn a_misspelt_flag_gets_clap_s_tip_and_exit_2() {
+    let out = tickfan(&["serve", "--max-symbol", "5"]);
+    assert_eq!(out.status.code(), Some(2));
+    let err = String::from_utf8(out.stderr).unwrap();
+    assert!(
+        err.starts_with("error: unexpected argument '--max-symbol' found")
+            && err.contains("tip: a similar argument exists: '--max-symbols'")
+            && err.contains("Usage: tickfan serve"),
+        "{err}"
+    );
+    let out = tickfan(&["serve", "--max-symbols", "lots"]);
+    assert_eq!(out.status.code(), Some(2));
+    let err = String::from_utf8(out.stderr).unwrap();
+    assert!(
+        err.starts_with("error: invalid value 'lots' for '--max-symbols <N>'"),
+        "{err}"
+    );
+}
+
+#[test]
+fn help_groups_the_serve_flags_under_headings() {
+    let out = tickfan(&["serve", "--help"]);
+    assert_eq!(out.status.code(), Some(0));
+    let help = String::from_utf8(out.stdout).unwrap();
+    let headings: Vec<&str> = help
+        .lines()
+        .filter(|l| !l.starts_with(' ') && l.ends_with(':'))
+        .collect();
+    assert_eq!(
+        headings,
+        [
+            "Options:",
+            "Listeners:",
+            "Connections:",
+            "Market data:",
+            "Subscribers:",
+            "Orders:",
+            "Retry:",
+            "Lanes:",
+            "Fills:",
+            "Alerts:",
+            "Dead letters:",
+            "Reporting:"
+        ]
+    );
+    // The admin endpoint is served, and its help says what it serves.
+    let admin = help
+        .split("--admin-listen")
+        .nth(1)
+        .and_then(|rest| rest.lines().nth(1))
+        .unwrap();
+    assert!(
+        admin.contains("/health") && admin.contains("/metrics") && !admin.contains("not served"),
+        "{admin}"
+    );
 }
 
 #[test]
@@ -263,12 +332,7 @@ fn a_bridge_call_held_through_a_stop_raises_bridge_call_slow_and_a_second_signal
     let pid = child.0.as_ref().unwrap().id().to_string();
     let err = StderrLines::new(child.0.as_mut().unwrap().stderr.take().unwrap());
     let serving = err.until("tickfan serving");
-    let orders: std::net::SocketAddr = serving
-        .trim_end()
-        .rsplit(' ')
-        .next()
-        .and_then(|a| a.parse().ok())
-        .unwrap_or_else(|| panic!("order address in {serving:?}"));
+    let orders = banner_addr(&serving, "orders");
     let signal = || {
         assert!(Command::new("kill")
             .args(["-TERM", &pid])
@@ -294,4 +358,79 @@ fn a_bridge_call_held_through_a_stop_raises_bridge_call_slow_and_a_second_signal
     signal();
     let status = child.0.take().unwrap().wait().unwrap();
     assert_eq!(status.code(), Some(130));
+}
+
+/// The address after `what ` in the start-up banner (`… · orders 127.0.0.1:9103 · …`).
+fn banner_addr(banner: &str, what: &str) -> std::net::SocketAddr {
+    banner
+        .split(&format!(" {what} "))
+        .nth(1)
+        .and_then(|rest| rest.split_whitespace().next())
+        .map(|a| a.trim_start_matches("http://"))
+        .and_then(|a| a.parse().ok())
+        .unwrap_or_else(|| panic!("{what} address in {banner:?}"))
+}
+
+#[test]
+fn the_banner_names_every_address_and_the_admin_one_answers() {
+    let mut args = vec!["serve", "--quiet"];
+    args.extend_from_slice(&EPHEMERAL_PORTS);
+    let (_engine, banner) = crate::util::spawn_until(&args, "tickfan serving");
+    for what in ["feed", "subscribers", "orders"] {
+        assert_ne!(banner_addr(&banner, what).port(), 0, "{banner}");
+    }
+    assert!(banner.contains("admin http://"), "{banner}");
+    let admin = banner_addr(&banner, "admin");
+    assert_eq!(crate::admin::http(admin, "GET", "/health").0, 200);
+}
+
+#[test]
+fn log_format_json_writes_one_object_per_log_line() {
+    let mut args = vec!["serve", "--log-format", "json", "--quiet"];
+    args.extend_from_slice(&EPHEMERAL_PORTS);
+    // A core that does not exist: one WARN line; RUST_LOG=info adds the
+    // listening line.
+    args.extend_from_slice(&["--duration", "300ms", "--pin", "feed=100000"]);
+    let out = tickfan(&args);
+    assert_eq!(out.status.code(), Some(0));
+    let stderr = String::from_utf8(out.stderr).unwrap();
+    let mut levels = Vec::new();
+    for line in stderr.lines() {
+        if line.starts_with("tickfan serving: ") {
+            continue; // the banner is for a person, not a log line
+        }
+        let v: serde_json::Value = serde_json::from_str(line)
+            .unwrap_or_else(|e| panic!("not a JSON log line ({e}): {line:?}"));
+        let o = v.as_object().expect("an object");
+        let keys: Vec<&str> = o.keys().map(String::as_str).collect();
+        assert_eq!(keys.len(), 4, "{line}");
+        for k in ["time", "level", "target", "message"] {
+            assert!(o[k].is_string(), "{k} in {line}");
+        }
+        let time = o["time"].as_str().unwrap();
+        assert!(
+            time.ends_with('Z') && humantime::parse_rfc3339(time).is_ok(),
+            "RFC 3339 UTC: {time}"
+        );
+        assert!(
+            o["target"].as_str().unwrap().starts_with("tickfan"),
+            "{line}"
+        );
+        levels.push((
+            o["level"].as_str().unwrap().to_string(),
+            o["message"].as_str().unwrap().to_string(),
+        ));
+    }
+    assert!(
+        levels
+            .iter()
+            .any(|(l, m)| l == "WARN" && m.contains("core 100000 not available")),
+        "{stderr}"
+    );
+    assert!(
+        levels
+            .iter()
+            .any(|(l, m)| l == "INFO" && m.contains("feed listening on")),
+        "{stderr}"
+    );
 }

@@ -7,7 +7,8 @@
 //! - `slow_subscriber`: a subscriber that never reads does not hold up the others
 //! - `protocol`: replies byte for byte like a real `redis-server`; `redis-cli` drives the engine
 //! - `recorded_data`: the real recorded ticks in `../shared/data/`, every line accounted for
-//! - `cli`: flags, exit codes, one-line errors of the binary
+//! - `cli`: flags, exit codes, clap's errors, help headings, the banner, JSON logs
+//! - `cli_env`: `TICKFAN_<FLAG>` variables; command line > environment > `--config` file > default
 //! - `tools`: gen, replay, subscribe, report and demo as an operator runs them
 //! - `tool_flags`: `--to localhost:PORT`, zero durations refused, `--bridge` errors that name the key and its forms
 //! - `tools_token`: replay, subscribe and orders with `--token-file` against a secured engine (and a Redis with `requirepass`)
@@ -21,11 +22,15 @@
 //! - `faults`: misbehaving peers (10 MB lines, idle peers, floods, vanishing and trickling subscribers)
 //! - `accounting`: after mixed traffic every tick, update and order is counted exactly once
 //! - `admin`: `/metrics` (parsed as Prometheus text), `/report`, `/health`, `/dlq`, alerts
+//! - `deploy`: `deploy/` — the example config is the default and names every flag; `systemd-analyze verify`; `promtool` on the alert rules
+//! - `readme_flags`: the README's table of `serve` flags is `serve --help` (headings, flags, values, defaults)
 //! - `security`: tokens on every port, per-client limits (connections, subscriptions, order rate), own replies only
 
 mod accounting;
 mod admin;
 mod cli;
+mod cli_env;
+mod deploy;
 mod fanout;
 mod faults;
 mod orders_admission;
@@ -36,6 +41,7 @@ mod orders_sequencing;
 mod orders_tool;
 mod poison;
 mod protocol;
+mod readme_flags;
 mod recorded_data;
 mod security;
 mod slow_subscriber;
