@@ -90,14 +90,33 @@ fn metrics_parse_and_counters_move_with_traffic() {
             x.metric == "tickfan_stage_latency_seconds"
                 && x.labels.get("stage") == Some("engine_e2e")
         })
-        .expect("engine_e2e summary");
+        .expect("engine_e2e histogram");
+    let count = value(
+        &after,
+        "tickfan_stage_latency_seconds_count",
+        Some(("stage", "engine_e2e")),
+    );
+    assert!(count >= 1.0, "{count}");
     match &e2e.value {
-        prometheus_parse::Value::Summary(qs) => {
-            let p99 = qs.iter().find(|q| q.quantile == 0.99).expect("p99").count;
-            assert!(p99 > 0.0 && p99 < 60.0, "p99 {p99} s");
+        prometheus_parse::Value::Histogram(buckets) => {
+            assert_eq!(buckets.len(), 23, "1 µs to 10 s, 3 a decade, and +Inf");
+            assert_eq!(buckets[0].less_than, 1e-6);
+            assert_eq!(buckets[21].less_than, 10.0);
+            assert!(
+                buckets.windows(2).all(|w| w[0].count <= w[1].count),
+                "cumulative"
+            );
+            assert_eq!(buckets[22].count, count, "+Inf is the count");
+            assert_eq!(buckets[21].count, count, "nothing slower than 10 s here");
         }
-        other => panic!("expected a summary, got {other:?}"),
+        other => panic!("expected a histogram, got {other:?}"),
     }
+    let sum = value(
+        &after,
+        "tickfan_stage_latency_seconds_sum",
+        Some(("stage", "engine_e2e")),
+    );
+    assert!(sum > 0.0 && sum / count < 10.0, "mean {} s", sum / count);
 }
 
 #[test]
