@@ -19,7 +19,8 @@
 //! - `orders_sequencing`: out-of-order and duplicated fills in order once; the gap timer
 //! - `faults`: misbehaving peers (10 MB lines, idle peers, floods, vanishing and trickling subscribers)
 //! - `accounting`: after mixed traffic every tick, update and order is counted exactly once
-//! - `admin`: `/metrics` (parsed as Prometheus text), `/report`, `/health`, `/dlq`, alerts
+//! - `admin`: `/metrics` (parsed as Prometheus text), `/report`, `/health`, `/dlq`, alerts; stalled clients cannot freeze it
+//! - `metrics`: `promtool check metrics` on a live scrape, `process_*`, series bounded under reconnect loops
 //! - `security`: tokens on every port, per-client limits (connections, subscriptions, order rate), own replies only
 
 mod accounting;
@@ -27,6 +28,7 @@ mod admin;
 mod cli;
 mod fanout;
 mod faults;
+mod metrics;
 mod orders_admission;
 mod orders_dlq;
 mod orders_lanes;
