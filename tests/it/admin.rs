@@ -484,3 +484,91 @@ fn oversized_and_malformed_requests_get_their_status_and_the_endpoint_goes_on() 
     }
     assert_eq!(http(admin, "GET", "/health"), (200, "ok\n".to_string()));
 }
+
+#[test]
+fn a_replay_stuck_on_the_order_port_does_not_hold_up_probes() {
+    use std::io::{BufRead, BufReader};
+    use std::sync::Arc;
+    use tickfan::admin::{AdminServer, AdminState};
+
+    let e = engine();
+    // An "order port" that accepts and answers only when told to.
+    let order_port = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    order_port.set_nonblocking(true).unwrap();
+    let state = AdminState {
+        counters: Arc::clone(e.counters()),
+        totals: Arc::clone(e.totals()),
+        subscribers: Arc::default(),
+        dlq: Arc::clone(e.dlq()),
+        alerts: Arc::default(),
+        token: None,
+        order_addr: order_port.local_addr().unwrap(),
+        started: std::time::Instant::now(),
+    };
+    let server = AdminServer::start("127.0.0.1:0".parse().unwrap(), state).unwrap();
+    let admin = server.addr();
+    let replay_request = "POST /dlq/replay?id=o1 HTTP/1.1\r\nHost: x\r\nContent-Length: 0\r\n\r\n";
+    let accept = || {
+        let mut got = None;
+        wait_until("the replay connects to the order port", || {
+            got = order_port.accept().ok();
+            got.is_some()
+        });
+        let (s, _) = got.unwrap();
+        s.set_nonblocking(false).unwrap();
+        s.set_read_timeout(Some(DEADLINE)).unwrap();
+        let mut line = String::new();
+        BufReader::new(&s).read_line(&mut line).unwrap();
+        assert_eq!(line, "REPLAY o1\n");
+        s
+    };
+
+    let first = stalled(admin, replay_request);
+    let mut venue = accept();
+    // The replay waits for the order port's answer: probes are answered.
+    for _ in 0..3 {
+        let probe = Duration::from_secs(10);
+        assert_eq!(
+            http_within(admin, "GET", "/health", probe).expect("/health answers"),
+            (200, "ok\n".to_string())
+        );
+        assert_eq!(
+            http_within(admin, "GET", "/metrics", probe)
+                .expect("/metrics answers")
+                .0,
+            200
+        );
+    }
+    // One more replay waits its turn; a third is refused as busy.
+    let second = stalled(admin, replay_request);
+    let third = stalled(admin, replay_request);
+    wait_until("a replay refused as busy", || {
+        value(
+            &scrape(admin),
+            "tickfan_admin_responses_total",
+            Some(("code", "503")),
+        ) == 1.0
+    });
+    venue.write_all(b"ACK o1\n").unwrap();
+    let mut venue = accept();
+    venue.write_all(b"ACK o1\n").unwrap();
+    let answers: Vec<String> = [first, second, third]
+        .into_iter()
+        .map(until_closed)
+        .collect();
+    assert!(
+        answers[0].starts_with("HTTP/1.1 200 ") && answers[0].contains("\"replayed\":1"),
+        "{}",
+        answers[0]
+    );
+    let busy = answers[1..]
+        .iter()
+        .filter(|a| a.starts_with("HTTP/1.1 503 "))
+        .count();
+    let done = answers[1..]
+        .iter()
+        .filter(|a| a.starts_with("HTTP/1.1 200 "))
+        .count();
+    assert_eq!((busy, done), (1, 1), "{answers:?}");
+    server.stop();
+}
