@@ -2,15 +2,31 @@
 //! scrapes and queries while the engine runs.
 //!
 //! - `GET /metrics`: Prometheus text exposition (counters, gauges, stage
-//!   latency summaries);
-//! - `GET /report`: the same figures as JSON;
+//!   latency histograms, `process_*`, `tickfan_build_info`);
+//! - `GET /report`: the same figures as JSON, with the HDR percentiles;
 //! - `GET /health`: `ok` while the engine runs;
-//! - `GET /dlq?offset=N&limit=M`: dead letters, newest last, with counts by reason.
+//! - `GET /dlq?offset=N&limit=M`: dead letters, newest last, with counts by reason;
+//! - `POST /dlq/replay[?id=ID]`: dead-lettered orders sent again.
 //!
-//! Served by `tiny_http` on its own thread; it only reads shared state
-//! (atomics and snapshots taken under short locks), never the hot path's.
+//! It cannot be frozen by one client: a non-blocking event loop owns every
+//! socket and reads each request under a size and time bound, a fixed pool
+//! of workers builds the answers, and replays run on a thread of their own
+//! (see [`event_loop`]). HTTP is hand-rolled on mio with `httparse` for the
+//! parsing, because `tiny_http` (used before) has no read timeouts, spawns
+//! a thread per connection without bound, and reads a request's whole
+//! announced body when the request is dropped (see `docs/decisions.md`).
 
+pub mod conn;
+pub mod counters;
+pub mod event_loop;
+pub mod exposition;
+pub mod http;
+pub mod latency_buckets;
 pub mod prometheus;
+pub mod replay;
+pub mod routes;
 pub mod server;
+pub mod subscriber_series;
 
+pub use http::Limits;
 pub use server::{AdminServer, AdminState};

@@ -1,22 +1,29 @@
 //! Rendering of the engine's figures in the Prometheus text exposition
 //! format (version 0.0.4): `# HELP` and `# TYPE` lines, then samples.
 //!
-//! Names follow Prometheus conventions: `tickfan_` prefix, `_total` for
-//! counters, base units (seconds, bytes). Label values are escaped.
+//! Names follow Prometheus conventions (what `promtool check metrics`
+//! lints): `tickfan_` prefix, `_total` only on counters, base units in the
+//! name (`_seconds`, `_bytes`). Stage latencies are histograms in seconds
+//! ([`super::latency_buckets`]); the standard `process_*` figures are named
+//! as Prometheus's client libraries name them; per-subscriber series are
+//! bounded ([`super::subscriber_series`]).
 
-use std::fmt::Write;
-
+use super::counters::{AdminCounters, STATUS_CODES};
+use super::exposition::Exposition;
+use super::latency_buckets::{LatencyBuckets, BUCKETS};
+use super::subscriber_series;
 use crate::metrics::alerts::{Alert, AlertGauges};
-use crate::metrics::report::{StageSummary, SubscriberStats};
-use crate::metrics::CountersSnapshot;
+use crate::metrics::report::SubscriberStats;
+use crate::metrics::{CountersSnapshot, Stage};
+use crate::sys::process::ProcessStats;
 
 /// Everything one scrape shows.
 #[derive(Debug, Clone)]
 pub struct Scrape<'a> {
     /// Every counter.
     pub counters: &'a CountersSnapshot,
-    /// Stage latency summaries (µs inside; rendered in seconds).
-    pub stages: &'a [StageSummary],
+    /// Each stage's latency histogram since start.
+    pub stages: &'a [(Stage, LatencyBuckets)],
     /// Per-subscriber figures.
     pub subscribers: &'a [SubscriberStats],
     /// Dead letters in memory now.
@@ -25,40 +32,17 @@ pub struct Scrape<'a> {
     pub alerts: &'a AlertGauges,
     /// Seconds since start.
     pub uptime_s: f64,
-}
-
-fn escape(v: &str) -> String {
-    v.replace('\\', "\\\\")
-        .replace('"', "\\\"")
-        .replace('\n', "\\n")
-}
-
-struct Out(String);
-
-impl Out {
-    fn head(&mut self, name: &str, kind: &str, help: &str) {
-        let _ = writeln!(self.0, "# HELP {name} {help}");
-        let _ = writeln!(self.0, "# TYPE {name} {kind}");
-    }
-
-    fn one(&mut self, name: &str, kind: &str, help: &str, v: impl std::fmt::Display) {
-        self.head(name, kind, help);
-        let _ = writeln!(self.0, "{name} {v}");
-    }
-
-    fn labelled(&mut self, name: &str, labels: &[(&str, &str)], v: impl std::fmt::Display) {
-        let l: Vec<String> = labels
-            .iter()
-            .map(|(k, v)| format!("{k}=\"{}\"", escape(v)))
-            .collect();
-        let _ = writeln!(self.0, "{name}{{{}}} {v}", l.join(","));
-    }
+    /// This process's figures, when they could be read.
+    pub process: Option<ProcessStats>,
+    /// The admin endpoint's own counters.
+    pub admin: &'a AdminCounters,
 }
 
 /// Renders one scrape.
 pub fn render(s: &Scrape<'_>) -> String {
     let c = s.counters;
-    let mut o = Out(String::with_capacity(8 * 1024));
+    let mut o = Exposition::with_capacity(32 * 1024);
+    build_and_process(&mut o, s.process);
     o.one(
         "tickfan_uptime_seconds",
         "gauge",
@@ -427,72 +411,130 @@ pub fn render(s: &Scrape<'_>) -> String {
         ord.connections.2,
     );
 
-    o.head(
-        "tickfan_subscriber_backlog_bytes",
-        "gauge",
-        "Bytes waiting in one subscriber's buffer.",
-    );
-    for sub in s.subscribers.iter().filter(|x| x.connected) {
-        o.labelled(
-            "tickfan_subscriber_backlog_bytes",
-            &[("id", &sub.id.to_string())],
-            sub.buffered_bytes,
-        );
-    }
-    o.head(
-        "tickfan_subscriber_pending_symbols",
-        "gauge",
-        "Symbols one slow subscriber will receive as latest values.",
-    );
-    for sub in s.subscribers.iter().filter(|x| x.connected) {
-        o.labelled(
-            "tickfan_subscriber_pending_symbols",
-            &[("id", &sub.id.to_string())],
-            sub.pending_symbols,
-        );
-    }
-    o.head(
-        "tickfan_subscriber_staleness_seconds",
-        "gauge",
-        "Age of one subscriber's oldest pending symbol.",
-    );
-    for sub in s.subscribers.iter().filter(|x| x.connected) {
-        o.labelled(
-            "tickfan_subscriber_staleness_seconds",
-            &[("id", &sub.id.to_string())],
-            sub.staleness_us as f64 / 1e6,
-        );
-    }
+    subscriber_series::render(&mut o, s.subscribers);
+    stages(&mut o, s.stages);
+    admin(&mut o, s.admin);
+    o.finish()
+}
 
+/// `tickfan_build_info` and the standard `process_*` families.
+fn build_and_process(o: &mut Exposition, p: Option<ProcessStats>) {
     o.head(
-        "tickfan_stage_latency_seconds",
-        "summary",
-        "Latency of each engine stage since start.",
+        "tickfan_build_info",
+        "gauge",
+        "Always 1; the labels say which build is running.",
     );
-    for st in s.stages {
-        for (q, v) in [
-            ("0.5", st.pct.p50_us),
-            ("0.9", st.pct.p90_us),
-            ("0.99", st.pct.p99_us),
-            ("0.999", st.pct.p999_us),
-            ("1", st.pct.max_us),
-        ] {
+    o.labelled(
+        "tickfan_build_info",
+        &[("version", env!("CARGO_PKG_VERSION"))],
+        1,
+    );
+    let Some(p) = p else { return };
+    o.one(
+        "process_cpu_seconds_total",
+        "counter",
+        "Total user and system CPU time spent in seconds.",
+        p.cpu_seconds,
+    );
+    o.one(
+        "process_resident_memory_bytes",
+        "gauge",
+        "Resident memory size in bytes.",
+        p.resident_bytes,
+    );
+    o.one(
+        "process_virtual_memory_bytes",
+        "gauge",
+        "Virtual memory size in bytes.",
+        p.virtual_bytes,
+    );
+    o.one(
+        "process_open_fds",
+        "gauge",
+        "Number of open file descriptors.",
+        p.open_fds,
+    );
+    if let Some(max) = p.max_fds {
+        o.one(
+            "process_max_fds",
+            "gauge",
+            "Maximum number of open file descriptors.",
+            max,
+        );
+    }
+    o.one(
+        "process_start_time_seconds",
+        "gauge",
+        "Start time of the process since unix epoch in seconds.",
+        p.start_time_seconds,
+    );
+    o.one(
+        "process_threads",
+        "gauge",
+        "Number of OS threads in the process.",
+        p.threads,
+    );
+}
+
+/// One histogram per stage, labelled `stage`.
+fn stages(o: &mut Exposition, stages: &[(Stage, LatencyBuckets)]) {
+    const NAME: &str = "tickfan_stage_latency_seconds";
+    o.head(
+        NAME,
+        "histogram",
+        "Latency of each engine stage since start (HDR percentiles: /report).",
+    );
+    for (stage, b) in stages {
+        let st = stage.as_str();
+        for ((_, le), n) in BUCKETS.iter().zip(b.cumulative) {
             o.labelled(
-                "tickfan_stage_latency_seconds",
-                &[("stage", st.stage), ("quantile", q)],
-                v / 1e6,
+                "tickfan_stage_latency_seconds_bucket",
+                &[("stage", st), ("le", le)],
+                n,
             );
         }
         o.labelled(
+            "tickfan_stage_latency_seconds_bucket",
+            &[("stage", st), ("le", "+Inf")],
+            b.count,
+        );
+        o.labelled(
             "tickfan_stage_latency_seconds_sum",
-            &[("stage", st.stage)],
-            st.pct.mean_us * st.pct.count as f64 / 1e6,
+            &[("stage", st)],
+            b.sum_seconds(),
         );
         o.labelled(
             "tickfan_stage_latency_seconds_count",
-            &[("stage", st.stage)],
-            st.pct.count,
+            &[("stage", st)],
+            b.count,
         );
     }
-    o.0
+}
+
+/// The admin endpoint's own figures.
+fn admin(o: &mut Exposition, a: &AdminCounters) {
+    o.head(
+        "tickfan_admin_responses_total",
+        "counter",
+        "Answers of the admin endpoint, by HTTP status code.",
+    );
+    for code in STATUS_CODES {
+        o.labelled(
+            "tickfan_admin_responses_total",
+            &[("code", &code.to_string())],
+            a.answers(code),
+        );
+    }
+    o.one(
+        "tickfan_admin_connections_refused_total",
+        "counter",
+        "Admin connections closed at once because the connection bound was reached.",
+        a.refused_total(),
+    );
+    o.one(
+        "tickfan_admin_connections",
+        "gauge",
+        "Admin connections open.",
+        a.open(),
+    );
 }

@@ -1,20 +1,34 @@
-//! The admin HTTP server thread.
+//! The admin server: its threads and how they are wired (see
+//! [`super::event_loop`] for the picture).
+//!
+//! Threads: one I/O event loop, [`Limits::workers`] workers that build the
+//! answers of the quick routes, one replay thread for `POST /dlq/replay`.
+//! All of them only read shared state (atomics, snapshots taken under
+//! short locks), never the hot path's.
 
 use std::net::SocketAddr;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 use std::thread::JoinHandle;
 use std::time::Instant;
 
+use crossbeam_channel::{Receiver, Sender, TrySendError};
+use mio::net::TcpListener;
+use mio::{Interest, Poll, Waker};
 use parking_lot::Mutex;
-use tiny_http::{Header, Method, Request, Response, Server};
 
-use super::prometheus::{render, Scrape};
+use super::counters::AdminCounters;
+use super::event_loop::{Answer, EventLoop, Job, LISTENER, WAKER};
+use super::http::{Limits, Response};
+use super::routes::{self, Routed};
 use crate::auth::Token;
 use crate::dlq::DlqStore;
-use crate::metrics::alerts::{Alert, AlertGauges};
+use crate::metrics::alerts::AlertGauges;
 use crate::metrics::report::SubscriberStats;
 use crate::metrics::reporter::Totals;
 use crate::metrics::Counters;
+
+pub use super::replay::DLQ_PAGE_MAX;
 
 /// What the endpoint reads.
 #[derive(Debug, Clone)]
@@ -37,48 +51,100 @@ pub struct AdminState {
     pub started: Instant,
 }
 
+/// What the workers share: the engine's state and the endpoint's counters.
+#[derive(Debug)]
+pub struct Shared {
+    /// The engine's state.
+    pub state: AdminState,
+    /// The endpoint's own counters.
+    pub counters: Arc<AdminCounters>,
+}
+
 /// A running admin server.
+#[derive(Debug)]
 pub struct AdminServer {
-    server: Arc<Server>,
     addr: SocketAddr,
-    handle: Option<JoinHandle<()>>,
+    stop: Arc<AtomicBool>,
+    waker: Arc<Waker>,
+    threads: Vec<JoinHandle<()>>,
 }
-
-impl std::fmt::Debug for AdminServer {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("AdminServer")
-            .field("addr", &self.addr)
-            .finish()
-    }
-}
-
-/// Most dead letters one `/dlq` page returns.
-pub const DLQ_PAGE_MAX: usize = 1_000;
 
 impl AdminServer {
-    /// Binds `addr` and serves on a thread of its own.
+    /// Binds `addr` and serves with the default [`Limits`].
     ///
     /// # Errors
-    /// When the address cannot be bound or the thread cannot start.
+    /// When the address cannot be bound or a thread cannot start.
     pub fn start(addr: SocketAddr, state: AdminState) -> std::io::Result<AdminServer> {
-        let server = Arc::new(Server::http(addr).map_err(std::io::Error::other)?);
-        let addr = server
-            .server_addr()
-            .to_ip()
-            .ok_or_else(|| std::io::Error::other("admin server has no IP address"))?;
-        let s = Arc::clone(&server);
-        let handle = std::thread::Builder::new()
-            .name("tickfan-admin".into())
-            .spawn(move || {
-                for req in s.incoming_requests() {
-                    serve(req, &state);
-                }
-            })?;
-        Ok(AdminServer {
-            server,
+        AdminServer::start_with(addr, state, Limits::default())
+    }
+
+    /// Binds `addr` and serves within `limits`.
+    ///
+    /// # Errors
+    /// When the address cannot be bound or a thread cannot start.
+    pub fn start_with(
+        addr: SocketAddr,
+        state: AdminState,
+        limits: Limits,
+    ) -> std::io::Result<AdminServer> {
+        let mut listener = TcpListener::bind(addr)?;
+        let addr = listener.local_addr()?;
+        let poll = Poll::new()?;
+        poll.registry()
+            .register(&mut listener, LISTENER, Interest::READABLE)?;
+        let waker = Arc::new(Waker::new(poll.registry(), WAKER)?);
+        let stop = Arc::new(AtomicBool::new(false));
+        let counters = Arc::new(AdminCounters::default());
+        let shared = Arc::new(Shared {
+            state,
+            counters: Arc::clone(&counters),
+        });
+        // Capacity max_connections: at most one job or answer per connection.
+        let (job_tx, job_rx) = crossbeam_channel::bounded::<Job>(limits.max_connections);
+        let (ans_tx, ans_rx) = crossbeam_channel::bounded::<Answer>(limits.max_connections);
+        let (replay_tx, replay_rx) = crossbeam_channel::bounded::<Job>(limits.replay_queue);
+
+        let mut server = AdminServer {
             addr,
-            handle: Some(handle),
-        })
+            stop: Arc::clone(&stop),
+            waker: Arc::clone(&waker),
+            threads: Vec::new(),
+        };
+        let spawn = |name: String, f: Box<dyn FnOnce() + Send>| {
+            std::thread::Builder::new().name(name).spawn(f)
+        };
+        for i in 0..limits.workers.max(1) {
+            let (jobs, answers, replays) = (job_rx.clone(), ans_tx.clone(), replay_tx.clone());
+            let (sh, wk) = (Arc::clone(&shared), Arc::clone(&waker));
+            let h = spawn(
+                format!("tickfan-admin-{i}"),
+                Box::new(move || worker(&jobs, &answers, &replays, &wk, &sh)),
+            )?;
+            server.threads.push(h);
+        }
+        drop(replay_tx);
+        let (sh, wk, answers) = (Arc::clone(&shared), Arc::clone(&waker), ans_tx.clone());
+        let h = spawn(
+            "tickfan-admin-replay".into(),
+            Box::new(move || replayer(&replay_rx, &answers, &wk, &sh)),
+        )?;
+        server.threads.push(h);
+        drop(ans_tx);
+        let event_loop = EventLoop {
+            poll,
+            listener,
+            jobs: job_tx,
+            answers: ans_rx,
+            stop,
+            limits,
+            counters,
+        };
+        let h = spawn(
+            "tickfan-admin-io".into(),
+            Box::new(move || event_loop.run()),
+        )?;
+        server.threads.push(h);
+        Ok(server)
     }
 
     /// The bound address.
@@ -86,14 +152,19 @@ impl AdminServer {
         self.addr
     }
 
-    /// Stops accepting and joins the thread.
+    /// Stops accepting, closes every connection and joins the threads (a
+    /// replay in progress is finished first).
     pub fn stop(mut self) {
         self.shutdown();
     }
 
     fn shutdown(&mut self) {
-        self.server.unblock();
-        if let Some(h) = self.handle.take() {
+        // Release pairs with the Acquire load in the event loop.
+        self.stop.store(true, Ordering::Release);
+        let _ = self.waker.wake();
+        // The event loop ends and drops the job sender; the workers end and
+        // drop the replay sender; the replay thread ends.
+        for h in self.threads.drain(..).rev() {
             let _ = h.join();
         }
     }
@@ -105,171 +176,58 @@ impl Drop for AdminServer {
     }
 }
 
-fn header(k: &str, v: &str) -> Header {
-    Header::from_bytes(k.as_bytes(), v.as_bytes()).expect("static header")
-}
-
-fn query(url: &str, key: &str) -> Option<usize> {
-    let q = url.split_once('?')?.1;
-    q.split('&')
-        .filter_map(|kv| kv.split_once('='))
-        .find(|(k, _)| *k == key)
-        .and_then(|(_, v)| v.parse().ok())
-}
-
-/// Replays dead-lettered orders (one `id`, or every replayable one, at most
-/// [`DLQ_PAGE_MAX`]) by sending `REPLAY` lines to the order port, as any
-/// client could: the gateway stays the single owner of admission. Answers
-/// how many were accepted again and why the others were refused. Their
-/// outcome (fills, `DONE`, `DEAD`) shows in the counters and the DLQ.
-fn replay(st: &AdminState, id: Option<String>) -> std::io::Result<serde_json::Value> {
-    use std::io::{BufRead, BufReader, Write};
-    let ids: Vec<String> = match id {
-        Some(i) => vec![i],
-        None => st
-            .dlq
-            .replayable_ids()
-            .into_iter()
-            .take(DLQ_PAGE_MAX)
-            .collect(),
+/// Hands an answer to the event loop.
+fn reply(answers: &Sender<Answer>, waker: &Waker, job: &Job, response: Response) {
+    let a = Answer {
+        conn: job.conn,
+        id: job.id,
+        response,
     };
-    if ids.is_empty() {
-        return Ok(serde_json::json!({"requested": 0, "replayed": 0, "refused": []}));
+    if answers.send(a).is_ok() {
+        let _ = waker.wake();
     }
-    let stream =
-        std::net::TcpStream::connect_timeout(&st.order_addr, std::time::Duration::from_secs(5))?;
-    stream.set_read_timeout(Some(std::time::Duration::from_secs(10)))?;
-    let mut reader = BufReader::new(stream.try_clone()?);
-    let mut w = std::io::BufWriter::new(stream);
-    let mut line = String::new();
-    if let Some(t) = &st.token {
-        w.write_all(b"AUTH ")?;
-        w.write_all(t.expose())?;
-        w.write_all(b"\n")?;
-        w.flush()?;
-        reader.read_line(&mut line)?;
-        if !line.starts_with("OK") {
-            return Err(std::io::Error::other(format!(
-                "order port refused the token: {}",
-                line.trim()
-            )));
-        }
-    }
-    for i in &ids {
-        writeln!(w, "REPLAY {i}")?;
-    }
-    w.flush()?;
-    let mut waiting: std::collections::HashSet<&str> = ids.iter().map(String::as_str).collect();
-    let mut replayed = Vec::new();
-    let mut refused = Vec::new();
-    while !waiting.is_empty() {
-        line.clear();
-        if reader.read_line(&mut line)? == 0 {
-            break;
-        }
-        let mut f = line.split_whitespace();
-        let (Some(kind), Some(rid)) = (f.next(), f.next()) else {
-            continue;
+}
+
+/// Runs `f`, turning a panic into a `500` so every request is answered.
+fn guarded(f: impl FnOnce() -> Response) -> Response {
+    std::panic::catch_unwind(std::panic::AssertUnwindSafe(f))
+        .unwrap_or_else(|_| Response::text(500, "internal error (logged)\n"))
+}
+
+/// A worker: answers the quick routes, passes replays on.
+fn worker(
+    jobs: &Receiver<Job>,
+    answers: &Sender<Answer>,
+    replays: &Sender<Job>,
+    waker: &Waker,
+    sh: &Shared,
+) {
+    for job in jobs {
+        let routed = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+            routes::route(&job.request, sh)
+        }));
+        let response = match routed {
+            Ok(Routed::Now(r)) => r,
+            Ok(Routed::Replay(_)) => match replays.try_send(job) {
+                Ok(()) => continue,
+                Err(TrySendError::Full(job) | TrySendError::Disconnected(job)) => {
+                    let busy = Response::text(503, "a replay is already in progress; try again\n")
+                        .and_header("Retry-After", "5");
+                    reply(answers, waker, &job, busy);
+                    continue;
+                }
+            },
+            Err(_) => Response::text(500, "internal error (logged)\n"),
         };
-        if !waiting.remove(rid) {
-            continue; // a fill or reply of an order replayed just before
-        }
-        match kind {
-            "ACK" => replayed.push(rid.to_string()),
-            _ => refused.push(serde_json::json!({"id": rid, "reply": line.trim()})),
-        }
+        reply(answers, waker, &job, response);
     }
-    Ok(serde_json::json!({
-        "requested": ids.len(),
-        "replayed": replayed.len(),
-        "replayed_ids": replayed,
-        "refused": refused,
-    }))
 }
 
-/// True when the request carries the bearer token (or none is required).
-fn authorized(req: &Request, st: &AdminState) -> bool {
-    let Some(token) = &st.token else { return true };
-    req.headers()
-        .iter()
-        .find(|h| h.field.equiv("Authorization"))
-        .and_then(|h| h.value.as_str().strip_prefix("Bearer "))
-        .is_some_and(|t| token.verify(t.trim().as_bytes()))
-}
-
-fn serve(req: Request, st: &AdminState) {
-    let path = req.url().split('?').next().unwrap_or("").to_string();
-    if path != "/health" && !authorized(&req, st) {
-        let resp = Response::from_string("unauthorized: send Authorization: Bearer <token>\n")
-            .with_status_code(401)
-            .with_header(header("WWW-Authenticate", "Bearer"));
-        let _ = req.respond(resp);
-        return;
+/// The replay thread: one `POST /dlq/replay` at a time.
+fn replayer(jobs: &Receiver<Job>, answers: &Sender<Answer>, waker: &Waker, sh: &Shared) {
+    for job in jobs {
+        let id = job.request.query("id").map(str::to_string);
+        let response = guarded(|| routes::replay(id, sh));
+        reply(answers, waker, &job, response);
     }
-    let (code, ctype, body) = match (req.method(), path.as_str()) {
-        (Method::Get, "/health") => (200, "text/plain", "ok\n".to_string()),
-        (Method::Get, "/metrics") => {
-            let counters = st.counters.snapshot();
-            let stages = st.totals.summaries();
-            let subs = st.subscribers.lock().clone();
-            let body = render(&Scrape {
-                counters: &counters,
-                stages: &stages,
-                subscribers: &subs,
-                dlq_size: st.dlq.len() as u64,
-                alerts: &st.alerts,
-                uptime_s: st.started.elapsed().as_secs_f64(),
-            });
-            (200, "text/plain; version=0.0.4", body)
-        }
-        (Method::Get, "/report") => {
-            let report = serde_json::json!({
-                "uptime_s": st.started.elapsed().as_secs_f64(),
-                "counters": st.counters.snapshot(),
-                "stages": st.totals.summaries(),
-                "subscribers": *st.subscribers.lock(),
-                "dlq_size": st.dlq.len(),
-                "alerts": Alert::ALL.iter().filter(|a| st.alerts.is_active(**a)).map(|a| a.as_str()).collect::<Vec<_>>(),
-            });
-            (200, "application/json", report.to_string())
-        }
-        (Method::Get, "/dlq") => {
-            let offset = query(req.url(), "offset").unwrap_or(0);
-            let limit = query(req.url(), "limit").unwrap_or(100).min(DLQ_PAGE_MAX);
-            let all = st.dlq.recent(usize::MAX);
-            let page: Vec<_> = all.iter().skip(offset).take(limit).collect();
-            let body = serde_json::json!({
-                "total_in_memory": all.len(),
-                "evicted": st.dlq.evicted(),
-                "offset": offset,
-                "limit": limit,
-                "counts_by_reason": st.dlq.counts_by_reason(),
-                "records": page,
-            });
-            (200, "application/json", body.to_string())
-        }
-        (Method::Post, "/dlq/replay") => {
-            let id = req
-                .url()
-                .split_once('?')
-                .and_then(|(_, q)| q.split('&').find_map(|kv| kv.strip_prefix("id=")))
-                .map(str::to_string);
-            match replay(st, id) {
-                Ok(v) => (200, "application/json", v.to_string()),
-                Err(e) => (502, "text/plain", format!("replay failed: {e}\n")),
-            }
-        }
-        (_, "/health" | "/metrics" | "/report" | "/dlq" | "/dlq/replay") => {
-            (405, "text/plain", "method not allowed\n".to_string())
-        }
-        _ => (
-            404,
-            "text/plain",
-            "not found: try /metrics, /report, /health, /dlq\n".to_string(),
-        ),
-    };
-    let resp = Response::from_string(body)
-        .with_status_code(code)
-        .with_header(header("Content-Type", ctype));
-    let _ = req.respond(resp);
 }

@@ -1,7 +1,8 @@
 //! The only code that touches the operating system directly: thread pinning,
-//! clocks and signals. Everything above it is portable Rust.
+//! clocks, signals and the process's own figures (`/proc/self`). Everything above it is portable Rust.
 
 pub mod affinity;
 pub mod clock;
 pub mod net;
+pub mod process;
 pub mod signals;

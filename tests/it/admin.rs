@@ -1,28 +1,42 @@
 //! The admin endpoint: Prometheus metrics that parse and move with traffic,
-//! JSON report, health, dead letters.
+//! JSON report, health, dead letters; stalled clients cannot freeze it.
 
 use std::io::{Read, Write};
 use std::net::{SocketAddr, TcpStream};
+use std::time::Duration;
 
 use crate::util::{engine, tick, wait_until, Feed, Sub, DEADLINE};
 
-/// A plain HTTP/1.1 request; returns (status, body).
-pub fn http(addr: SocketAddr, method: &str, path: &str) -> (u16, String) {
-    let mut s = TcpStream::connect(addr).unwrap();
-    s.set_read_timeout(Some(DEADLINE)).unwrap();
+/// A plain HTTP/1.1 request; returns (status, body), or the I/O error when
+/// no answer came within `within`.
+pub fn http_within(
+    addr: SocketAddr,
+    method: &str,
+    path: &str,
+    within: Duration,
+) -> std::io::Result<(u16, String)> {
+    let mut s = TcpStream::connect(addr)?;
+    s.set_read_timeout(Some(within))?;
     write!(
         s,
         "{method} {path} HTTP/1.1\r\nHost: x\r\nConnection: close\r\nContent-Length: 0\r\n\r\n"
-    )
-    .unwrap();
+    )?;
     let mut raw = String::new();
-    s.read_to_string(&mut raw).unwrap();
-    let status = raw[9..12].parse().unwrap();
+    s.read_to_string(&mut raw)?;
+    let status = raw
+        .get(9..12)
+        .and_then(|c| c.parse().ok())
+        .ok_or_else(|| std::io::Error::other(format!("not an HTTP answer: {raw:?}")))?;
     let body = raw
         .split_once("\r\n\r\n")
         .map(|(_, b)| b.to_string())
         .unwrap_or_default();
-    (status, body)
+    Ok((status, body))
+}
+
+/// A plain HTTP/1.1 request; returns (status, body).
+pub fn http(addr: SocketAddr, method: &str, path: &str) -> (u16, String) {
+    http_within(addr, method, path, DEADLINE).unwrap()
 }
 
 pub fn scrape(addr: SocketAddr) -> prometheus_parse::Scrape {
@@ -90,14 +104,33 @@ fn metrics_parse_and_counters_move_with_traffic() {
             x.metric == "tickfan_stage_latency_seconds"
                 && x.labels.get("stage") == Some("engine_e2e")
         })
-        .expect("engine_e2e summary");
+        .expect("engine_e2e histogram");
+    let count = value(
+        &after,
+        "tickfan_stage_latency_seconds_count",
+        Some(("stage", "engine_e2e")),
+    );
+    assert!(count >= 1.0, "{count}");
     match &e2e.value {
-        prometheus_parse::Value::Summary(qs) => {
-            let p99 = qs.iter().find(|q| q.quantile == 0.99).expect("p99").count;
-            assert!(p99 > 0.0 && p99 < 60.0, "p99 {p99} s");
+        prometheus_parse::Value::Histogram(buckets) => {
+            assert_eq!(buckets.len(), 23, "1 µs to 10 s, 3 a decade, and +Inf");
+            assert_eq!(buckets[0].less_than, 1e-6);
+            assert_eq!(buckets[21].less_than, 10.0);
+            assert!(
+                buckets.windows(2).all(|w| w[0].count <= w[1].count),
+                "cumulative"
+            );
+            assert_eq!(buckets[22].count, count, "+Inf is the count");
+            assert_eq!(buckets[21].count, count, "nothing slower than 10 s here");
         }
-        other => panic!("expected a summary, got {other:?}"),
+        other => panic!("expected a histogram, got {other:?}"),
     }
+    let sum = value(
+        &after,
+        "tickfan_stage_latency_seconds_sum",
+        Some(("stage", "engine_e2e")),
+    );
+    assert!(sum > 0.0 && sum / count < 10.0, "mean {} s", sum / count);
 }
 
 #[test]
@@ -323,4 +356,219 @@ fn a_bridge_call_that_does_not_return_raises_bridge_call_slow_until_it_does() {
         gauges() == (0.0, 0.0, 0.0)
     });
     assert_eq!(bridge.calls_for("stuck").len(), 1, "one attempt, no retry");
+}
+
+/// A client that sends `bytes` and then nothing more, holding its connection.
+fn stalled(addr: SocketAddr, bytes: &str) -> TcpStream {
+    let mut s = TcpStream::connect(addr).unwrap();
+    s.write_all(bytes.as_bytes()).unwrap();
+    s.set_read_timeout(Some(DEADLINE)).unwrap();
+    s
+}
+
+/// Everything the server sends until it closes (or resets) the connection.
+fn until_closed(mut s: TcpStream) -> String {
+    let mut raw = Vec::new();
+    let _ = s.read_to_end(&mut raw);
+    String::from_utf8_lossy(&raw).into_owned()
+}
+
+#[test]
+fn stalled_clients_do_not_freeze_health_or_metrics() {
+    let e = engine();
+    let admin = e.admin_addr();
+    let workers = tickfan::admin::Limits::default().workers;
+    // More stalled clients of each kind than there are workers.
+    let huge: Vec<TcpStream> = (0..workers + 2)
+        .map(|_| {
+            stalled(
+                admin,
+                "POST /dlq/replay HTTP/1.1\r\nHost: x\r\nContent-Length: 99999999\r\n\r\n",
+            )
+        })
+        .collect();
+    let half_line: Vec<TcpStream> = (0..workers + 2)
+        .map(|_| stalled(admin, "GET /metr"))
+        .collect();
+    let half_body: Vec<TcpStream> = (0..workers + 2)
+        .map(|_| {
+            stalled(
+                admin,
+                "POST /dlq/replay HTTP/1.1\r\nHost: x\r\nContent-Length: 1000\r\n\r\n0123456789",
+            )
+        })
+        .collect();
+    let silent: Vec<TcpStream> = (0..workers + 2)
+        .map(|_| TcpStream::connect(admin).unwrap())
+        .collect();
+
+    // Probes keep being answered, each well within a generous deadline.
+    for _ in 0..5 {
+        let probe = Duration::from_secs(10);
+        let (status, body) = http_within(admin, "GET", "/health", probe).expect("/health answers");
+        assert_eq!((status, body.as_str()), (200, "ok\n"));
+        let (status, body) =
+            http_within(admin, "GET", "/metrics", probe).expect("/metrics answers");
+        assert_eq!(status, 200);
+        assert!(body.contains("tickfan_ticks_received_total"));
+    }
+
+    // A body larger than any route takes is refused at once; the others
+    // get 408 when their time to send the request is up.
+    for s in huge {
+        let got = until_closed(s);
+        assert!(got.starts_with("HTTP/1.1 413 "), "{got:?}");
+    }
+    for s in half_line.into_iter().chain(half_body).chain(silent) {
+        let got = until_closed(s);
+        assert!(got.starts_with("HTTP/1.1 408 "), "{got:?}");
+    }
+    let sc = scrape(admin);
+    let n = (workers + 2) as f64;
+    assert_eq!(
+        value(&sc, "tickfan_admin_responses_total", Some(("code", "413"))),
+        n
+    );
+    assert_eq!(
+        value(&sc, "tickfan_admin_responses_total", Some(("code", "408"))),
+        3.0 * n
+    );
+}
+
+#[test]
+fn connections_past_the_bound_are_refused_then_served_again() {
+    let e = engine();
+    let admin = e.admin_addr();
+    let max = tickfan::admin::Limits::default().max_connections;
+    let held: Vec<TcpStream> = (0..max)
+        .map(|_| TcpStream::connect(admin).unwrap())
+        .collect();
+    // Accepted in order: the next one is past the bound.
+    let over = stalled(admin, "");
+    let got = until_closed(over);
+    assert!(
+        got.is_empty() || got.starts_with("HTTP/1.1 503 "),
+        "refused with 503 or closed: {got:?}"
+    );
+    // The held ones time out (408), and the endpoint answers again.
+    for s in held {
+        assert!(until_closed(s).starts_with("HTTP/1.1 408 "));
+    }
+    wait_until("served again", || {
+        http_within(admin, "GET", "/health", DEADLINE).is_ok_and(|(st, _)| st == 200)
+    });
+    let sc = scrape(admin);
+    assert!(value(&sc, "tickfan_admin_connections_refused_total", None) >= 1.0);
+}
+
+#[test]
+fn oversized_and_malformed_requests_get_their_status_and_the_endpoint_goes_on() {
+    let e = engine();
+    let admin = e.admin_addr();
+    let long_head = format!("GET /{} HTTP/1.1\r\n\r\n", "a".repeat(10_000));
+    let many: String = (0..40).map(|i| format!("X-{i}: y\r\n")).collect();
+    for (req, code) in [
+        (long_head.as_str(), "431"),
+        (&format!("GET /health HTTP/1.1\r\n{many}\r\n"), "431"),
+        (
+            "GET /health HTTP/1.1\r\nTransfer-Encoding: chunked\r\n\r\n",
+            "411",
+        ),
+        ("\x16\x03\x01\x02\x00\x01\x00\r\n\r\n", "400"),
+    ] {
+        let got = until_closed(stalled(admin, req));
+        assert!(
+            got.starts_with(&format!("HTTP/1.1 {code} ")),
+            "{req:.40?}: {got:?}"
+        );
+    }
+    assert_eq!(http(admin, "GET", "/health"), (200, "ok\n".to_string()));
+}
+
+#[test]
+fn a_replay_stuck_on_the_order_port_does_not_hold_up_probes() {
+    use std::io::{BufRead, BufReader};
+    use std::sync::Arc;
+    use tickfan::admin::{AdminServer, AdminState};
+
+    let e = engine();
+    // An "order port" that accepts and answers only when told to.
+    let order_port = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    order_port.set_nonblocking(true).unwrap();
+    let state = AdminState {
+        counters: Arc::clone(e.counters()),
+        totals: Arc::clone(e.totals()),
+        subscribers: Arc::default(),
+        dlq: Arc::clone(e.dlq()),
+        alerts: Arc::default(),
+        token: None,
+        order_addr: order_port.local_addr().unwrap(),
+        started: std::time::Instant::now(),
+    };
+    let server = AdminServer::start("127.0.0.1:0".parse().unwrap(), state).unwrap();
+    let admin = server.addr();
+    let replay_request = "POST /dlq/replay?id=o1 HTTP/1.1\r\nHost: x\r\nContent-Length: 0\r\n\r\n";
+    let accept = || {
+        let mut got = None;
+        wait_until("the replay connects to the order port", || {
+            got = order_port.accept().ok();
+            got.is_some()
+        });
+        let (s, _) = got.unwrap();
+        s.set_nonblocking(false).unwrap();
+        s.set_read_timeout(Some(DEADLINE)).unwrap();
+        let mut line = String::new();
+        BufReader::new(&s).read_line(&mut line).unwrap();
+        assert_eq!(line, "REPLAY o1\n");
+        s
+    };
+
+    let first = stalled(admin, replay_request);
+    let mut venue = accept();
+    // The replay waits for the order port's answer: probes are answered.
+    for _ in 0..3 {
+        let probe = Duration::from_secs(10);
+        assert_eq!(
+            http_within(admin, "GET", "/health", probe).expect("/health answers"),
+            (200, "ok\n".to_string())
+        );
+        assert_eq!(
+            http_within(admin, "GET", "/metrics", probe)
+                .expect("/metrics answers")
+                .0,
+            200
+        );
+    }
+    // One more replay waits its turn; a third is refused as busy.
+    let second = stalled(admin, replay_request);
+    let third = stalled(admin, replay_request);
+    wait_until("a replay refused as busy", || {
+        value(
+            &scrape(admin),
+            "tickfan_admin_responses_total",
+            Some(("code", "503")),
+        ) == 1.0
+    });
+    venue.write_all(b"ACK o1\n").unwrap();
+    let mut venue = accept();
+    venue.write_all(b"ACK o1\n").unwrap();
+    let answers: Vec<String> = [first, second, third]
+        .into_iter()
+        .map(until_closed)
+        .collect();
+    assert!(
+        answers[0].starts_with("HTTP/1.1 200 ") && answers[0].contains("\"replayed\":1"),
+        "{}",
+        answers[0]
+    );
+    let busy = answers[1..]
+        .iter()
+        .filter(|a| a.starts_with("HTTP/1.1 503 "))
+        .count();
+    let done = answers[1..]
+        .iter()
+        .filter(|a| a.starts_with("HTTP/1.1 200 "))
+        .count();
+    assert_eq!((busy, done), (1, 1), "{answers:?}");
+    server.stop();
 }
