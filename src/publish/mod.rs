@@ -5,6 +5,7 @@
 pub mod commands;
 pub mod encode;
 pub mod glob;
+pub mod housekeeping;
 pub mod outbuf;
 pub mod publisher;
 pub mod routes;
