@@ -367,11 +367,11 @@ fn info_line(sess: &Session, ctx: &CommandCtx<'_>, cmd: &str) -> String {
         "N"
     };
     let mut s = String::with_capacity(320);
-    let _ = write!(
+    let _ = writeln!(
         s,
         "id={} addr={} laddr={} fd={} name={} age={} idle={} flags={flags} db={} sub={} psub={} \
          ssub=0 multi=-1 qbuf=0 qbuf-free=0 argv-mem=0 multi-mem=0 rbs=0 rbp=0 obl={} oll=0 \
-         omem=0 tot-mem=0 events=r cmd={cmd} user=default redir=-1 resp={} lib-name={} lib-ver={}\n",
+         omem=0 tot-mem=0 events=r cmd={cmd} user=default redir=-1 resp={} lib-name={} lib-ver={}",
         sess.id,
         sess.peer,
         ctx.server.laddr,

@@ -477,7 +477,7 @@ fn hello_auth_uses_the_engine_token() {
     );
     let mut rest = Vec::new();
     wrong.socket().set_read_timeout(Some(DEADLINE)).unwrap();
-    (&mut &*wrong.socket()).read_to_end(&mut rest).unwrap();
+    (&mut wrong.socket()).read_to_end(&mut rest).unwrap();
     assert!(rest.is_empty(), "closed after a wrong token");
     // RESET forgets the authentication, as in Redis with a password.
     s.cmd(&["RESET"]);
