@@ -2,6 +2,7 @@
 //! subscription registry, the subscriber sessions with their bounded buffers
 //! and slow-subscriber conflation, and the payload encoding.
 
+pub mod client_cmd;
 pub mod commands;
 pub mod encode;
 pub mod glob;
