@@ -1,11 +1,14 @@
 //! `publish/*`: the publisher's per-update work. Encoding one update's
 //! payload and RESP tail, and fanning one encoded update out to 100
-//! subscriber buffers (the copy per subscriber; the encoding is shared).
+//! subscriber buffers (the copy per subscriber; the encoding is shared),
+//! all RESP2 or half RESP3 (a RESP3 subscriber differs only in the prefix
+//! its delivery carries, so the two should cost the same).
 
 use std::hint::black_box;
 
 use criterion::{criterion_group, criterion_main, Criterion};
 use tickfan::protocol::resp;
+use tickfan::protocol::resp3::{self, Proto};
 use tickfan::publish::encode::append_payload;
 use tickfan::publish::outbuf::SubscriberBuffer;
 use tickfan::tick::{Decimal, Quote, SlotValue};
@@ -45,6 +48,27 @@ fn bench(c: &mut Criterion) {
                 black_box(buf.offer(3, resp::MESSAGE_PREFIX, &tail, 0));
             }
             // Drain so the buffers never fill (the write itself is not measured here).
+            if bufs[0].buffered() > (1 << 19) {
+                for buf in bufs.iter_mut() {
+                    buf.write_to(&mut sink, |_| {}).unwrap();
+                }
+            }
+        })
+    });
+    let prefixes: Vec<&[u8]> = (0..100)
+        .map(|i| {
+            resp3::message_prefix(if i % 2 == 0 {
+                Proto::Resp2
+            } else {
+                Proto::Resp3
+            })
+        })
+        .collect();
+    g.bench_function("fanout_100_subscribers_half_resp3", |b| {
+        b.iter(|| {
+            for (buf, prefix) in bufs.iter_mut().zip(&prefixes) {
+                black_box(buf.offer(3, prefix, &tail, 0));
+            }
             if bufs[0].buffered() > (1 << 19) {
                 for buf in bufs.iter_mut() {
                     buf.write_to(&mut sink, |_| {}).unwrap();

@@ -75,6 +75,9 @@ pub struct SubscriberStats {
     pub id: u64,
     /// Peer address.
     pub peer: String,
+    /// Name set with `CLIENT SETNAME` (or `HELLO … SETNAME`), if any.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub client_name: Option<String>,
     /// Still connected?
     pub connected: bool,
     /// Channels + patterns subscribed now.

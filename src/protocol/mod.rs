@@ -2,3 +2,4 @@
 
 pub mod client;
 pub mod resp;
+pub mod resp3;

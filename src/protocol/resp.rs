@@ -440,8 +440,9 @@ fn split_inline(
 }
 
 /// Redis's `string2ll()`: optional `-`, no `+`, no leading zeros (except
-/// `0` itself), no spaces, must fit in an `i64`.
-fn string2ll(s: &[u8]) -> Option<i64> {
+/// `0` itself), no spaces, must fit in an `i64`. (How Redis reads every
+/// integer argument: `SELECT`, `HELLO`'s version.)
+pub fn string2ll(s: &[u8]) -> Option<i64> {
     if s == b"0" {
         return Some(0);
     }

@@ -3,7 +3,14 @@
 //! `redis-server`).
 //!
 //! `SUBSCRIBE`, `UNSUBSCRIBE`, `PSUBSCRIBE`, `PUNSUBSCRIBE`, `PING`, `QUIT`,
-//! `RESET`. Anything else gets a RESP error and the connection stays usable.
+//! `RESET`, `AUTH`, and the connection-setup commands of
+//! [`super::housekeeping`] (`HELLO`, `CLIENT`, `SELECT`, `INFO`, `ECHO`).
+//! Anything else gets a RESP error and the connection stays usable.
+//!
+//! Replies are framed for the connection's protocol ([`Proto`]): RESP2, or
+//! RESP3 after `HELLO 3` (push frames for pub/sub, `_` for null). As in
+//! Redis 7, a RESP2 connection with subscriptions may only (un)subscribe,
+//! `PING`, `QUIT` and `RESET`; a RESP3 one may run every command.
 //! Where tickfan differs from Redis, on purpose:
 //! - subscribing to a symbol that has a value sends that value at once (a
 //!   snapshot), after the confirmation: every message is absolute, so one is
@@ -17,6 +24,8 @@ use std::sync::Arc;
 use crate::auth::Token;
 use crate::metrics::counters::{bump, Counters};
 use crate::protocol::resp::{self, Parsed, SubscriptionKind as Kind, Verb};
+use crate::protocol::resp3::{self, Proto};
+use crate::publish::housekeeping::{self, ServerInfo};
 use crate::publish::routes::{Routes, SubKey};
 use crate::publish::session::Session;
 use crate::symbols::SymbolId;
@@ -56,6 +65,10 @@ pub struct CommandCtx<'a> {
     pub token: Option<&'a Token>,
     /// Most channels + patterns per subscriber.
     pub max_subscriptions: usize,
+    /// What `HELLO`, `INFO` and `CLIENT INFO` report.
+    pub server: &'a ServerInfo,
+    /// Subscribers connected now (`INFO`'s `connected_clients`).
+    pub connected_clients: usize,
 }
 
 /// Handles every complete command in the session's input buffer, stopping
@@ -82,6 +95,7 @@ pub fn handle_buffered(sess: &mut Session, key: SubKey, ctx: &mut CommandCtx<'_>
                     continue;
                 }
                 out.commands += 1;
+                sess.last_cmd_ns = ctx.now_ns;
                 bump(&ctx.counters.publish.commands, 1);
                 if !execute(sess, key, input, &args, ctx) {
                     bump(&ctx.counters.publish.command_errors, 1);
@@ -113,8 +127,15 @@ fn execute(
 ) -> bool {
     let arg = |i: usize| &input[args[i].clone()];
     let name = arg(0);
+    // Redis 7 refuses all but (un)subscribe, PING, QUIT and RESET on a RESP2
+    // connection with subscriptions, with the same bytes as here.
+    let resp2_subscribed = sess.proto == Proto::Resp2 && sess.subscription_count() > 0;
     if resp::eq_ignore_case(name, b"auth") {
         return auth(sess, input, args, ctx);
+    }
+    if resp::eq_ignore_case(name, b"hello") && !resp2_subscribed {
+        // Allowed before AUTH: it can authenticate itself.
+        return housekeeping::execute(sess, key, input, args, ctx).unwrap_or(false);
     }
     let verb = resp::classify(name);
     if !sess.authed && verb != Verb::Quit {
@@ -140,10 +161,11 @@ fn execute(
                     }
                 }
                 let count = sess.subscription_count();
-                resp::append_subscription_reply(sess.out(), Kind::Subscribe, Some(ch), count);
+                confirm(sess, Kind::Subscribe, Some(ch), count);
             }
+            let prefix = resp3::message_prefix(sess.proto);
             for id in snapshots {
-                offer_snapshot(sess, id, resp::MESSAGE_PREFIX, ctx);
+                offer_snapshot(sess, id, prefix, ctx);
             }
         }
         Verb::Psubscribe => {
@@ -159,7 +181,7 @@ fn execute(
                     snapshots.extend(ctx.matched.iter().map(|&id| (id, Arc::clone(&prefix))));
                 }
                 let count = sess.subscription_count();
-                resp::append_subscription_reply(sess.out(), Kind::Psubscribe, Some(pat), count);
+                confirm(sess, Kind::Psubscribe, Some(pat), count);
             }
             for (id, prefix) in snapshots {
                 offer_snapshot(sess, id, &prefix, ctx);
@@ -175,7 +197,7 @@ fn execute(
                         ctx.routes.unsubscribe(key, ch);
                     }
                     let count = sess.subscription_count();
-                    resp::append_subscription_reply(sess.out(), Kind::Unsubscribe, Some(ch), count);
+                    confirm(sess, Kind::Unsubscribe, Some(ch), count);
                 }
             }
         }
@@ -189,26 +211,24 @@ fn execute(
                         ctx.routes.punsubscribe(key, pat);
                     }
                     let count = sess.subscription_count();
-                    resp::append_subscription_reply(
-                        sess.out(),
-                        Kind::Punsubscribe,
-                        Some(pat),
-                        count,
-                    );
+                    confirm(sess, Kind::Punsubscribe, Some(pat), count);
                 }
             }
         }
         Verb::Ping => {
             let subscribed = sess.subscription_count() > 0;
             let msg = (args.len() == 2).then(|| arg(1));
-            resp::append_ping_reply(sess.out(), msg, subscribed);
+            let proto = sess.proto;
+            resp3::append_ping_reply(sess.out(), proto, msg, subscribed);
         }
         Verb::Quit => {
             resp::append_ok(sess.out());
             sess.closing = true;
         }
         Verb::Reset => {
-            // Like Redis RESET: leave every subscription, then +RESET.
+            // Like Redis RESET: leave every subscription, back to RESP2,
+            // database 0, no name, and unauthenticated again when a token
+            // is required; then +RESET.
             let chans: Vec<Box<[u8]>> = sess.channels.drain(..).collect();
             for ch in &chans {
                 ctx.routes.unsubscribe(key, ch);
@@ -217,14 +237,22 @@ fn execute(
             for p in &pats {
                 ctx.routes.punsubscribe(key, p);
             }
+            sess.proto = Proto::Resp2;
+            ctx.routes.set_proto(key, Proto::Resp2);
+            sess.db = 0;
+            sess.name = None;
+            sess.authed = ctx.token.is_none();
             resp::append_reset_reply(sess.out());
         }
         Verb::Other => {
-            // tickfan serves pub/sub only: any other command is unknown here,
-            // except that in subscribed context Redis names real commands it
-            // refuses, and so do we (same bytes as redis-server).
-            if sess.subscription_count() > 0 {
+            // tickfan serves pub/sub and connection setup only: any other
+            // command is unknown here, except that in the RESP2 subscribed
+            // context Redis names real commands it refuses, and so do we
+            // (same bytes as redis-server).
+            if resp2_subscribed {
                 resp::append_subscribed_context_rejection(sess.out(), input, args);
+            } else if let Some(ok) = housekeeping::execute(sess, key, input, args, ctx) {
+                return ok;
             } else {
                 resp::append_unknown_command(
                     sess.out(),
@@ -302,28 +330,34 @@ fn offer_snapshot(sess: &mut Session, id: SymbolId, prefix: &[u8], ctx: &Command
     }
 }
 
+/// One (p)(un)subscribe confirmation in the session's protocol.
+fn confirm(sess: &mut Session, kind: Kind, channel: Option<&[u8]>, count: usize) {
+    let proto = sess.proto;
+    resp3::append_subscription_reply(sess.out(), proto, kind, channel, count);
+}
+
 fn unsubscribe_all(sess: &mut Session, key: SubKey, routes: &mut Routes) {
     if sess.channels.is_empty() {
         let count = sess.subscription_count();
-        resp::append_subscription_reply(sess.out(), Kind::Unsubscribe, None, count);
+        confirm(sess, Kind::Unsubscribe, None, count);
         return;
     }
     while let Some(ch) = sess.channels.shift_remove_index(0) {
         routes.unsubscribe(key, &ch);
         let count = sess.subscription_count();
-        resp::append_subscription_reply(sess.out(), Kind::Unsubscribe, Some(&ch), count);
+        confirm(sess, Kind::Unsubscribe, Some(&ch), count);
     }
 }
 
 fn punsubscribe_all(sess: &mut Session, key: SubKey, routes: &mut Routes) {
     if sess.patterns.is_empty() {
         let count = sess.subscription_count();
-        resp::append_subscription_reply(sess.out(), Kind::Punsubscribe, None, count);
+        confirm(sess, Kind::Punsubscribe, None, count);
         return;
     }
     while let Some(p) = sess.patterns.shift_remove_index(0) {
         routes.punsubscribe(key, &p);
         let count = sess.subscription_count();
-        resp::append_subscription_reply(sess.out(), Kind::Punsubscribe, Some(&p), count);
+        confirm(sess, Kind::Punsubscribe, Some(&p), count);
     }
 }

@@ -2,9 +2,11 @@
 //! subscription registry, the subscriber sessions with their bounded buffers
 //! and slow-subscriber conflation, and the payload encoding.
 
+pub mod client_cmd;
 pub mod commands;
 pub mod encode;
 pub mod glob;
+pub mod housekeeping;
 pub mod outbuf;
 pub mod publisher;
 pub mod routes;

@@ -35,6 +35,7 @@ use crate::metrics::{Stage, StageRecorder};
 use crate::protocol::resp;
 use crate::publish::commands::{self, CommandCtx};
 use crate::publish::encode::{append_payload, max_payload_len};
+use crate::publish::housekeeping::ServerInfo;
 use crate::publish::outbuf::Offer;
 use crate::publish::routes::Routes;
 use crate::publish::session::{ReadOutcome, Session};
@@ -153,6 +154,8 @@ pub struct Publisher {
     next_stats_ns: u64,
     /// Subscribers waiting to authenticate: (deadline, key, session id), in deadline order.
     pending_auth: VecDeque<(u64, usize, u64)>,
+    /// What `HELLO`, `INFO` and `CLIENT INFO` report.
+    server: ServerInfo,
     stop: Arc<AtomicBool>,
 }
 
@@ -177,6 +180,13 @@ impl Publisher {
         poll.registry()
             .register(&mut listener, LISTENER, Interest::READABLE)?;
         let cap = table.capacity();
+        let laddr = listener.local_addr()?;
+        let server = ServerInfo {
+            tcp_port: laddr.port(),
+            laddr: laddr.to_string(),
+            started_ns: clock.now_ns(),
+            max_clients: settings.max_conns,
+        };
         Ok(Publisher {
             poll,
             listener,
@@ -200,6 +210,7 @@ impl Publisher {
             closed_stats: VecDeque::with_capacity(CLOSED_STATS_KEPT),
             next_stats_ns: 0,
             pending_auth: VecDeque::new(),
+            server,
             settings,
             stop,
         })
@@ -318,6 +329,7 @@ impl Publisher {
             self.settings.hwm,
             self.table.capacity(),
             authed,
+            self.clock.now_ns(),
         ));
         bump(&p.subscribers_accepted, 1);
         set(&p.subscribers_open, self.sessions.len() as u64);
@@ -328,6 +340,7 @@ impl Publisher {
     fn serve_input(&mut self, key: usize) -> usize {
         let mut handled = 0;
         loop {
+            let connected_clients = self.sessions.len();
             let Some(sess) = self.sessions.get_mut(key) else {
                 return handled;
             };
@@ -345,6 +358,8 @@ impl Publisher {
                 now_ns: now,
                 token: self.settings.token.as_ref(),
                 max_subscriptions: self.settings.max_subscriptions,
+                server: &self.server,
+                connected_clients,
             };
             let outcome = commands::handle_buffered(sess, key, &mut ctx);
             handled += outcome.commands;
@@ -670,6 +685,7 @@ impl Publisher {
         for p in &sess.patterns {
             self.routes.punsubscribe(key, p);
         }
+        self.routes.forget(key);
         let mut st = sess.stats(self.clock.now_ns());
         st.connected = false;
         st.subscriptions = 0;

@@ -6,12 +6,17 @@
 //! over a slice. Lists change only on (un)subscribe, disconnect and the
 //! discovery of a new symbol — never per tick.
 //!
+//! Each delivery carries the frame start for its subscriber's protocol
+//! (`*3`/`*4` in RESP2, `>3`/`>4` in RESP3); the rest of the frame is the
+//! update's shared tail, so a RESP3 subscriber costs nothing extra per tick.
+//! A protocol switch (`HELLO 2|3`) rewrites that subscriber's deliveries once.
+//!
 //! Single owner: the publisher thread.
 
-use std::collections::HashMap;
+use std::collections::{HashMap, HashSet};
 use std::sync::Arc;
 
-use crate::protocol::resp;
+use crate::protocol::resp3::{self, Proto};
 use crate::publish::glob::glob_match;
 use crate::symbols::SymbolId;
 
@@ -23,7 +28,8 @@ pub type SubKey = usize;
 pub struct Delivery {
     /// The subscriber.
     pub sub: SubKey,
-    /// `*3 message` for a channel subscription, `*4 pmessage <pattern>` for a pattern.
+    /// `*3 message` for a channel subscription, `*4 pmessage <pattern>` for
+    /// a pattern (`>3` / `>4` for a RESP3 subscriber).
     pub prefix: Arc<[u8]>,
     /// The pattern, for a pattern delivery.
     pub pattern: Option<Arc<[u8]>>,
@@ -32,8 +38,15 @@ pub struct Delivery {
 #[derive(Debug)]
 struct PatternEntry {
     pattern: Arc<[u8]>,
-    prefix: Arc<[u8]>,
+    /// `pmessage` frame start in RESP2 and in RESP3.
+    prefix: [Arc<[u8]>; 2],
     subs: Vec<SubKey>,
+}
+
+impl PatternEntry {
+    fn prefix(&self, proto: Proto) -> &Arc<[u8]> {
+        &self.prefix[(proto == Proto::Resp3) as usize]
+    }
 }
 
 /// The registry.
@@ -49,7 +62,10 @@ pub struct Routes {
     channels: HashMap<Box<[u8]>, Vec<SubKey>>,
     /// Pattern → its subscribers.
     patterns: HashMap<Box<[u8]>, PatternEntry>,
-    message_prefix: Arc<[u8]>,
+    /// `message` frame start in RESP2 and in RESP3.
+    message_prefix: [Arc<[u8]>; 2],
+    /// Subscribers speaking RESP3 (all others speak RESP2).
+    resp3: HashSet<SubKey>,
 }
 
 impl Default for Routes {
@@ -67,8 +83,54 @@ impl Routes {
             ids: HashMap::new(),
             channels: HashMap::new(),
             patterns: HashMap::new(),
-            message_prefix: Arc::from(resp::MESSAGE_PREFIX),
+            message_prefix: [
+                Arc::from(resp3::message_prefix(Proto::Resp2)),
+                Arc::from(resp3::message_prefix(Proto::Resp3)),
+            ],
+            resp3: HashSet::new(),
         }
+    }
+
+    fn proto(&self, sub: SubKey) -> Proto {
+        if self.resp3.contains(&sub) {
+            Proto::Resp3
+        } else {
+            Proto::Resp2
+        }
+    }
+
+    fn channel_prefix(&self, sub: SubKey) -> Arc<[u8]> {
+        Arc::clone(&self.message_prefix[(self.proto(sub) == Proto::Resp3) as usize])
+    }
+
+    /// Sets the protocol `sub`'s frames are built for and rewrites the
+    /// prefixes of its existing deliveries (rare: `HELLO` while subscribed).
+    pub fn set_proto(&mut self, sub: SubKey, proto: Proto) {
+        if self.proto(sub) == proto {
+            return;
+        }
+        match proto {
+            Proto::Resp3 => self.resp3.insert(sub),
+            Proto::Resp2 => self.resp3.remove(&sub),
+        };
+        let channel = self.channel_prefix(sub);
+        for list in &mut self.by_symbol {
+            for d in list.iter_mut().filter(|d| d.sub == sub) {
+                d.prefix = match &d.pattern {
+                    None => Arc::clone(&channel),
+                    Some(p) => match self.patterns.get(&**p) {
+                        Some(e) => Arc::clone(e.prefix(proto)),
+                        None => continue,
+                    },
+                };
+            }
+        }
+    }
+
+    /// Forgets a closed subscriber's protocol (its key may be reused); the
+    /// caller has removed its subscriptions.
+    pub fn forget(&mut self, sub: SubKey) {
+        self.resp3.remove(&sub);
     }
 
     /// Number of known symbols.
@@ -102,7 +164,7 @@ impl Routes {
             for &sub in subs {
                 list.push(Delivery {
                     sub,
-                    prefix: Arc::clone(&self.message_prefix),
+                    prefix: self.channel_prefix(sub),
                     pattern: None,
                 });
             }
@@ -112,7 +174,7 @@ impl Routes {
                 for &sub in &p.subs {
                     list.push(Delivery {
                         sub,
-                        prefix: Arc::clone(&p.prefix),
+                        prefix: Arc::clone(p.prefix(self.proto(sub))),
                         pattern: Some(Arc::clone(&p.pattern)),
                     });
                 }
@@ -128,9 +190,10 @@ impl Routes {
     pub fn subscribe(&mut self, sub: SubKey, channel: &[u8]) -> Option<SymbolId> {
         self.channels.entry(channel.into()).or_default().push(sub);
         let id = self.id(channel)?;
+        let prefix = self.channel_prefix(sub);
         self.by_symbol[id as usize].push(Delivery {
             sub,
-            prefix: Arc::clone(&self.message_prefix),
+            prefix,
             pattern: None,
         });
         Some(id)
@@ -150,25 +213,29 @@ impl Routes {
     }
 
     /// Subscribes `sub` to a pattern; pushes every known matching id onto
-    /// `matched` (for the snapshot). The caller guarantees `sub` was not
-    /// subscribed to it.
+    /// `matched` (for the snapshot) and returns the frame start of its
+    /// deliveries. The caller guarantees `sub` was not subscribed to it.
     pub fn psubscribe(
         &mut self,
         sub: SubKey,
         pattern: &[u8],
         matched: &mut Vec<SymbolId>,
     ) -> Arc<[u8]> {
+        let proto = self.proto(sub);
         let entry = self.patterns.entry(pattern.into()).or_insert_with(|| {
-            let mut prefix = Vec::with_capacity(pattern.len() + 32);
-            resp::append_pmessage_prefix(&mut prefix, pattern);
+            let build = |proto| {
+                let mut prefix = Vec::with_capacity(pattern.len() + 32);
+                resp3::append_pmessage_prefix(&mut prefix, proto, pattern);
+                Arc::from(prefix)
+            };
             PatternEntry {
                 pattern: Arc::from(pattern),
-                prefix: Arc::from(prefix),
+                prefix: [build(Proto::Resp2), build(Proto::Resp3)],
                 subs: Vec::new(),
             }
         });
         entry.subs.push(sub);
-        let (pat, prefix) = (Arc::clone(&entry.pattern), Arc::clone(&entry.prefix));
+        let (pat, prefix) = (Arc::clone(&entry.pattern), Arc::clone(entry.prefix(proto)));
         for (id, name) in self.names.iter().enumerate() {
             if glob_match(&pat, name) {
                 self.by_symbol[id].push(Delivery {
@@ -204,6 +271,7 @@ impl Routes {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::protocol::resp;
 
     fn subs_of(r: &Routes, id: SymbolId) -> Vec<(SubKey, bool)> {
         r.deliveries(id)
@@ -246,5 +314,32 @@ mod tests {
         m.clear();
         r.psubscribe(8, b"EUR*", &mut m);
         assert_eq!(&*r.deliveries(2)[0].prefix, &prefix[..]);
+    }
+
+    #[test]
+    fn a_resp3_subscriber_gets_push_prefixes_before_and_after_switching() {
+        let mut r = Routes::new();
+        r.add_symbol(0, b"EURUSD");
+        let mut m = Vec::new();
+        r.subscribe(1, b"EURUSD");
+        r.psubscribe(1, b"EUR*", &mut m);
+        r.subscribe(2, b"EURUSD");
+        r.set_proto(1, Proto::Resp3);
+        let firsts = |r: &Routes| -> Vec<(SubKey, u8)> {
+            r.deliveries(0)
+                .iter()
+                .map(|d| (d.sub, d.prefix[0]))
+                .collect()
+        };
+        assert_eq!(firsts(&r), vec![(1, b'>'), (1, b'>'), (2, b'*')]);
+        r.subscribe(1, b"EURGBP");
+        r.add_symbol(1, b"EURGBP");
+        assert!(r.deliveries(1).iter().all(|d| d.prefix[0] == b'>'));
+        r.set_proto(1, Proto::Resp2);
+        assert_eq!(firsts(&r), vec![(1, b'*'), (1, b'*'), (2, b'*')]);
+        r.set_proto(3, Proto::Resp3);
+        r.forget(3);
+        r.subscribe(3, b"EURUSD");
+        assert_eq!(r.deliveries(0)[3].prefix[0], b'*');
     }
 }

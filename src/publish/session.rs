@@ -10,6 +10,7 @@ use indexmap::IndexSet;
 use mio::net::TcpStream;
 
 use crate::metrics::report::SubscriberStats;
+use crate::protocol::resp3::Proto;
 use crate::publish::outbuf::SubscriberBuffer;
 
 /// Bytes of the input buffer: one command must fit in it.
@@ -62,6 +63,20 @@ pub struct Session {
     pub on_attention: bool,
     /// Passed `AUTH` (true from the start when no token is configured).
     pub authed: bool,
+    /// The protocol it speaks: RESP2 until `HELLO 3`, again after `HELLO 2` or `RESET`.
+    pub proto: Proto,
+    /// `CLIENT SETNAME` / `HELLO … SETNAME` (validated: printable, no spaces).
+    pub name: Option<Box<[u8]>>,
+    /// `CLIENT SETINFO LIB-NAME` / `LIB-VER` (validated like the name).
+    pub lib_name: Option<Box<[u8]>>,
+    /// See [`Session::lib_name`].
+    pub lib_ver: Option<Box<[u8]>>,
+    /// `SELECT`ed database (0–15): accepted and shown, pub/sub ignores it as Redis does.
+    pub db: u8,
+    /// When it was accepted, monotonic ns (for `CLIENT INFO age=`).
+    pub created_ns: u64,
+    /// When its last command ran, monotonic ns (for `CLIENT INFO idle=`).
+    pub last_cmd_ns: u64,
 }
 
 impl Session {
@@ -73,6 +88,7 @@ impl Session {
         hwm: usize,
         max_symbols: usize,
         authed: bool,
+        now_ns: u64,
     ) -> Self {
         Session {
             id,
@@ -91,6 +107,13 @@ impl Session {
             queued_for_flush: false,
             on_attention: false,
             authed,
+            proto: Proto::Resp2,
+            name: None,
+            lib_name: None,
+            lib_ver: None,
+            db: 0,
+            created_ns: now_ns,
+            last_cmd_ns: now_ns,
         }
     }
 
@@ -142,6 +165,10 @@ impl Session {
         SubscriberStats {
             id: self.id,
             peer: self.peer.clone(),
+            client_name: self
+                .name
+                .as_deref()
+                .map(|n| String::from_utf8_lossy(n).into_owned()),
             connected: true,
             subscriptions: self.subscription_count() as u64,
             frames: b.frames,

@@ -5,7 +5,8 @@
 //! - `fanout`: ticks in → latest value per symbol out; snapshot; patterns; unsubscribe
 //! - `poison`: bad lines dead-lettered and counted while good ones flow
 //! - `slow_subscriber`: a subscriber that never reads does not hold up the others
-//! - `protocol`: replies byte for byte like a real `redis-server`; `redis-cli` drives the engine
+//! - `protocol`: replies byte for byte like a real `redis-server` (RESP2 and RESP3); `redis-cli` drives the engine
+//! - `clients`: redis-py, ioredis and node-redis with their default options: subscribe, snapshot, live, reconnect
 //! - `recorded_data`: the real recorded ticks in `../shared/data/`, every line accounted for
 //! - `cli`: flags, exit codes, clap's errors, help headings, the banner, JSON logs
 //! - `cli_env`: `TICKFAN_<FLAG>` variables; command line > environment > `--config` file > default
@@ -31,6 +32,7 @@ mod accounting;
 mod admin;
 mod cli;
 mod cli_env;
+mod clients;
 mod deploy;
 mod fanout;
 mod faults;

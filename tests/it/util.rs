@@ -9,7 +9,7 @@ use std::net::{SocketAddr, TcpStream};
 use std::time::{Duration, Instant};
 
 use tickfan::config::Config;
-use tickfan::protocol::client::{as_message, command, read_frame, Frame};
+use tickfan::protocol::client::{as_message, command, read_frame, read_raw_frame, Frame};
 use tickfan::runtime::Engine;
 
 /// How long any wait may take before the test fails: generous, for a slow shared machine.
@@ -137,6 +137,11 @@ impl Sub {
         read_frame(&mut self.reader).expect("a frame before the deadline")
     }
 
+    /// Reads the next frame as its exact bytes (fails the test after [`DEADLINE`]).
+    pub fn raw_frame(&mut self) -> Vec<u8> {
+        read_raw_frame(&mut self.reader).expect("a frame before the deadline")
+    }
+
     /// Reads frames until a data message arrives.
     pub fn message(&mut self) -> Msg {
         loop {
@@ -190,7 +195,7 @@ impl Sub {
 
     fn expect_confirmation(&mut self, kind: &str) {
         match self.frame() {
-            Frame::Array(items) => {
+            Frame::Array(items) | Frame::Push(items) => {
                 assert_eq!(items[0], Frame::Bulk(Some(kind.as_bytes().to_vec())));
             }
             other => panic!("expected {kind} confirmation, got {other:?}"),
@@ -206,7 +211,9 @@ impl Sub {
 /// A data frame as a [`Msg`], or `None` for confirmations and replies.
 pub fn to_msg(f: &Frame) -> Option<Msg> {
     let (channel, payload) = as_message(f)?;
-    let Frame::Array(items) = f else { return None };
+    let (Frame::Array(items) | Frame::Push(items)) = f else {
+        return None;
+    };
     let text = |b: &[u8]| String::from_utf8(b.to_vec()).unwrap();
     let (kind, pattern) = match &items[0] {
         Frame::Bulk(Some(k)) if k == b"pmessage" => match &items[1] {
