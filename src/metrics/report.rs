@@ -109,6 +109,12 @@ pub struct FinalReport {
     pub counters: CountersSnapshot,
     /// Per-subscriber figures (connected ones and the most recent closed ones).
     pub subscribers: Vec<SubscriberStats>,
+    /// Samples handed in after their interval had been reported (a thread
+    /// stuck past the grace period): in the totals, in no interval.
+    pub late_samples: u64,
+    /// Samples dropped because a recorder could not hand them off for too
+    /// long (its backlog overflowed): in no total and no interval.
+    pub lost_samples: u64,
 }
 
 impl FinalReport {
@@ -174,6 +180,13 @@ impl fmt::Display for FinalReport {
             c.feed_connections.0, c.feed_connections.1, c.dlq.0, c.dlq.1
         )?;
         write!(f, "{}", c.orders)?;
+        if self.late_samples > 0 || self.lost_samples > 0 {
+            writeln!(
+                f,
+                "histogram samples reported late {} (in the totals, in no interval), lost {}",
+                self.late_samples, self.lost_samples
+            )?;
+        }
         for s in &self.subscribers {
             writeln!(
                 f,
