@@ -20,6 +20,7 @@
 //! - `faults`: misbehaving peers (10 MB lines, idle peers, floods, vanishing and trickling subscribers)
 //! - `accounting`: after mixed traffic every tick, update and order is counted exactly once
 //! - `admin`: `/metrics` (parsed as Prometheus text), `/report`, `/health`, `/dlq`, alerts
+//! - `report`: exact intervals in the histogram logs at a steady rate; `report.html` in a headless browser
 //! - `security`: tokens on every port, per-client limits (connections, subscriptions, order rate), own replies only
 
 mod accounting;
@@ -36,6 +37,7 @@ mod orders_tool;
 mod poison;
 mod protocol;
 mod recorded_data;
+mod report;
 mod security;
 mod slow_subscriber;
 mod tools;
