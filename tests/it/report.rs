@@ -152,3 +152,145 @@ fn a_steady_rate_gives_the_same_count_in_every_full_interval() {
     }
     let _ = text(&out.stderr);
 }
+
+/// The DOM of `page` as a real headless browser renders it (Debian's
+/// chromium; a fresh profile; killed if it has not finished within a
+/// generous deadline).
+fn rendered_dom(page: &Path) -> String {
+    use std::io::Read;
+    use std::process::{Command, Stdio};
+    let chromium = Path::new("/usr/bin/chromium");
+    assert!(
+        chromium.exists(),
+        "/usr/bin/chromium is missing (.ci/run installs Debian's chromium)"
+    );
+    let profile = tempfile::tempdir().unwrap();
+    let mut child = Command::new(chromium)
+        .args([
+            "--headless",
+            "--no-sandbox",
+            "--disable-gpu",
+            "--disable-quic",
+            "--no-first-run",
+            "--disable-background-networking",
+            "--disable-component-update",
+            "--disable-sync",
+            &format!("--user-data-dir={}", profile.path().display()),
+            "--dump-dom",
+            &format!("file://{}", page.display()),
+        ])
+        .stdout(Stdio::piped())
+        .stderr(Stdio::null())
+        .spawn()
+        .expect("chromium starts");
+    let mut out = child.stdout.take().unwrap();
+    let child = crate::util::Spawned(Some(child));
+    let reader = std::thread::spawn(move || {
+        let mut s = String::new();
+        let _ = out.read_to_string(&mut s);
+        s
+    });
+    let end = std::time::Instant::now() + Duration::from_secs(90);
+    while !reader.is_finished() {
+        assert!(std::time::Instant::now() < end, "chromium did not finish");
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    drop(child);
+    reader.join().unwrap()
+}
+
+/// `45.6 µs`, `1.23 ms`, `2.05 s` → µs.
+fn parse_human(text: &str) -> Option<f64> {
+    let (n, unit) = text.trim().split_once(' ')?;
+    let n: f64 = n.parse().ok()?;
+    Some(
+        n * match unit {
+            "µs" => 1.0,
+            "ms" => 1e3,
+            "s" => 1e6,
+            _ => return None,
+        },
+    )
+}
+
+#[test]
+fn report_html_shows_the_p99_of_summary_json_in_a_real_browser() {
+    let dir = tempfile::tempdir().unwrap();
+    let e = engine_with(|c| c.log_dir = Some(dir.path().to_path_buf()));
+    let mut s = crate::util::Sub::connect(e.subscriber_addr());
+    s.psubscribe(&["*"]);
+    let mut feed = crate::util::Feed::connect(e.feed_addr());
+    let lines: Vec<String> = (0..2_000)
+        .map(|i| {
+            tick(
+                tickfan::sys::clock::wall_ns(),
+                &format!("S{}", i % 40),
+                "1.1",
+                "1.2",
+            )
+        })
+        .collect();
+    let refs: Vec<&str> = lines.iter().map(|s| s.as_str()).collect();
+    feed.lines(&refs);
+    crate::util::wait_until("all taken", || {
+        let c = e.counters().snapshot();
+        c.ticks_valid == 2_000 && c.published + c.conflated == 2_000
+    });
+    drop(e.stop());
+    let out = dir.path().join("out");
+    ok(&tickfan(&[
+        "report",
+        dir.path().to_str().unwrap(),
+        "--out",
+        out.to_str().unwrap(),
+    ]));
+
+    let summary: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(out.join("summary.json")).unwrap()).unwrap();
+    assert_eq!(summary["schema"], "tickfan-report/2");
+    let page = out.join("report.html");
+    let html = std::fs::read_to_string(&page).unwrap();
+    for external in ["<script", "<link", "src=", "href=", "@import", "url("] {
+        assert!(!html.contains(external), "self-contained: found {external}");
+    }
+    let dom = rendered_dom(&page);
+    assert!(dom.contains("tickfan latency report"), "{dom}");
+    assert!(dom.contains("<svg"), "charts inline");
+    let series = summary["series"].as_array().unwrap();
+    let mut checked = 0;
+    for s in series.iter().filter(|s| s["count"].as_u64() > Some(0)) {
+        let name = format!(
+            "{}/{}",
+            s["source"].as_str().unwrap(),
+            s["tag"].as_str().unwrap()
+        );
+        let p99 = s["p99_us"].as_f64().unwrap();
+        // The rendered row of this series, its p99 cell.
+        let row_at = dom
+            .find(&format!("data-series=\"{name}\""))
+            .unwrap_or_else(|| panic!("{name} has no row"));
+        let row = &dom[row_at..row_at + dom[row_at..].find("</tr>").unwrap()];
+        let cell_at = row.find("class=\"p99\"").expect("p99 cell");
+        let cell = &row[cell_at..];
+        let shown = &cell[cell.find('>').unwrap() + 1..cell.find("</td>").unwrap()];
+        let value = parse_human(shown).unwrap_or_else(|| panic!("{name}: p99 shows {shown:?}"));
+        assert!(
+            (value - p99).abs() <= p99 * 0.006 + 0.0015,
+            "{name}: page shows p99 {shown}, summary.json says {p99} µs"
+        );
+        assert!(
+            cell.contains(&format!("data-us=\"{p99}\"")),
+            "{name}: {cell}"
+        );
+        checked += 1;
+    }
+    assert!(checked >= 4, "engine stages with samples: {checked}");
+    // Values are rounded: no float noise anywhere in summary.json.
+    let text = std::fs::read_to_string(out.join("summary.json")).unwrap();
+    assert!(
+        !text
+            .split(|c: char| !(c.is_ascii_digit() || c == '.'))
+            .any(|n| n.split_once('.').is_some_and(|(_, d)| d.len() > 3)),
+        "more than 3 decimals in summary.json"
+    );
+}
