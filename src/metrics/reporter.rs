@@ -275,3 +275,47 @@ pub fn interval_line(
     }
     line
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::metrics::recorder::StageHists;
+
+    fn released(partial: bool, e2e_ns: &[u64], late: u64) -> Released {
+        let mut hists: Box<StageHists> = Box::default();
+        if !e2e_ns.is_empty() {
+            let mut h = new_histogram();
+            for v in e2e_ns {
+                h.record(*v).unwrap();
+            }
+            hists[Stage::EngineE2e.index()] = Some(h);
+        }
+        Released {
+            index: 20,
+            start_ns: 20_000_000_000,
+            length_ns: if partial { 400_000_000 } else { 1_000_000_000 },
+            partial,
+            incomplete: false,
+            late_samples: late,
+            hists,
+        }
+    }
+
+    #[test]
+    fn the_line_of_a_partial_interval_says_so_with_its_real_values() {
+        let c = CountersSnapshot::default();
+        let line = interval_line(&released(true, &[40_000, 50_000, 60_000], 0), &c, &c, 0.4);
+        assert!(line.starts_with("[   20.4s, partial 0.40s]"), "{line}");
+        assert!(line.contains("engine e2e n 3 p50 50.0µs"), "{line}");
+        assert!(!line.contains("p50 0.0µs"), "{line}");
+    }
+
+    #[test]
+    fn an_empty_interval_says_no_update_and_late_samples_are_shown() {
+        let c = CountersSnapshot::default();
+        let line = interval_line(&released(false, &[], 7), &c, &c, 1.0);
+        assert!(line.starts_with("[   21.0s]"), "{line}");
+        assert!(line.contains("engine e2e: no update"), "{line}");
+        assert!(line.ends_with("late samples 7"), "{line}");
+    }
+}

@@ -88,6 +88,24 @@ fn a_steady_rate_gives_the_same_count_in_every_full_interval() {
         c.log_dir = Some(logs.clone());
     });
     let feed = engine.feed_addr().to_string();
+    let sub_json = dir.path().join("subscribe.json");
+    let (mut subscriber, _) = crate::util::spawn_until(
+        &[
+            "subscribe",
+            "--to",
+            &engine.subscriber_addr().to_string(),
+            "-k",
+            "1",
+            "--until",
+            "END",
+            "--quiet",
+            "--log-dir",
+            logs.to_str().unwrap(),
+            "--json",
+            sub_json.to_str().unwrap(),
+        ],
+        "subscribed to",
+    );
     let out = tickfan(&[
         "replay",
         file.to_str().unwrap(),
@@ -98,6 +116,7 @@ fn a_steady_rate_gives_the_same_count_in_every_full_interval() {
         "--duration",
         "6s",
         "--no-progress",
+        "--stamp",
         "--log-dir",
         logs.to_str().unwrap(),
     ]);
@@ -105,18 +124,37 @@ fn a_steady_rate_gives_the_same_count_in_every_full_interval() {
     crate::util::wait_until("the engine to take every tick", || {
         engine.counters().snapshot().ticks_valid >= 5_000
     });
+    // The sentinel ends the subscriber once it has read everything before it.
+    let mut f = crate::util::Feed::connect(engine.feed_addr());
+    f.lines(&[&tick(tickfan::sys::clock::wall_ns(), "END", "1.1", "1.2")]);
+    let child = subscriber.0.as_mut().unwrap();
+    crate::util::wait_until("subscribe to end at the sentinel", || {
+        child.try_wait().unwrap().is_some()
+    });
     let valid = {
         let before = engine.counters().snapshot().ticks_valid;
         let report = engine.stop();
         assert_eq!(report.counters.ticks_valid, before);
         assert_eq!(report.late_samples + report.lost_samples, 0);
-        before
+        before - 1 // the sentinel
     };
 
     let engine_log = entries(&logs.join("engine.hlog"));
     let feed_parse = grid(&engine_log, "feed_parse");
     let total: u64 = feed_parse.iter().map(|x| x.1).sum();
-    assert_eq!(total, valid, "every parsed tick in exactly one interval");
+    assert_eq!(
+        total,
+        valid + 1,
+        "every parsed tick in exactly one interval"
+    );
+    let feed_parse: Vec<(u64, u64)> = {
+        // Without the sentinel's interval when it stands alone at the end.
+        let mut f = feed_parse;
+        if f.len() > 1 && f[f.len() - 1].1 == 1 {
+            f.pop();
+        }
+        f
+    };
     // The replay started and ended inside an interval each: the first and
     // last intervals with ticks are partly covered, the ones between are
     // full. Each of those holds rate × 1 s, within a few percent.
@@ -151,6 +189,16 @@ fn a_steady_rate_gives_the_same_count_in_every_full_interval() {
         assert!(off < 0.05, "replay interval {k}: {n} lines: {lag:?}");
     }
     let _ = text(&out.stderr);
+
+    // The subscriber's log: on its own grid, every timed message once.
+    let report: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(&sub_json).unwrap()).unwrap();
+    let normal = &report["classes"][0];
+    let timed = normal["messages"].as_u64().unwrap() - normal["untimed"].as_u64().unwrap();
+    assert!(timed > 4_000, "{report}");
+    let subs = entries(&logs.join("subscribers.hlog"));
+    let e2e = grid(&subs, "e2e_normal");
+    assert_eq!(e2e.iter().map(|x| x.1).sum::<u64>(), timed, "{e2e:?}");
 }
 
 /// The DOM of `page` as a real headless browser renders it (Debian's
