@@ -117,9 +117,9 @@ fn counts(series: &[Series], run: Option<&serde_json::Value>) -> String {
     );
     for s in series {
         let partial = s.intervals.iter().filter(|p| p.partial).count();
-        let _ = write!(
+        let _ = writeln!(
             h,
-            "<tr><td class=\"name\">{} samples ({} intervals{})</td><td>{}</td></tr>\n",
+            "<tr><td class=\"name\">{} samples ({} intervals{})</td><td>{}</td></tr>",
             esc(&s.name()),
             s.intervals.len(),
             if partial > 0 {
@@ -144,9 +144,9 @@ fn counts(series: &[Series], run: Option<&serde_json::Value>) -> String {
             }
         }
         for (k, v) in rows.iter().take(200) {
-            let _ = write!(
+            let _ = writeln!(
                 h,
-                "<tr><td class=\"name\">{}</td><td>{}</td></tr>\n",
+                "<tr><td class=\"name\">{}</td><td>{}</td></tr>",
                 esc(k),
                 esc(v)
             );

@@ -186,7 +186,7 @@ impl IntervalWindow {
                 }
                 let slot = (index - self.first) as usize;
                 while self.open.len() <= slot {
-                    self.open.push_back(Box::new(Default::default()));
+                    self.open.push_back(Box::default());
                 }
                 let target = &mut self.open[slot];
                 for (into, from) in target.iter_mut().zip(hists.iter_mut()) {
@@ -288,10 +288,7 @@ impl IntervalWindow {
     }
 
     fn release(&mut self, incomplete: bool, length_ns: u64) -> Released {
-        let hists = self
-            .open
-            .pop_front()
-            .unwrap_or_else(|| Box::new(Default::default()));
+        let hists = self.open.pop_front().unwrap_or_default();
         let index = self.first;
         self.first += 1;
         Released {
@@ -496,7 +493,7 @@ mod tests {
             source: 0,
             index: far,
             next: far + 1,
-            hists: Box::new(Default::default()),
+            hists: Box::default(),
         });
         assert_eq!(forced.len(), 6);
         assert_eq!(forced[0].index, 0);

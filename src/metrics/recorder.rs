@@ -158,7 +158,7 @@ impl StageRecorder {
             .send_timeout(Handoff::Hello { source: id }, RETIRE_WAIT);
         let interval_ns = link.interval_ns;
         StageRecorder {
-            hists: Box::new(Default::default()),
+            hists: Box::default(),
             stages: on,
             link,
             id,
@@ -250,7 +250,7 @@ impl StageRecorder {
         self.send_held();
         if self.held.is_empty() {
             match self.link.samples.try_send(msg) {
-                Ok(()) | Err(TrySendError::Disconnected(_)) => return,
+                Ok(()) | Err(TrySendError::Disconnected(_)) => {}
                 Err(TrySendError::Full(m)) => self.hold(m),
             }
         } else {
