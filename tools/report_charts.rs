@@ -8,8 +8,9 @@
 //! ```text
 //! ┌ panel title ─────────────────────────────────────────────────────────┐
 //! │ by percentile (x: 50% … 99.99%, log)   │ p99 per interval (x: s)     │
-//! │  ● p50, ▲ p99, ■ p99.9 marked, values   │  a missing interval breaks  │
-//! │    written beside the marks             │  the line                   │
+//! │  p50, p99, p99.9 marked (●), values     │  a missing interval breaks  │
+//! │    written beside the marks             │  the line; the last, partial│
+//! │                                         │  interval is a hollow mark  │
 //! │ legend: name — p50 · p99 · p99.9 · count                             │
 //! └──────────────────────────────────────────────────────────────────────┘
 //! ```
@@ -27,6 +28,11 @@ use super::report::{Point, Series};
 
 /// Series per chart, at most (distinct colours).
 pub const MAX_SERIES: usize = 8;
+
+/// Up to this many series in a panel, each mark has its value written
+/// beside it; past it the marks stay and the values are in the legend only
+/// (five labels per mark would overlap).
+const LABELLED: usize = 3;
 
 /// Colour-blind-friendly, distinct (Okabe–Ito, then two darks).
 const COLORS: [RGBColor; MAX_SERIES] = [
@@ -271,6 +277,9 @@ fn by_percentile(
             }
             let pt = (x, v / unit.us);
             chart.draw_series(std::iter::once(Circle::new(pt, 5, color.filled())))?;
+            if live.len() > LABELLED {
+                continue; // the legend carries the values
+            }
             // Labels alternate above and below their mark, series by
             // series, so close curves do not write over each other.
             let dy = if k % 2 == 0 {
@@ -314,7 +323,7 @@ fn over_time(
         .y_desc(format!("p99 ({})", unit.name))
         .y_label_formatter(&|y| sig3(*y))
         .draw()?;
-    for (style, d) in live {
+    for (k, (style, d)) in live.iter().enumerate() {
         let (color, dash) = look(*style);
         for seg in segments(&d.series.intervals) {
             let pts: Vec<(f64, f64)> = seg
@@ -322,7 +331,26 @@ fn over_time(
                 .map(|p| (p.t_s + p.length_s / 2.0, p.p99_us / unit.us))
                 .collect();
             line(&mut chart, &pts, color, dash)?;
-            chart.draw_series(pts.iter().map(|&p| Circle::new(p, 3, color.filled())))?;
+            for (p, at) in seg.iter().zip(&pts) {
+                if p.partial {
+                    // The run's last, shorter interval: a hollow mark, named.
+                    chart.draw_series(std::iter::once(
+                        EmptyElement::at(*at) + Circle::new((0, 0), 5, color.stroke_width(2)),
+                    ))?;
+                    if k == 0 {
+                        chart.draw_series(std::iter::once(
+                            EmptyElement::at(*at)
+                                + Text::new(
+                                    format!("○ partial {:.2}s", p.length_s),
+                                    (-100, 10),
+                                    ("sans-serif", 12).into_font(),
+                                ),
+                        ))?;
+                    }
+                } else {
+                    chart.draw_series(std::iter::once(Circle::new(*at, 3, color.filled())))?;
+                }
+            }
         }
     }
     Ok(())
