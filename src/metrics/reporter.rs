@@ -142,25 +142,37 @@ fn run(
     loop {
         let now = clock.now_ns();
         let wait = Duration::from_nanos(win.next_deadline_ns(now).saturating_sub(now));
-        match rx.recv_timeout(wait) {
-            Ok(msg) => {
-                if let Handoff::Interval { hists, .. } = &msg {
-                    let mut t = totals.hists.lock();
-                    for (i, h) in hists.iter().enumerate() {
-                        if let Some(h) = h {
-                            let _ = t[i].add(h);
-                        }
+        let mut next = match rx.recv_timeout(wait) {
+            Ok(msg) => Some(msg),
+            Err(RecvTimeoutError::Timeout) => None,
+            Err(RecvTimeoutError::Disconnected) => break,
+        };
+        // The time first, then everything already handed in (at most a
+        // channel's worth): an interval is judged at `now` with every
+        // hand-off sent before `now` taken, so a reporter that was itself
+        // descheduled never counts a punctual thread as missing.
+        let now = clock.now_ns();
+        let mut taken = 0;
+        while let Some(msg) = next {
+            if let Handoff::Interval { hists, .. } = &msg {
+                let mut t = totals.hists.lock();
+                for (i, h) in hists.iter().enumerate() {
+                    if let Some(h) = h {
+                        let _ = t[i].add(h);
                     }
                 }
-                for r in win.accept(msg) {
-                    out.emit(&r, &mut inputs, clock.now_ns());
-                    win.recycle(r);
-                }
             }
-            Err(RecvTimeoutError::Timeout) => {}
-            Err(RecvTimeoutError::Disconnected) => break,
+            for r in win.accept(msg) {
+                out.emit(&r, &mut inputs, now);
+                win.recycle(r);
+            }
+            taken += 1;
+            next = if taken < HANDOFF_CAPACITY {
+                rx.try_recv().ok()
+            } else {
+                None
+            };
         }
-        let now = clock.now_ns();
         while let Some(r) = win.poll(now) {
             out.emit(&r, &mut inputs, now);
             win.recycle(r);
