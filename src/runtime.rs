@@ -141,7 +141,9 @@ impl Engine {
             Some(dir) => Some(HistogramLog::create(
                 dir,
                 ENGINE_LOG,
-                std::time::SystemTime::now(),
+                // Time zero of the log is the engine clock's epoch, so
+                // interval k starts at exactly k·I in the log.
+                std::time::SystemTime::now() - clock.epoch().elapsed(),
                 "tickfan engine: merged stage histograms per report interval",
             )?),
             None => None,
@@ -153,6 +155,7 @@ impl Engine {
             print_intervals: config.print_intervals,
             interval: config.report_interval,
             log,
+            clock,
         })
         .map_err(os("reporter thread"))?;
         let totals = Arc::clone(reporter.totals());
@@ -236,7 +239,6 @@ impl Engine {
                     Stage::EngineE2e,
                 ],
                 link.clone(),
-                interval_ns,
             ),
             clock,
             PublisherSettings {
@@ -261,7 +263,7 @@ impl Engine {
             slot_writer,
             Arc::clone(&counters),
             dlq_tx,
-            StageRecorder::new(&[Stage::FeedParse], link, interval_ns),
+            StageRecorder::new(&[Stage::FeedParse], link),
             clock,
             Arc::clone(&publish_waker),
             FeedSettings {

@@ -274,6 +274,11 @@ pub fn run(args: &DemoArgs) -> Result<(), Failure> {
         sent.max_behind.as_secs_f64() * 1e3
     );
     println!("{subs}");
+    // The run's counts, for `report` (its page shows them), as `serve --log-dir` writes them.
+    let p = dir.join("final-report.json");
+    let json = serde_json::to_string_pretty(&engine_report).expect("serialises");
+    std::fs::write(&p, json)
+        .map_err(|e| Failure::Runtime(format!("cannot write {}: {e}", p.display())))?;
     print_files(&dir)?;
     if subs.class("normal").is_none_or(|c| c.messages == 0) {
         return Err(Failure::Runtime(

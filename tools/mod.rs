@@ -5,7 +5,8 @@
 //! - `replay`: open-loop sender of a tick file (feed, Redis `PUBLISH`, raw frames)
 //! - `subscribe`: subscriber load on one event loop, end-to-end latency per class
 //! - `forward`: the raw loopback floor (a byte forwarder) for the benchmark
-//! - `report`: percentile tables, SVG plots and JSON from HdrHistogram logs
+//! - `report`: percentile tables, SVG charts, an HTML page and JSON from HdrHistogram logs
+//!   (`report_charts` draws, `report_html` lays out the page)
 //! - `demo`: all of the above around an in-process engine
 //! - `orders`: open-loop order flow against an order port, every answer checked
 //! - `auth`: the client side of `--token-file` (replay, subscribe, orders)
@@ -18,4 +19,6 @@ pub mod gen;
 pub mod orders;
 pub mod replay;
 pub mod report;
+pub mod report_charts;
+pub mod report_html;
 pub mod subscribe;

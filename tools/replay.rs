@@ -403,6 +403,10 @@ impl Sender {
                     }
                 }
                 let lag = now.saturating_duration_since(due).as_nanos() as u64;
+                // The sample belongs to the interval holding `now`.
+                if now >= self.next_log {
+                    self.write_interval(now);
+                }
                 self.lag.saturating_record(lag.max(1));
                 self.lag_interval.saturating_record(lag.max(1));
                 self.start_wall + off
@@ -534,11 +538,23 @@ impl Sender {
         }
     }
 
+    /// Closes the open interval of `replay.hlog` and opens the one holding
+    /// `now`. Intervals are `[k s, (k+1) s)` since the sender's start (the
+    /// log's start time), whenever this is called; the last one, written by
+    /// [`Self::finish`], is partial: its length ends at `now`. An interval
+    /// without a sample is not written.
     fn write_interval(&mut self, now: Instant) {
+        let from = self.log_from;
+        let full = now >= self.next_log;
+        let length = if full {
+            self.next_log - from
+        } else {
+            now - from
+        };
         if let Some(log) = &mut self.log {
-            let since = self.log_from.duration_since(self.start);
+            let since = from.duration_since(self.start);
             let r = log
-                .append("send_lag", since, now - self.log_from, &self.lag_interval)
+                .append("send_lag", since, length, &self.lag_interval)
                 .and_then(|_| log.flush());
             if let Err(e) = r {
                 log::warn!("{e}; replay stops writing its histogram log");
@@ -546,8 +562,9 @@ impl Sender {
             }
         }
         self.lag_interval.reset();
-        self.log_from = now;
-        self.next_log = now + Duration::from_secs(1);
+        let k = now.duration_since(self.start).as_secs();
+        self.log_from = self.start + Duration::from_secs(k);
+        self.next_log = self.log_from + Duration::from_secs(1);
     }
 
     /// Flushes, waits (≤ 10 s) for the replies of a Redis server, and

@@ -5,15 +5,18 @@
 //!
 //! | file | what |
 //! |---|---|
-//! | `percentiles.svg` | percentile distribution of every series (x: percentile on a 1/(1−p) log axis, y: µs, log) |
-//! | `latency-over-time.svg` | p99 of every series per interval (x: seconds since the earliest log started) |
-//! | `summary.json` | the table and the per-interval points |
+//! | `tick-path.svg` | subscribers' and engine end-to-end latency; slow subscribers in their own panel |
+//! | `order-path.svg` | order acceptance (queue wait) and completion (end to end), per lane |
+//! | `engine-stages.svg` | the engine's tick stages one by one |
+//! | `report.html` | one self-contained page: the charts, the percentile table, the run's counts |
+//! | `summary.json` | the table and the per-interval points (schema in the README) |
 //! | `SOURCE.TAG.hgrm` | each series as a percentile distribution in the Java `outputPercentileDistribution` format (values in µs) |
 //!
 //! A series is one tag of one file (`engine/engine_e2e`, `subscribers/e2e_normal`).
 //! The logs are read with the standard interval-log parser, so a log written
 //! by any HdrHistogram implementation works too (an untagged line becomes
-//! tag `default`).
+//! tag `default`). An interval shorter than the series' full interval
+//! length is the run's partial last one and is marked `partial`.
 
 use std::path::{Path, PathBuf};
 use std::time::Duration;
@@ -23,13 +26,17 @@ use clap::Args;
 use hdrhistogram::serialization::interval_log::{IntervalLogIterator, LogEntry};
 use hdrhistogram::serialization::Deserializer;
 use hdrhistogram::Histogram;
-use plotters::prelude::*;
 
 use tickfan::metrics::hlog::EXTENSION;
-use tickfan::metrics::report::Percentiles;
+use tickfan::metrics::report::{serialize_round3, Percentiles};
 use tickfan::metrics::Stage;
 
+use super::report_charts::{chart, Drawn, Panel};
+use super::report_html;
 use crate::Failure;
+
+/// `schema` of `summary.json`; bumped when a field changes meaning or goes away.
+pub const SUMMARY_SCHEMA: &str = "tickfan-report/2";
 
 /// Flags of `tickfan report`.
 #[derive(Debug, Clone, Args)]
@@ -44,18 +51,33 @@ pub struct ReportArgs {
 /// One interval of one series.
 #[derive(Debug, Clone, serde::Serialize)]
 pub struct Point {
-    /// Interval start, seconds since the earliest log's start.
+    /// Interval start, seconds since the earliest log's start (ms precision).
+    #[serde(serialize_with = "ms")]
     pub t_s: f64,
-    /// Interval length, seconds.
+    /// Interval length, seconds (ms precision).
+    #[serde(serialize_with = "ms")]
     pub length_s: f64,
+    /// Shorter than the series' full interval: the run's last, cut short.
+    pub partial: bool,
     /// Values in the interval.
     pub count: u64,
     /// Median, µs.
+    #[serde(serialize_with = "serialize_round3")]
     pub p50_us: f64,
     /// 99th percentile, µs.
+    #[serde(serialize_with = "serialize_round3")]
     pub p99_us: f64,
+    /// 99.9th percentile, µs.
+    #[serde(serialize_with = "serialize_round3")]
+    pub p999_us: f64,
     /// Largest, µs.
+    #[serde(serialize_with = "serialize_round3")]
     pub max_us: f64,
+}
+
+/// Seconds to the millisecond.
+fn ms<S: serde::Serializer>(x: &f64, s: S) -> Result<S::Ok, S::Error> {
+    s.serialize_f64((x * 1e3).round() / 1e3)
 }
 
 /// One tag of one log file.
@@ -105,8 +127,8 @@ struct Raw {
     source: String,
     tag: String,
     total: Histogram<u64>,
-    /// (absolute start s, length s, histogram summary)
-    points: Vec<(f64, f64, u64, f64, f64, f64)>,
+    /// Per interval: absolute start s, length s, its histogram.
+    points: Vec<(f64, f64, Histogram<u64>)>,
 }
 
 /// Reads every `*.hlog` in `dir`.
@@ -179,14 +201,7 @@ pub fn load(dir: &Path) -> Result<Vec<Series>, Failure> {
                         runtime("histogram out of range in", path, format!("{e:?}"))
                     })?;
                     if !h.is_empty() {
-                        r.points.push((
-                            t,
-                            i.duration().as_secs_f64(),
-                            h.len(),
-                            us(h.value_at_quantile(0.5)),
-                            us(h.value_at_quantile(0.99)),
-                            us(h.max()),
-                        ));
+                        r.points.push((t, i.duration().as_secs_f64(), h));
                     }
                 }
             }
@@ -202,20 +217,27 @@ pub fn load(dir: &Path) -> Result<Vec<Series>, Failure> {
     raws.sort_by(|a, b| (a.file, rank(&a.tag), &a.tag).cmp(&(b.file, rank(&b.tag), &b.tag)));
     Ok(raws
         .into_iter()
-        .map(|r| Series {
-            pct: Percentiles::of(&r.total),
-            intervals: r
+        .map(|r| {
+            let full = r.points.iter().map(|p| p.1).fold(0.0, f64::max);
+            let intervals = r
                 .points
                 .iter()
-                .map(|&(t, length_s, count, p50_us, p99_us, max_us)| Point {
+                .map(|(t, length_s, h)| Point {
                     t_s: t - earliest,
-                    length_s,
-                    count,
-                    p50_us,
-                    p99_us,
-                    max_us,
+                    length_s: *length_s,
+                    partial: *length_s + 0.0005 < full,
+                    count: h.len(),
+                    p50_us: us(h.value_at_quantile(0.5)),
+                    p99_us: us(h.value_at_quantile(0.99)),
+                    p999_us: us(h.value_at_quantile(0.999)),
+                    max_us: us(h.max()),
                 })
-                .collect(),
+                .collect();
+            (r, intervals)
+        })
+        .map(|(r, intervals)| Series {
+            pct: Percentiles::of(&r.total),
+            intervals,
             source: r.source,
             tag: r.tag,
             total: r.total,
@@ -244,7 +266,130 @@ pub fn table(series: &[Series]) -> String {
     s
 }
 
-/// Loads `dir`, writes the plots, the JSON and the `.hgrm` files into `out`.
+/// The tick-path chart: end to end as subscribers and the engine see it;
+/// the slow subscribers apart (their seconds would squash the rest).
+fn tick_panels(series: &[Series]) -> Vec<Panel<'_>> {
+    vec![
+        panel(
+            series,
+            "Tick path: end to end",
+            &[
+                ("subscribers", "e2e_normal", "subscribers (send → received)"),
+                ("engine", "engine_e2e", "engine (received → written)"),
+            ],
+        ),
+        panel(
+            series,
+            "Slow subscribers",
+            &[(
+                "subscribers",
+                "e2e_slow",
+                "slow subscribers (send → received)",
+            )],
+        ),
+    ]
+}
+
+/// The order-path chart: acceptance and completion, per lane.
+fn order_panels(series: &[Series]) -> Vec<Panel<'_>> {
+    vec![
+        panel(
+            series,
+            "Order acceptance (accepted → taken by a worker)",
+            &[
+                ("engine", "order_queue_wait_small", "small lane"),
+                ("engine", "order_queue_wait_large", "large lane"),
+                ("engine", "order_reject", "rejected (received → REJECT)"),
+            ],
+        ),
+        panel(
+            series,
+            "Order completion (received → terminal reply)",
+            &[
+                ("engine", "order_e2e_small", "small lane"),
+                ("engine", "order_e2e_large", "large lane"),
+            ],
+        ),
+    ]
+}
+
+/// The engine's tick stages, one by one.
+fn stage_panels(series: &[Series]) -> Vec<Panel<'_>> {
+    vec![panel(
+        series,
+        "Engine tick stages",
+        &[
+            ("engine", "feed_parse", "feed parse"),
+            ("engine", "slot_wait", "slot wait"),
+            ("engine", "publish", "publish (fan-out)"),
+            ("engine", "socket_write", "socket write"),
+            ("engine", "engine_e2e", "engine end to end"),
+        ],
+    )]
+}
+
+fn panel<'a>(series: &'a [Series], title: &str, want: &[(&str, &str, &str)]) -> Panel<'a> {
+    Panel {
+        title: title.to_string(),
+        series: want
+            .iter()
+            .filter_map(|(source, tag, label)| {
+                series
+                    .iter()
+                    .find(|s| s.source == *source && s.tag == *tag)
+                    .map(|s| Drawn {
+                        label: label.to_string(),
+                        series: s,
+                    })
+            })
+            .collect(),
+    }
+}
+
+/// The charts `report` draws: file name, title, SVG.
+pub fn charts(series: &[Series]) -> Result<Vec<(&'static str, &'static str, String)>, String> {
+    Ok(vec![
+        (
+            "tick-path.svg",
+            "Tick path",
+            chart("Tick path latency", &tick_panels(series))?,
+        ),
+        (
+            "order-path.svg",
+            "Order path",
+            chart("Order path latency", &order_panels(series))?,
+        ),
+        (
+            "engine-stages.svg",
+            "Engine stages",
+            chart("Engine tick stages", &stage_panels(series))?,
+        ),
+    ])
+}
+
+/// `summary.json`: every series with its percentiles and intervals.
+pub fn summary(
+    dir: &Path,
+    series: &[Series],
+    run: Option<&serde_json::Value>,
+) -> serde_json::Value {
+    serde_json::json!({
+        "schema": SUMMARY_SCHEMA,
+        "units": { "latency": "µs (fields ending _us)", "time": "s (fields ending _s)" },
+        "source_dir": dir,
+        "series": series,
+        "run": run,
+    })
+}
+
+/// The engine's final report beside the logs (`final-report.json`, written by
+/// `serve --log-dir` and `demo`), if any: the run's counts.
+fn final_report(dir: &Path) -> Option<serde_json::Value> {
+    let text = std::fs::read_to_string(dir.join("final-report.json")).ok()?;
+    serde_json::from_str(&text).ok()
+}
+
+/// Loads `dir`, writes the charts, the page, the JSON and the `.hgrm` files into `out`.
 ///
 /// # Errors
 /// See [`load`]; a file that cannot be written.
@@ -252,22 +397,32 @@ pub fn render(dir: &Path, out: &Path) -> Result<Rendered, Failure> {
     let series = load(dir)?;
     std::fs::create_dir_all(out).map_err(|e| runtime("cannot create", out, e))?;
     let mut files = Vec::new();
-    for s in &series {
-        let p = out.join(format!("{}.{}.hgrm", s.source, s.tag));
-        std::fs::write(&p, hgrm(&s.total)).map_err(|e| runtime("cannot write", &p, e))?;
+    let mut write = |name: &str, bytes: &[u8]| -> Result<(), Failure> {
+        let p = out.join(name);
+        std::fs::write(&p, bytes).map_err(|e| runtime("cannot write", &p, e))?;
         files.push(p);
+        Ok(())
+    };
+    for s in &series {
+        write(
+            &format!("{}.{}.hgrm", s.source, s.tag),
+            hgrm(&s.total).as_bytes(),
+        )?;
     }
-    let p = out.join("percentiles.svg");
-    plot_percentiles(&series, &p)?;
-    files.push(p);
-    let p = out.join("latency-over-time.svg");
-    plot_over_time(&series, &p)?;
-    files.push(p);
-    let p = out.join("summary.json");
-    let json = serde_json::json!({ "source_dir": dir, "series": &series });
-    std::fs::write(&p, serde_json::to_string_pretty(&json).expect("serialises"))
-        .map_err(|e| runtime("cannot write", &p, e))?;
-    files.push(p);
+    let charts = charts(&series).map_err(|e| Failure::Runtime(format!("cannot draw: {e}")))?;
+    for (name, _, svg) in &charts {
+        write(name, svg.as_bytes())?;
+    }
+    let run = final_report(dir);
+    let json = summary(dir, &series, run.as_ref());
+    write(
+        "summary.json",
+        serde_json::to_string_pretty(&json)
+            .expect("serialises")
+            .as_bytes(),
+    )?;
+    let page = report_html::page(dir, &series, &charts, run.as_ref());
+    write("report.html", page.as_bytes())?;
     Ok(Rendered { series, files })
 }
 
@@ -318,161 +473,6 @@ pub fn hgrm(h: &Histogram<u64>) -> String {
         2048
     ));
     s
-}
-
-const COLORS: [RGBColor; 10] = [
-    RGBColor(31, 119, 180),
-    RGBColor(255, 127, 14),
-    RGBColor(44, 160, 44),
-    RGBColor(214, 39, 40),
-    RGBColor(148, 103, 189),
-    RGBColor(140, 86, 75),
-    RGBColor(227, 119, 194),
-    RGBColor(127, 127, 127),
-    RGBColor(188, 189, 34),
-    RGBColor(23, 190, 207),
-];
-
-fn plot_err(path: &Path, e: impl std::fmt::Debug) -> Failure {
-    Failure::Runtime(format!("cannot draw {}: {e:?}", path.display()))
-}
-
-/// The key beside a chart: one coloured line and name per series, in the
-/// order (and colours) the series are drawn.
-fn legend<DB: DrawingBackend>(
-    area: &DrawingArea<DB, plotters::coord::Shift>,
-    names: &[String],
-) -> Result<(), DrawingAreaErrorKind<DB::ErrorType>> {
-    for (i, name) in names.iter().enumerate() {
-        let color = COLORS[i % COLORS.len()];
-        let y = 60 + 24 * i as i32;
-        area.draw(&PathElement::new(
-            vec![(10, y), (34, y)],
-            color.stroke_width(3),
-        ))?;
-        area.draw(&Text::new(
-            name.clone(),
-            (42, y - 7),
-            ("sans-serif", 14).into_font(),
-        ))?;
-    }
-    Ok(())
-}
-
-/// y range (µs, log axis) covering `values`.
-fn y_range(values: impl Iterator<Item = f64>) -> std::ops::Range<f64> {
-    let (mut lo, mut hi) = (f64::INFINITY, 0f64);
-    for v in values.filter(|v| *v > 0.0) {
-        lo = lo.min(v);
-        hi = hi.max(v);
-    }
-    if !lo.is_finite() {
-        return 0.1..10.0;
-    }
-    (lo / 2.0).max(0.001)..(hi * 2.0).max(lo * 4.0)
-}
-
-/// Percentile distribution: x = 1/(1−p) (log), labelled as percentiles.
-fn plot_percentiles(series: &[Series], path: &Path) -> Result<(), Failure> {
-    let curves: Vec<(String, Vec<(f64, f64)>)> = series
-        .iter()
-        .filter(|s| !s.total.is_empty())
-        .map(|s| {
-            let pts = s
-                .total
-                .iter_quantiles(5)
-                .map(|v| {
-                    let q = v.quantile_iterated_to().min(0.999_999);
-                    let v = s.total.highest_equivalent(v.value_iterated_to());
-                    (1.0 / (1.0 - q), us(v.max(s.total.min())))
-                })
-                .collect();
-            (s.name(), pts)
-        })
-        .collect();
-    let ys = y_range(curves.iter().flat_map(|c| c.1.iter().map(|p| p.1)));
-    let root = SVGBackend::new(path, (1100, 600)).into_drawing_area();
-    root.fill(&WHITE).map_err(|e| plot_err(path, e))?;
-    let (plot, key) = root.split_horizontally(850);
-    let names: Vec<String> = curves.iter().map(|c| c.0.clone()).collect();
-    legend(&key, &names).map_err(|e| plot_err(path, e))?;
-    let mut chart = ChartBuilder::on(&plot)
-        .caption("Latency by percentile", ("sans-serif", 22))
-        .margin(12)
-        .x_label_area_size(40)
-        .y_label_area_size(70)
-        .build_cartesian_2d((1.0f64..1_000_000f64).log_scale(), ys.log_scale())
-        .map_err(|e| plot_err(path, e))?;
-    chart
-        .configure_mesh()
-        .x_desc("percentile")
-        .y_desc("latency (µs)")
-        .x_label_formatter(&|x| {
-            let p = 100.0 * (1.0 - 1.0 / x);
-            if p < 99.0 {
-                format!("{p:.0}%")
-            } else {
-                let s = format!("{p:.4}");
-                format!("{}%", s.trim_end_matches('0').trim_end_matches('.'))
-            }
-        })
-        .y_label_formatter(&|y| format!("{y}"))
-        .draw()
-        .map_err(|e| plot_err(path, e))?;
-    for (i, (_, pts)) in curves.iter().enumerate() {
-        let color = COLORS[i % COLORS.len()];
-        chart
-            .draw_series(LineSeries::new(pts.iter().copied(), color.stroke_width(2)))
-            .map_err(|e| plot_err(path, e))?;
-    }
-    root.present().map_err(|e| plot_err(path, e))
-}
-
-/// p99 per interval over time.
-fn plot_over_time(series: &[Series], path: &Path) -> Result<(), Failure> {
-    let live: Vec<&Series> = series.iter().filter(|s| !s.intervals.is_empty()).collect();
-    let t_max = live
-        .iter()
-        .flat_map(|s| s.intervals.iter().map(|p| p.t_s + p.length_s))
-        .fold(1.0f64, f64::max);
-    let ys = y_range(
-        live.iter()
-            .flat_map(|s| s.intervals.iter().map(|p| p.p99_us)),
-    );
-    let root = SVGBackend::new(path, (1100, 600)).into_drawing_area();
-    root.fill(&WHITE).map_err(|e| plot_err(path, e))?;
-    let (plot, key) = root.split_horizontally(850);
-    let names: Vec<String> = live.iter().map(|s| s.name()).collect();
-    legend(&key, &names).map_err(|e| plot_err(path, e))?;
-    let mut chart = ChartBuilder::on(&plot)
-        .caption("p99 latency per interval", ("sans-serif", 22))
-        .margin(12)
-        .x_label_area_size(40)
-        .y_label_area_size(70)
-        .build_cartesian_2d(0f64..t_max, ys.log_scale())
-        .map_err(|e| plot_err(path, e))?;
-    chart
-        .configure_mesh()
-        .x_desc("seconds since start")
-        .y_desc("p99 latency (µs)")
-        .y_label_formatter(&|y| format!("{y}"))
-        .draw()
-        .map_err(|e| plot_err(path, e))?;
-    for (i, s) in live.iter().enumerate() {
-        let color = COLORS[i % COLORS.len()];
-        let pts: Vec<(f64, f64)> = s
-            .intervals
-            .iter()
-            .map(|p| (p.t_s + p.length_s, p.p99_us.max(0.001)))
-            .collect();
-        chart
-            .draw_series(LineSeries::new(pts.iter().copied(), color.stroke_width(2)))
-            .map_err(|e| plot_err(path, e))?;
-        chart
-            .draw_series(pts.iter().map(|&p| Circle::new(p, 3, color.filled())))
-            .map_err(|e| plot_err(path, e))?;
-    }
-    root.present().map_err(|e| plot_err(path, e))
 }
 
 #[cfg(test)]

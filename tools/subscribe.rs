@@ -470,6 +470,34 @@ struct Load {
     symbols: FxHashMap<Vec<u8>, u32>,
     measuring: bool,
     until: Option<Vec<u8>>,
+    ivl: Intervals,
+}
+
+/// The tool's report intervals: `[k·I, (k+1)·I)` since `epoch` (the log's
+/// start). A message belongs to the interval holding its receive time: the
+/// interval is switched before a read's messages are counted, so a late
+/// loop turn never files them in the previous interval.
+struct Intervals {
+    epoch: Instant,
+    length: Duration,
+    /// Start of the open interval.
+    from: Instant,
+    /// Its end: `from + length`.
+    next: Instant,
+    log: Option<HistogramLog>,
+    /// Print a line per interval, timed from this instant (subscriptions ready).
+    print_since: Option<Instant>,
+}
+
+impl Intervals {
+    /// Closes the open interval (full) and opens the one holding `now`.
+    fn roll(&mut self, classes: &mut [ClassStats; 2], now: Instant) {
+        let (from, end) = (self.from, self.next);
+        write_interval(classes, self, from, end);
+        let k = now.duration_since(self.epoch).as_nanos() / self.length.as_nanos().max(1);
+        self.from = self.epoch + self.length * k as u32;
+        self.next = self.from + self.length;
+    }
 }
 
 impl Load {
@@ -522,6 +550,9 @@ impl Load {
                     self.classes[c.class].bytes += n as u64;
                     // One clock read per `read`: its frames arrived together.
                     let recv = (wall_ns(), Instant::now());
+                    if recv.1 >= self.ivl.next {
+                        self.ivl.roll(&mut self.classes, recv.1);
+                    }
                     let class = c.class;
                     Self::frames(
                         c,
@@ -674,6 +705,14 @@ pub fn run_load(
         symbols: FxHashMap::default(),
         measuring: false,
         until: spec.until.as_ref().map(|u| u.as_bytes().to_vec()),
+        ivl: Intervals {
+            epoch: Instant::now(),
+            length: spec.interval,
+            from: Instant::now(),
+            next: Instant::now(),
+            log: None,
+            print_since: None,
+        },
     };
     for i in 0..spec.normal + spec.slow {
         let class = if i < spec.normal { NORMAL } else { SLOW };
@@ -710,7 +749,7 @@ pub fn run_load(
             opened: Instant::now(),
         });
     }
-    let mut log = match &spec.log_dir {
+    let log = match &spec.log_dir {
         Some(dir) => Some(
             HistogramLog::create(
                 dir,
@@ -723,10 +762,16 @@ pub fn run_load(
         None => None,
     };
     let log_start = Instant::now();
+    load.ivl = Intervals {
+        epoch: log_start,
+        length: spec.interval,
+        from: log_start,
+        next: log_start + spec.interval,
+        log,
+        print_since: None,
+    };
     let mut events = Events::with_capacity(256);
     let mut ready_at: Option<Instant> = None;
-    let mut next_interval = Instant::now() + spec.interval;
-    let mut interval_from = Instant::now();
     let rate = spec.slow_bytes_per_sec.max(1);
     let setup_deadline = Instant::now() + Duration::from_secs(30);
 
@@ -736,7 +781,7 @@ pub fn run_load(
             .conns
             .iter()
             .any(|c| c.open && c.readable && c.class == SLOW);
-        let mut timeout = next_interval.saturating_duration_since(now);
+        let mut timeout = load.ivl.next.saturating_duration_since(now);
         if throttled {
             timeout = timeout.min(Duration::from_millis(5));
         }
@@ -782,6 +827,7 @@ pub fn run_load(
                 .all(|c| c.confirmations_left == 0 || !c.open)
             {
                 ready_at = Some(now);
+                load.ivl.print_since = spec.print_intervals.then_some(now);
                 load.measuring = true;
                 progress.ready.store(true, Ordering::Release);
                 eprintln!(
@@ -803,17 +849,8 @@ pub fn run_load(
                 )));
             }
         }
-        if now >= next_interval {
-            write_interval(
-                &mut load,
-                &mut log,
-                log_start,
-                interval_from,
-                now,
-                spec.print_intervals.then_some(ready_at).flatten(),
-            );
-            interval_from = now;
-            next_interval = now + spec.interval;
+        if now >= load.ivl.next {
+            load.ivl.roll(&mut load.classes, now);
         }
         let over = stop.load(Ordering::Relaxed)
             || ready_at.is_some_and(|r| spec.duration.is_some_and(|d| now >= r + d))
@@ -825,7 +862,10 @@ pub fn run_load(
                     .iter()
                     .all(|c| c.done || !c.open || c.class == SLOW));
         if over {
-            write_interval(&mut load, &mut log, log_start, interval_from, now, None);
+            // The last interval, partial: it ends now.
+            load.ivl.print_since = None;
+            let from = load.ivl.from;
+            write_interval(&mut load.classes, &mut load.ivl, from, now.max(from));
             break;
         }
     }
@@ -861,38 +901,31 @@ pub fn run_load(
     Ok(LoadReport {
         measured_s: measured.as_secs_f64(),
         classes,
-        log: log.map(|l| l.path().to_path_buf()),
+        log: load.ivl.log.as_ref().map(|l| l.path().to_path_buf()),
     })
 }
 
-/// Merges each class's interval histogram into its total, appends it to the
-/// log and prints a line.
-fn write_interval(
-    load: &mut Load,
-    log: &mut Option<HistogramLog>,
-    log_start: Instant,
-    from: Instant,
-    now: Instant,
-    print_since: Option<Instant>,
-) {
-    let secs = now.duration_since(from).as_secs_f64().max(1e-9);
+/// Merges each class's interval histogram into its total, appends the
+/// interval `[from, end)` to the log and prints a line.
+fn write_interval(classes: &mut [ClassStats; 2], ivl: &mut Intervals, from: Instant, end: Instant) {
+    let secs = end.duration_since(from).as_secs_f64().max(1e-9);
     let mut line = String::new();
     for (k, name) in CLASS_NAMES.iter().enumerate() {
-        let st = &mut load.classes[k];
+        let st = &mut classes[k];
         if st.connections == 0 {
             continue;
         }
-        if let Some(l) = log.as_mut() {
+        if let Some(l) = ivl.log.as_mut() {
             let tag = format!("e2e_{name}");
             let r = l.append(
                 &tag,
-                from.duration_since(log_start),
-                now - from,
+                from.duration_since(ivl.epoch),
+                end - from,
                 &st.interval,
             );
             if let Err(e) = r {
                 log::warn!("{e}; subscribe stops writing its histogram log");
-                *log = None;
+                ivl.log = None;
             }
         }
         let lat = Latency::of(&st.interval);
@@ -907,17 +940,17 @@ fn write_interval(
         st.interval.reset();
         st.interval_messages = 0;
     }
-    if let Some(l) = log.as_mut() {
+    if let Some(l) = ivl.log.as_mut() {
         if let Err(e) = l.flush() {
             log::warn!("{e}; subscribe stops writing its histogram log");
-            *log = None;
+            ivl.log = None;
         }
     }
-    if let Some(since) = print_since {
-        let c = &load.classes;
+    if let Some(since) = ivl.print_since {
+        let c = &*classes;
         eprintln!(
             "[{:>6.1}s]{} gaps {} disconnects {}",
-            now.duration_since(since).as_secs_f64(),
+            end.saturating_duration_since(since).as_secs_f64(),
             line,
             c[NORMAL].gaps + c[SLOW].gaps,
             c[NORMAL].disconnects + c[SLOW].disconnects

@@ -224,7 +224,8 @@ impl FeedLoop {
             self.expire_unauthenticated(now);
             self.ingest.recorder.maybe_flush(now);
         }
-        self.ingest.recorder.flush();
+        let now = self.ingest.clock.now_ns();
+        self.ingest.recorder.finish(now);
     }
 
     fn accept_all(&mut self) {
@@ -423,8 +424,8 @@ impl Ingest {
             let f = &self.counters.feed;
             bump(&f.ticks_valid, b.ticks);
             set(&f.symbols, self.interner.table().len() as u64);
-            let per_tick = (self.clock.now_ns() - t0) / b.ticks;
-            self.recorder.record_n(Stage::FeedParse, per_tick, b.ticks);
+            self.recorder
+                .record_span_n(Stage::FeedParse, t0, self.clock.now_ns(), b.ticks);
         }
         b
     }

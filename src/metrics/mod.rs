@@ -8,6 +8,7 @@
 pub mod alerts;
 pub mod counters;
 pub mod hlog;
+pub mod intervals;
 pub mod order_counters;
 pub mod recorder;
 pub mod report;

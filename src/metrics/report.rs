@@ -8,24 +8,48 @@ use hdrhistogram::Histogram;
 use super::counters::CountersSnapshot;
 use super::stage::Stage;
 
+/// Rounds to 3 significant digits, and to whole nanoseconds (3 decimals of
+/// a µs) at most: the precision of the engine's histograms, so a report
+/// never shows `5.000999927520752` for 5.00 µs.
+pub fn round3(x: f64) -> f64 {
+    if x == 0.0 || !x.is_finite() {
+        return x;
+    }
+    let digits = (2 - x.abs().log10().floor() as i32).clamp(-12, 3);
+    let f = 10f64.powi(digits);
+    (x * f).round() / f
+}
+
+/// Serialises an `f64` through [`round3`].
+pub fn serialize_round3<S: serde::Serializer>(x: &f64, s: S) -> Result<S::Ok, S::Error> {
+    s.serialize_f64(round3(*x))
+}
+
 /// Percentiles of a histogram of nanosecond values, in microseconds (all
 /// zero for an empty histogram). One shape for every report: the engine's
-/// stages, the tools' series and the subscribers' latencies.
+/// stages, the tools' series and the subscribers' latencies. Serialised
+/// rounded by [`round3`] (the field names carry the unit).
 #[derive(Debug, Clone, Copy, Default, PartialEq, serde::Serialize)]
 pub struct Percentiles {
     /// Number of values recorded.
     pub count: u64,
     /// Median.
+    #[serde(serialize_with = "serialize_round3")]
     pub p50_us: f64,
     /// 90th percentile.
+    #[serde(serialize_with = "serialize_round3")]
     pub p90_us: f64,
     /// 99th percentile.
+    #[serde(serialize_with = "serialize_round3")]
     pub p99_us: f64,
     /// 99.9th percentile.
+    #[serde(serialize_with = "serialize_round3")]
     pub p999_us: f64,
     /// Largest value.
+    #[serde(serialize_with = "serialize_round3")]
     pub max_us: f64,
     /// Mean.
+    #[serde(serialize_with = "serialize_round3")]
     pub mean_us: f64,
 }
 
@@ -112,6 +136,12 @@ pub struct FinalReport {
     pub counters: CountersSnapshot,
     /// Per-subscriber figures (connected ones and the most recent closed ones).
     pub subscribers: Vec<SubscriberStats>,
+    /// Samples handed in after their interval had been reported (a thread
+    /// stuck past the grace period): in the totals, in no interval.
+    pub late_samples: u64,
+    /// Samples dropped because a recorder could not hand them off for too
+    /// long (its backlog overflowed): in no total and no interval.
+    pub lost_samples: u64,
 }
 
 impl FinalReport {
@@ -177,6 +207,13 @@ impl fmt::Display for FinalReport {
             c.feed_connections.0, c.feed_connections.1, c.dlq.0, c.dlq.1
         )?;
         write!(f, "{}", c.orders)?;
+        if self.late_samples > 0 || self.lost_samples > 0 {
+            writeln!(
+                f,
+                "histogram samples reported late {} (in the totals, in no interval), lost {}",
+                self.late_samples, self.lost_samples
+            )?;
+        }
         for s in &self.subscribers {
             writeln!(
                 f,
@@ -192,5 +229,24 @@ impl fmt::Display for FinalReport {
             )?;
         }
         Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn round3_keeps_three_significant_digits_and_no_float_noise() {
+        assert_eq!(round3(5.000999927520752), 5.0);
+        assert_eq!(round3(123.456), 123.0);
+        assert_eq!(round3(1_234_567.8), 1_230_000.0);
+        assert_eq!(round3(0.0123456), 0.012);
+        assert_eq!(round3(0.0004), 0.0);
+        assert_eq!(round3(0.0), 0.0);
+        let mut h = crate::metrics::stage::new_histogram();
+        h.record(5_001).unwrap();
+        let json = serde_json::to_string(&Percentiles::of(&h)).unwrap();
+        assert!(json.contains("\"p50_us\":5.0,"), "{json}");
     }
 }

@@ -261,7 +261,6 @@ impl OrderPath {
                             process_stage(lane),
                         ],
                         i.link.clone(),
-                        i.interval_ns,
                     ),
                     rng: StdRng::seed_from_u64(worker_seed(n + lane.index() * 1_000)),
                 };
@@ -331,7 +330,6 @@ impl OrderPath {
                     e2e_stage(Lane::Large),
                 ],
                 i.link,
-                i.interval_ns,
             ),
             i.mono,
             Arc::clone(&i.clock),

@@ -236,17 +236,21 @@ impl Worker {
                 sel.recv(&self.own.rx);
             }
             // Ready or not, the loop above takes in priority order.
-            let _ = sel.ready_timeout(FLUSH_WAIT);
+            // Wake for the interval boundary too, so an idle worker hands
+            // its interval in on time.
+            let until = self.recorder.ns_until_flush(self.mono.now_ns());
+            let _ = sel.ready_timeout(FLUSH_WAIT.min(Duration::from_nanos(until)));
         }
-        self.recorder.flush();
+        self.recorder.finish(self.mono.now_ns());
     }
 
     fn take_main(&mut self, o: Order) {
         self.own.stats.on_take();
         let now = self.mono.now_ns();
-        let wait = now.saturating_sub(o.enq_mono_ns);
-        self.recorder.record(Stage::OrderQueueWait, wait);
-        self.recorder.record(queue_stage(o.lane), wait);
+        self.recorder
+            .record_span(Stage::OrderQueueWait, o.enq_mono_ns, now);
+        self.recorder
+            .record_span(queue_stage(o.lane), o.enq_mono_ns, now);
         // Past the shutdown deadline a large order is dead-lettered whole
         // (in `process`), not split into chunks that would each be.
         match &self.chunks {
@@ -368,9 +372,9 @@ impl Worker {
             }
         }
         self.out.events.wake();
-        let took = self.mono.now_ns().saturating_sub(t0);
-        self.recorder.record(Stage::OrderProcess, took);
-        self.recorder.record(process_stage(self.lane), took);
+        let t1 = self.mono.now_ns();
+        self.recorder.record_span(Stage::OrderProcess, t0, t1);
+        self.recorder.record_span(process_stage(self.lane), t0, t1);
     }
 
     /// A transient failure: to the delay queue, or to the DLQ when the policy

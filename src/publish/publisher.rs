@@ -273,7 +273,7 @@ impl Publisher {
         self.flush();
         let now = self.clock.now_ns();
         self.publish_stats(now);
-        self.recorder.flush();
+        self.recorder.finish(self.clock.now_ns());
     }
 
     fn accept_all(&mut self) {
@@ -461,7 +461,7 @@ impl Publisher {
             *last = v.seq;
             published += 1;
             self.recorder
-                .record(Stage::SlotWait, t_pick.saturating_sub(v.recv_mono_ns));
+                .record_span(Stage::SlotWait, v.recv_mono_ns, t_pick);
             let name = self.routes.name(id);
             self.payload.clear();
             append_payload(&mut self.payload, name, &v);
@@ -518,7 +518,7 @@ impl Publisher {
                 bump(&p.slow_episodes, slow);
             }
             let t1 = self.clock.now_ns();
-            self.recorder.record(Stage::Publish, t1.saturating_sub(t0));
+            self.recorder.record_span(Stage::Publish, t0, t1);
             t0 = t1;
             self.batch_recv.push(v.recv_mono_ns);
         }
@@ -608,8 +608,7 @@ impl Publisher {
         if !self.batch_recv.is_empty() {
             let end = self.clock.now_ns();
             for &r in &self.batch_recv {
-                self.recorder
-                    .record(Stage::EngineE2e, end.saturating_sub(r));
+                self.recorder.record_span(Stage::EngineE2e, r, end);
             }
             self.batch_recv.clear();
         }
@@ -726,7 +725,7 @@ fn write_session(
     let mut t = clock.now_ns();
     let (n, blocked) = sess.buf.write_to(&mut sess.stream, |_| {
         let now = clock.now_ns();
-        recorder.record(Stage::SocketWrite, now.saturating_sub(t));
+        recorder.record_span(Stage::SocketWrite, t, now);
         t = now;
     })?;
     sess.write_blocked = blocked;

@@ -26,6 +26,7 @@
 //! - `metrics`: `promtool check metrics` on a live scrape, `process_*`, series bounded under reconnect loops
 //! - `deploy`: `deploy/` — the example config is the default and names every flag; `systemd-analyze verify`; `promtool` on the alert rules
 //! - `readme_flags`: the README's table of `serve` flags is `serve --help` (headings, flags, values, defaults)
+//! - `report`: exact intervals in the histogram logs at a steady rate; `report.html` in a headless browser
 //! - `security`: tokens on every port, per-client limits (connections, subscriptions, order rate), own replies only
 
 mod accounting;
@@ -47,6 +48,7 @@ mod poison;
 mod protocol;
 mod readme_flags;
 mod recorded_data;
+mod report;
 mod security;
 mod slow_subscriber;
 mod tool_flags;

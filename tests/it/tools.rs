@@ -424,7 +424,13 @@ fn report_reads_the_histogram_log_an_engine_wrote() {
             "{stage:?} missing:\n{stdout}"
         );
     }
-    for f in ["percentiles.svg", "latency-over-time.svg", "summary.json"] {
+    for f in [
+        "tick-path.svg",
+        "order-path.svg",
+        "engine-stages.svg",
+        "report.html",
+        "summary.json",
+    ] {
         let p = dir.path().join(f);
         assert!(p.exists(), "{f} written");
         if f.ends_with(".svg") {
@@ -501,8 +507,11 @@ fn demo_runs_to_completion_with_every_stage_in_its_report() {
         "engine.hlog",
         "subscribers.hlog",
         "replay.hlog",
-        "percentiles.svg",
-        "latency-over-time.svg",
+        "tick-path.svg",
+        "order-path.svg",
+        "engine-stages.svg",
+        "report.html",
+        "final-report.json",
         "summary.json",
     ] {
         assert!(report_dir.join(f).exists(), "{f} written");

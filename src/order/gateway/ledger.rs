@@ -285,9 +285,11 @@ impl Ledger {
         }
         if ev.kind.is_terminal() {
             self.in_flight = self.in_flight.saturating_sub(1);
-            let e2e = self.mono.now_ns().saturating_sub(ev.recv_mono_ns);
-            self.recorder.record(Stage::OrderE2e, e2e);
-            self.recorder.record(e2e_stage(ev.lane), e2e);
+            let now = self.mono.now_ns();
+            self.recorder
+                .record_span(Stage::OrderE2e, ev.recv_mono_ns, now);
+            self.recorder
+                .record_span(e2e_stage(ev.lane), ev.recv_mono_ns, now);
         }
     }
 }

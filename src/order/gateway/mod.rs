@@ -249,10 +249,14 @@ impl Gateway {
             work += applied;
             self.flush_dirty();
             if self.ledger.rejects > 0 {
-                let lat = self.ledger.mono.now_ns().saturating_sub(turn_start);
-                self.ledger
-                    .recorder
-                    .record_n(Stage::OrderReject, lat, self.ledger.rejects);
+                let now = self.ledger.mono.now_ns();
+                // Each reject of the turn took the whole turn.
+                self.ledger.recorder.record_n_at(
+                    Stage::OrderReject,
+                    now.saturating_sub(turn_start),
+                    self.ledger.rejects,
+                    now,
+                );
                 self.ledger.rejects = 0;
             }
             self.update_gauges();
@@ -263,7 +267,8 @@ impl Gateway {
             }
         }
         self.final_flush();
-        self.ledger.recorder.flush();
+        let now = self.ledger.mono.now_ns();
+        self.ledger.recorder.finish(now);
     }
 
     /// Stops taking orders: the listener closes, connections are no longer

@@ -1,0 +1,344 @@
+//! Reports the operator reads: exact intervals in the engine's and the
+//! tools' histogram logs during a live run at a steady rate, and
+//! `tickfan report`'s page rendered by a real headless browser.
+
+use std::path::Path;
+use std::time::Duration;
+
+use base64::Engine as _;
+use hdrhistogram::serialization::interval_log::{IntervalLogIterator, LogEntry};
+use hdrhistogram::serialization::Deserializer;
+use hdrhistogram::Histogram;
+
+use crate::tools::{ok, text, tickfan};
+use crate::util::{engine_with, tick};
+
+/// One interval line of a log: (tag, start s, length s, count).
+fn entries(path: &Path) -> Vec<(String, f64, f64, u64)> {
+    let bytes = std::fs::read(path).unwrap();
+    IntervalLogIterator::new(&bytes)
+        .filter_map(|e| match e.unwrap() {
+            LogEntry::Interval(i) => {
+                let raw = base64::engine::general_purpose::STANDARD
+                    .decode(i.encoded_histogram())
+                    .unwrap();
+                let h: Histogram<u64> = Deserializer::new()
+                    .deserialize(&mut raw.as_slice())
+                    .unwrap();
+                Some((
+                    i.tag().map(|t| t.as_str().to_string()).unwrap_or_default(),
+                    i.start_timestamp().as_secs_f64(),
+                    i.duration().as_secs_f64(),
+                    h.len(),
+                ))
+            }
+            _ => None,
+        })
+        .collect()
+}
+
+/// `tag`'s intervals: starts on the 1 s grid, strictly increasing, full
+/// length except a shorter last one. Returns (start, count) per interval.
+fn grid(all: &[(String, f64, f64, u64)], tag: &str) -> Vec<(u64, u64)> {
+    let mine: Vec<_> = all.iter().filter(|e| e.0 == tag).collect();
+    assert!(!mine.is_empty(), "{tag}: no interval");
+    let mut out = Vec::new();
+    for (n, e) in mine.iter().enumerate() {
+        let k = e.1.round();
+        assert!(
+            (e.1 - k).abs() < 0.0015,
+            "{tag}: start {} off the grid",
+            e.1
+        );
+        if n + 1 < mine.len() {
+            assert!((e.2 - 1.0).abs() < 0.0015, "{tag}: length {} at {k}", e.2);
+        } else {
+            assert!(e.2 <= 1.0005, "{tag}: last length {}", e.2);
+        }
+        if let Some(&(prev, _)) = out.last() {
+            assert!(
+                k as u64 > prev,
+                "{tag}: {k} after {prev}: doubled or shifted"
+            );
+        }
+        out.push((k as u64, e.3));
+    }
+    out
+}
+
+#[test]
+fn a_steady_rate_gives_the_same_count_in_every_full_interval() {
+    const RATE: u64 = 1_000;
+    let dir = tempfile::tempdir().unwrap();
+    let file = dir.path().join("ticks.csv");
+    let body: String = (0..20_000u64)
+        .map(|i| {
+            tick(
+                1_700_000_000_000_000_000 + i,
+                &format!("S{}", i % 50),
+                "1.1",
+                "1.2",
+            ) + "\n"
+        })
+        .collect();
+    std::fs::write(&file, body).unwrap();
+    let logs = dir.path().join("logs");
+    let engine = engine_with(|c| {
+        c.report_interval = Duration::from_secs(1);
+        c.log_dir = Some(logs.clone());
+    });
+    let feed = engine.feed_addr().to_string();
+    let sub_json = dir.path().join("subscribe.json");
+    let (mut subscriber, _) = crate::util::spawn_until(
+        &[
+            "subscribe",
+            "--to",
+            &engine.subscriber_addr().to_string(),
+            "-k",
+            "1",
+            "--until",
+            "END",
+            "--quiet",
+            "--log-dir",
+            logs.to_str().unwrap(),
+            "--json",
+            sub_json.to_str().unwrap(),
+        ],
+        "subscribed to",
+    );
+    let out = tickfan(&[
+        "replay",
+        file.to_str().unwrap(),
+        "--to",
+        &feed,
+        "--rate",
+        &RATE.to_string(),
+        "--duration",
+        "6s",
+        "--no-progress",
+        "--stamp",
+        "--log-dir",
+        logs.to_str().unwrap(),
+    ]);
+    ok(&out);
+    crate::util::wait_until("the engine to take every tick", || {
+        engine.counters().snapshot().ticks_valid >= 5_000
+    });
+    // The sentinel ends the subscriber once it has read everything before it.
+    let mut f = crate::util::Feed::connect(engine.feed_addr());
+    f.lines(&[&tick(tickfan::sys::clock::wall_ns(), "END", "1.1", "1.2")]);
+    let child = subscriber.0.as_mut().unwrap();
+    crate::util::wait_until("subscribe to end at the sentinel", || {
+        child.try_wait().unwrap().is_some()
+    });
+    let valid = {
+        let before = engine.counters().snapshot().ticks_valid;
+        let report = engine.stop();
+        assert_eq!(report.counters.ticks_valid, before);
+        assert_eq!(report.late_samples + report.lost_samples, 0);
+        before - 1 // the sentinel
+    };
+
+    let engine_log = entries(&logs.join("engine.hlog"));
+    let feed_parse = grid(&engine_log, "feed_parse");
+    let total: u64 = feed_parse.iter().map(|x| x.1).sum();
+    assert_eq!(
+        total,
+        valid + 1,
+        "every parsed tick in exactly one interval"
+    );
+    let feed_parse: Vec<(u64, u64)> = {
+        // Without the sentinel's interval when it stands alone at the end.
+        let mut f = feed_parse;
+        if f.len() > 1 && f[f.len() - 1].1 == 1 {
+            f.pop();
+        }
+        f
+    };
+    // The replay started and ended inside an interval each: the first and
+    // last intervals with ticks are partly covered, the ones between are
+    // full. Each of those holds rate × 1 s, within a few percent.
+    let first = feed_parse[0].0;
+    let last = feed_parse[feed_parse.len() - 1].0;
+    let full: Vec<(u64, u64)> = feed_parse
+        .iter()
+        .copied()
+        .filter(|&(k, _)| k > first && k < last)
+        .collect();
+    assert!(full.len() >= 3, "{feed_parse:?}");
+    for &(k, n) in &full {
+        let off = (n as f64 - RATE as f64).abs() / RATE as f64;
+        assert!(
+            off < 0.05,
+            "interval {k}: {n} ticks, want {RATE} ±5%: {feed_parse:?}"
+        );
+    }
+    assert_eq!(
+        full.len() as u64,
+        last - first - 1,
+        "no missing interval in the middle: {feed_parse:?}"
+    );
+
+    // The replay's own log: the same rule on its clock.
+    let replay = entries(&logs.join("replay.hlog"));
+    let lag = grid(&replay, "send_lag");
+    let sent: u64 = lag.iter().map(|x| x.1).sum();
+    assert_eq!(sent, valid, "one send_lag sample per line sent");
+    for &(k, n) in &lag[1..lag.len() - 1] {
+        let off = (n as f64 - RATE as f64).abs() / RATE as f64;
+        assert!(off < 0.05, "replay interval {k}: {n} lines: {lag:?}");
+    }
+    let _ = text(&out.stderr);
+
+    // The subscriber's log: on its own grid, every timed message once.
+    let report: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(&sub_json).unwrap()).unwrap();
+    let normal = &report["classes"][0];
+    let timed = normal["messages"].as_u64().unwrap() - normal["untimed"].as_u64().unwrap();
+    assert!(timed > 4_000, "{report}");
+    let subs = entries(&logs.join("subscribers.hlog"));
+    let e2e = grid(&subs, "e2e_normal");
+    assert_eq!(e2e.iter().map(|x| x.1).sum::<u64>(), timed, "{e2e:?}");
+}
+
+/// The DOM of `page` as a real headless browser renders it (Debian's
+/// chromium; a fresh profile; killed if it has not finished within a
+/// generous deadline).
+fn rendered_dom(page: &Path) -> String {
+    use std::io::Read;
+    use std::process::{Command, Stdio};
+    let chromium = Path::new("/usr/bin/chromium");
+    assert!(
+        chromium.exists(),
+        "/usr/bin/chromium is missing (.ci/run installs Debian's chromium)"
+    );
+    let profile = tempfile::tempdir().unwrap();
+    let mut child = Command::new(chromium)
+        .args([
+            "--headless",
+            "--no-sandbox",
+            "--disable-gpu",
+            "--disable-quic",
+            "--no-first-run",
+            "--disable-background-networking",
+            "--disable-component-update",
+            "--disable-sync",
+            &format!("--user-data-dir={}", profile.path().display()),
+            "--dump-dom",
+            &format!("file://{}", page.display()),
+        ])
+        .stdout(Stdio::piped())
+        .stderr(Stdio::null())
+        .spawn()
+        .expect("chromium starts");
+    let mut out = child.stdout.take().unwrap();
+    let child = crate::util::Spawned(Some(child));
+    let reader = std::thread::spawn(move || {
+        let mut s = String::new();
+        let _ = out.read_to_string(&mut s);
+        s
+    });
+    let end = std::time::Instant::now() + Duration::from_secs(90);
+    while !reader.is_finished() {
+        assert!(std::time::Instant::now() < end, "chromium did not finish");
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    drop(child);
+    reader.join().unwrap()
+}
+
+/// `45.6 µs`, `1.23 ms`, `2.05 s` → µs.
+fn parse_human(text: &str) -> Option<f64> {
+    let (n, unit) = text.trim().split_once(' ')?;
+    let n: f64 = n.parse().ok()?;
+    Some(
+        n * match unit {
+            "µs" => 1.0,
+            "ms" => 1e3,
+            "s" => 1e6,
+            _ => return None,
+        },
+    )
+}
+
+#[test]
+fn report_html_shows_the_p99_of_summary_json_in_a_real_browser() {
+    let dir = tempfile::tempdir().unwrap();
+    let e = engine_with(|c| c.log_dir = Some(dir.path().to_path_buf()));
+    let mut s = crate::util::Sub::connect(e.subscriber_addr());
+    s.psubscribe(&["*"]);
+    let mut feed = crate::util::Feed::connect(e.feed_addr());
+    let lines: Vec<String> = (0..2_000)
+        .map(|i| {
+            tick(
+                tickfan::sys::clock::wall_ns(),
+                &format!("S{}", i % 40),
+                "1.1",
+                "1.2",
+            )
+        })
+        .collect();
+    let refs: Vec<&str> = lines.iter().map(|s| s.as_str()).collect();
+    feed.lines(&refs);
+    crate::util::wait_until("all taken", || {
+        let c = e.counters().snapshot();
+        c.ticks_valid == 2_000 && c.published + c.conflated == 2_000
+    });
+    drop(e.stop());
+    let out = dir.path().join("out");
+    ok(&tickfan(&[
+        "report",
+        dir.path().to_str().unwrap(),
+        "--out",
+        out.to_str().unwrap(),
+    ]));
+
+    let summary: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(out.join("summary.json")).unwrap()).unwrap();
+    assert_eq!(summary["schema"], "tickfan-report/2");
+    let page = out.join("report.html");
+    let html = std::fs::read_to_string(&page).unwrap();
+    for external in ["<script", "<link", "src=", "href=", "@import", "url("] {
+        assert!(!html.contains(external), "self-contained: found {external}");
+    }
+    let dom = rendered_dom(&page);
+    assert!(dom.contains("tickfan latency report"), "{dom}");
+    assert!(dom.contains("<svg"), "charts inline");
+    let series = summary["series"].as_array().unwrap();
+    let mut checked = 0;
+    for s in series.iter().filter(|s| s["count"].as_u64() > Some(0)) {
+        let name = format!(
+            "{}/{}",
+            s["source"].as_str().unwrap(),
+            s["tag"].as_str().unwrap()
+        );
+        let p99 = s["p99_us"].as_f64().unwrap();
+        // The rendered row of this series, its p99 cell.
+        let row_at = dom
+            .find(&format!("data-series=\"{name}\""))
+            .unwrap_or_else(|| panic!("{name} has no row"));
+        let row = &dom[row_at..row_at + dom[row_at..].find("</tr>").unwrap()];
+        let cell_at = row.find("class=\"p99\"").expect("p99 cell");
+        let cell = &row[cell_at..];
+        let shown = &cell[cell.find('>').unwrap() + 1..cell.find("</td>").unwrap()];
+        let value = parse_human(shown).unwrap_or_else(|| panic!("{name}: p99 shows {shown:?}"));
+        assert!(
+            (value - p99).abs() <= p99 * 0.006 + 0.0015,
+            "{name}: page shows p99 {shown}, summary.json says {p99} µs"
+        );
+        assert!(
+            cell.contains(&format!("data-us=\"{p99}\"")),
+            "{name}: {cell}"
+        );
+        checked += 1;
+    }
+    assert!(checked >= 4, "engine stages with samples: {checked}");
+    // Values are rounded: no float noise anywhere in summary.json.
+    let text = std::fs::read_to_string(out.join("summary.json")).unwrap();
+    assert!(
+        !text
+            .split(|c: char| !(c.is_ascii_digit() || c == '.'))
+            .any(|n| n.split_once('.').is_some_and(|(_, d)| d.len() > 3)),
+        "more than 3 decimals in summary.json"
+    );
+}
