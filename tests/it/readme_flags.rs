@@ -3,6 +3,7 @@
 //! in the same order, each with the same value name (or the same choices)
 //! and the same default. So the table cannot go stale: a flag added,
 //! renamed, regrouped or given a new default fails here, naming the row.
+//! Also: the README's Contents list every section heading, in order.
 
 use std::process::Command;
 
@@ -192,4 +193,49 @@ fn the_help_parser_reads_headings_values_choices_and_defaults() {
             },
         ]
     );
+}
+
+/// GitHub's anchor for a heading: lower case, punctuation but `-` and `_`
+/// dropped, spaces to `-`.
+fn anchor(heading: &str) -> String {
+    heading
+        .trim()
+        .to_lowercase()
+        .chars()
+        .filter(|c| c.is_alphanumeric() || matches!(c, '-' | '_' | ' '))
+        .map(|c| if c == ' ' { '-' } else { c })
+        .collect()
+}
+
+#[test]
+fn the_readme_contents_list_every_section_in_order() {
+    let readme = std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/README.md"))
+        .expect("README.md");
+    let (head, body) = readme
+        .split_once("## Contents\n")
+        .expect("README has a Contents section");
+    assert!(head.starts_with("# tickfan"));
+    let (toc, rest) = body.split_once("\n## ").expect("a section after Contents");
+    let listed: Vec<String> = toc
+        .lines()
+        .filter_map(|l| l.trim_start().strip_prefix("- ["))
+        .map(|l| l.to_string())
+        .collect();
+    let mut headings = Vec::new();
+    let mut in_code = false;
+    for line in format!("## {rest}").lines() {
+        if line.starts_with("```") {
+            in_code = !in_code;
+        }
+        if in_code {
+            continue;
+        }
+        if let Some(h) = line
+            .strip_prefix("## ")
+            .or_else(|| line.strip_prefix("### "))
+        {
+            headings.push(format!("{h}](#{})", anchor(h)));
+        }
+    }
+    assert_eq!(listed, headings, "README Contents and its headings differ");
 }
