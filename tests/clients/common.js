@@ -72,4 +72,31 @@ function stdinLine() {
   });
 }
 
-module.exports = { say, fail, args, waiter, tracker, stdinLine };
+/**
+ * The story after connecting, written once for both libraries. `ops` adapts
+ * a library: subscribe(), psubscribe(), unsubscribe(), punsubscribe() (each
+ * a promise; received messages must go to t.note and w.poke) and close().
+ */
+async function story(a, w, t, resp, ops) {
+  await ops.psubscribe();
+  await ops.subscribe();
+  say('ready', { resp });
+  await w.until('live updates', () => t.missing.size === 0);
+  say('live');
+  await ops.unsubscribe();
+  await ops.punsubscribe();
+  say('unsubscribed');
+  const before = t.messages.length;
+  await ops.subscribe();
+  const snapshot = () => t.messages.slice(before).find((m) => m.kind === 'message');
+  await w.until('snapshot after resubscribing', () => snapshot() !== undefined);
+  say('resubscribed', { seq: snapshot().seq });
+  await stdinLine();
+  const restarted = () => t.messages.find((x) => x.bid === a.restartBid);
+  await w.until('a message after the restart', () => restarted() !== undefined);
+  say('reconnected', { seq: restarted().seq, bid: restarted().bid });
+  ops.close();
+  process.exit(0); // stdin is still open: end here
+}
+
+module.exports = { say, fail, args, waiter, tracker, story };

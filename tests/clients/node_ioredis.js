@@ -4,7 +4,7 @@
 'use strict';
 
 const Redis = require('ioredis');
-const { say, fail, args, waiter, tracker, stdinLine } = require('./common');
+const { say, fail, args, waiter, tracker, story } = require('./common');
 
 async function main() {
   const a = args();
@@ -17,24 +17,13 @@ async function main() {
   r.on('pmessage', (pattern, channel, message) => { t.note('pmessage', channel, pattern, message); w.poke(); });
   const info = await r.client('INFO');
   const resp = /resp=(\d)/.exec(info)[1];
-  await r.psubscribe(a.pattern);
-  await r.subscribe(a.channel);
-  say('ready', { resp });
-  await w.until('live updates', () => t.missing.size === 0);
-  say('live');
-  await r.unsubscribe(a.channel);
-  await r.punsubscribe(a.pattern);
-  say('unsubscribed');
-  const before = t.messages.length;
-  await r.subscribe(a.channel);
-  await w.until('snapshot after resubscribing', () => t.messages.slice(before).some((m) => m.kind === 'message'));
-  say('resubscribed', { seq: t.messages.slice(before).find((m) => m.kind === 'message').seq });
-  await stdinLine();
-  await w.until('a message after the restart', () => t.messages.some((m) => m.bid === a.restartBid));
-  const m = t.messages.find((x) => x.bid === a.restartBid);
-  say('reconnected', { seq: m.seq, bid: m.bid });
-  r.disconnect();
-  process.exit(0); // stdin is still open: end here
+  await story(a, w, t, resp, {
+    subscribe: () => r.subscribe(a.channel),
+    psubscribe: () => r.psubscribe(a.pattern),
+    unsubscribe: () => r.unsubscribe(a.channel),
+    punsubscribe: () => r.punsubscribe(a.pattern),
+    close: () => r.disconnect(),
+  });
 }
 
 main().catch(fail);

@@ -4,7 +4,7 @@
 'use strict';
 
 const { createClient } = require('redis');
-const { say, fail, args, waiter, tracker, stdinLine } = require('./common');
+const { say, fail, args, waiter, tracker, story } = require('./common');
 
 async function main() {
   const a = args();
@@ -16,24 +16,15 @@ async function main() {
   await c.connect();
   if ((await c.ping()) !== 'PONG') fail('ping');
   const resp = /resp=(\d)/.exec(String(await c.sendCommand(['CLIENT', 'INFO'])))[1];
-  await c.pSubscribe(a.pattern, (message, channel) => { t.note('pmessage', channel, a.pattern, message); w.poke(); });
-  await c.subscribe(a.channel, (message, channel) => { t.note('message', channel, null, message); w.poke(); });
-  say('ready', { resp });
-  await w.until('live updates', () => t.missing.size === 0);
-  say('live');
-  await c.unsubscribe(a.channel);
-  await c.pUnsubscribe(a.pattern);
-  say('unsubscribed');
-  const before = t.messages.length;
-  await c.subscribe(a.channel, (message, channel) => { t.note('message', channel, null, message); w.poke(); });
-  await w.until('snapshot after resubscribing', () => t.messages.slice(before).some((m) => m.kind === 'message'));
-  say('resubscribed', { seq: t.messages.slice(before).find((m) => m.kind === 'message').seq });
-  await stdinLine();
-  await w.until('a message after the restart', () => t.messages.some((m) => m.bid === a.restartBid));
-  const m = t.messages.find((x) => x.bid === a.restartBid);
-  say('reconnected', { seq: m.seq, bid: m.bid });
-  c.destroy();
-  process.exit(0); // stdin is still open: end here
+  const onMessage = (message, channel) => { t.note('message', channel, null, message); w.poke(); };
+  const onPmessage = (message, channel) => { t.note('pmessage', channel, a.pattern, message); w.poke(); };
+  await story(a, w, t, resp, {
+    subscribe: () => c.subscribe(a.channel, onMessage),
+    psubscribe: () => c.pSubscribe(a.pattern, onPmessage),
+    unsubscribe: () => c.unsubscribe(a.channel),
+    punsubscribe: () => c.pUnsubscribe(a.pattern),
+    close: () => c.destroy(),
+  });
 }
 
 main().catch(fail);

@@ -84,77 +84,104 @@ def routes(channel, pattern_matches):
     return want
 
 
-def run_sync(port, channel, pattern, matches, live_seq, restart_bid):
-    r = redis.Redis(host="127.0.0.1", port=port)
-    say("hello", lib=redis.__version__, hiredis=HIREDIS_AVAILABLE, mode="sync")
-    if r.ping() is not True:
-        fail("ping")
-    resp = r.client_info()["resp"]
-    p = r.pubsub()
-    p.psubscribe(pattern)
-    p.subscribe(channel)
+def scenario(channel, pattern, matches, live_seq, restart_bid):
+    """The test's story, written once for both APIs: a generator that yields
+    what it needs done (a pubsub call, the next message, a stdin line, a
+    pause) and is sent the result; `drive_sync` and `drive_async` perform
+    the requests with the sync and the asyncio API."""
     end = time.monotonic() + DEADLINE
-    confirmed = 0
     tracker = Tracker(channel, routes(channel, matches), live_seq)
-    pending = []
+
+    def expired(what):
+        if time.monotonic() > end:
+            fail(what)
+
+    yield ("call", "psubscribe", pattern)
+    yield ("call", "subscribe", channel)
+    confirmed, pending = 0, []
     while confirmed < 2:
-        m = p.get_message(timeout=1.0)
+        m = yield ("get",)
         if m is None:
-            if time.monotonic() > end:
-                fail("no subscribe confirmations")
-            continue
-        if text(m["type"]) in ("subscribe", "psubscribe"):
+            expired("no subscribe confirmations")
+        elif text(m["type"]) in ("subscribe", "psubscribe"):
             confirmed += 1
         else:
             pending.append(m)
-    say("ready", resp=str(resp))
+    say("ready", resp=str((yield ("resp",))))
     for m in pending:
         tracker.note(m)
     while tracker.missing:
-        if time.monotonic() > end:
-            fail("live updates missing: %s" % sorted(tracker.missing))
-        m = p.get_message(timeout=1.0)
+        expired("live updates missing: %s" % sorted(tracker.missing))
+        m = yield ("get",)
         if m is not None:
             tracker.note(m)
     say("live")
-    p.unsubscribe(channel)
-    p.punsubscribe(pattern)
+    yield ("call", "unsubscribe", channel)
+    yield ("call", "punsubscribe", pattern)
     gone = 0
     while gone < 2:
-        if time.monotonic() > end:
-            fail("no unsubscribe confirmations")
-        m = p.get_message(timeout=1.0)
+        expired("no unsubscribe confirmations")
+        m = yield ("get",)
         if m is not None and text(m["type"]) in ("unsubscribe", "punsubscribe"):
             gone += 1
     say("unsubscribed")
-    p.subscribe(channel)
+    yield ("call", "subscribe", channel)
     snap = None
     while snap is None:
-        if time.monotonic() > end:
-            fail("no snapshot after resubscribing")
-        m = p.get_message(timeout=1.0)
+        expired("no snapshot after resubscribing")
+        m = yield ("get",)
         if m is not None and text(m["type"]) == "message":
             snap = tracker.note(m)
     say("resubscribed", seq=snap[2])
-    sys.stdin.readline()  # the test stops the engine and starts a new one
+    yield ("stdin",)  # the test stops the engine and starts a new one
+    end += DEADLINE
     while True:
-        if time.monotonic() > end + DEADLINE:
-            fail("no message after the engine restarted")
-        try:
-            m = p.get_message(timeout=1.0)
-        except (redis.ConnectionError, redis.TimeoutError) as e:
+        expired("no message after the engine restarted")
+        m = yield ("get",)
+        if isinstance(m, Exception):
             # Past the library's own retries: keep calling, as an application would.
-            say("connection_error", what=str(e))
-            time.sleep(0.2)
-            continue
-        if m is not None and text(m["type"]) == "message":
+            say("connection_error", what=str(m))
+            yield ("pause",)
+        elif m is not None and text(m["type"]) == "message":
             got = tracker.note(m)
             if got[3] == restart_bid:
                 say("reconnected", seq=got[2], bid=got[3])
                 return
 
 
-async def run_async(port, channel, pattern, matches, live_seq, restart_bid):
+LINK_ERRORS = (redis.ConnectionError, redis.TimeoutError)
+
+
+def drive_sync(port, story):
+    r = redis.Redis(host="127.0.0.1", port=port)
+    say("hello", lib=redis.__version__, hiredis=HIREDIS_AVAILABLE, mode="sync")
+    if r.ping() is not True:
+        fail("ping")
+    resp = r.client_info()["resp"]
+    p = r.pubsub()
+    result = None
+    try:
+        while True:
+            req = story.send(result)
+            result = None
+            if req[0] == "call":
+                getattr(p, req[1])(req[2])
+            elif req[0] == "get":
+                try:
+                    result = p.get_message(timeout=1.0)
+                except LINK_ERRORS as e:
+                    result = e
+            elif req[0] == "resp":
+                result = resp
+            elif req[0] == "stdin":
+                sys.stdin.readline()
+            elif req[0] == "pause":
+                time.sleep(0.2)
+    except StopIteration:
+        pass
+
+
+async def drive_async(port, story):
     import asyncio
 
     r = redis.asyncio.Redis(host="127.0.0.1", port=port)
@@ -163,79 +190,38 @@ async def run_async(port, channel, pattern, matches, live_seq, restart_bid):
         fail("ping")
     resp = (await r.client_info())["resp"]
     p = r.pubsub()
-    await p.psubscribe(pattern)
-    await p.subscribe(channel)
     loop = asyncio.get_running_loop()
-    end = loop.time() + DEADLINE
-    tracker = Tracker(channel, routes(channel, matches), live_seq)
-    confirmed = 0
-    pending = []
-    while confirmed < 2:
-        m = await p.get_message(timeout=1.0)
-        if m is None:
-            if loop.time() > end:
-                fail("no subscribe confirmations")
-            continue
-        if text(m["type"]) in ("subscribe", "psubscribe"):
-            confirmed += 1
-        else:
-            pending.append(m)
-    say("ready", resp=str(resp))
-    for m in pending:
-        tracker.note(m)
-    while tracker.missing:
-        if loop.time() > end:
-            fail("live updates missing: %s" % sorted(tracker.missing))
-        m = await p.get_message(timeout=1.0)
-        if m is not None:
-            tracker.note(m)
-    say("live")
-    await p.unsubscribe(channel)
-    await p.punsubscribe(pattern)
-    gone = 0
-    while gone < 2:
-        if loop.time() > end:
-            fail("no unsubscribe confirmations")
-        m = await p.get_message(timeout=1.0)
-        if m is not None and text(m["type"]) in ("unsubscribe", "punsubscribe"):
-            gone += 1
-    say("unsubscribed")
-    await p.subscribe(channel)
-    snap = None
-    while snap is None:
-        if loop.time() > end:
-            fail("no snapshot after resubscribing")
-        m = await p.get_message(timeout=1.0)
-        if m is not None and text(m["type"]) == "message":
-            snap = tracker.note(m)
-    say("resubscribed", seq=snap[2])
-    await loop.run_in_executor(None, sys.stdin.readline)
-    while True:
-        if loop.time() > end + DEADLINE:
-            fail("no message after the engine restarted")
-        try:
-            m = await p.get_message(timeout=1.0)
-        except (redis.ConnectionError, redis.TimeoutError) as e:
-            say("connection_error", what=str(e))
-            await asyncio.sleep(0.2)
-            continue
-        if m is not None and text(m["type"]) == "message":
-            got = tracker.note(m)
-            if got[3] == restart_bid:
-                say("reconnected", seq=got[2], bid=got[3])
-                await r.aclose()
-                return
+    result = None
+    try:
+        while True:
+            req = story.send(result)
+            result = None
+            if req[0] == "call":
+                await getattr(p, req[1])(req[2])
+            elif req[0] == "get":
+                try:
+                    result = await p.get_message(timeout=1.0)
+                except LINK_ERRORS as e:
+                    result = e
+            elif req[0] == "resp":
+                result = resp
+            elif req[0] == "stdin":
+                await loop.run_in_executor(None, sys.stdin.readline)
+            elif req[0] == "pause":
+                await asyncio.sleep(0.2)
+    except StopIteration:
+        await r.aclose()
 
 
 def main():
     mode, port, channel, pattern, matches, live_seq, restart_bid = sys.argv[1:8]
-    args = (int(port), channel, pattern, matches.split(","), int(live_seq), restart_bid)
+    story = scenario(channel, pattern, matches.split(","), int(live_seq), restart_bid)
     if mode == "sync":
-        run_sync(*args)
+        drive_sync(int(port), story)
     elif mode == "asyncio":
         import asyncio
 
-        asyncio.run(run_async(*args))
+        asyncio.run(drive_async(int(port), story))
     else:
         fail("unknown mode " + mode)
 

@@ -19,7 +19,7 @@
 //! `package-lock.json`; `.ci/run` installs them. When they are missing the
 //! tests fail and say so.
 
-use std::io::{BufRead, BufReader, Write};
+use std::io::Write;
 use std::net::SocketAddr;
 use std::path::{Path, PathBuf};
 use std::process::{Child, ChildStdin, Command, Stdio};
@@ -27,7 +27,7 @@ use std::sync::mpsc;
 
 use serde_json::Value;
 
-use crate::util::{engine, engine_with, tick, wait_until, Feed, DEADLINE};
+use crate::util::{engine, engine_with, stdout_lines, tick, wait_until, Feed, DEADLINE};
 
 fn clients_dir() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/clients")
@@ -73,19 +73,11 @@ impl Script {
             .stderr(Stdio::inherit())
             .spawn()
             .unwrap_or_else(|e| panic!("{} does not start: {e}", program.display()));
-        let out = child.stdout.take().unwrap();
-        let (tx, rx) = mpsc::channel();
-        std::thread::spawn(move || {
-            for line in BufReader::new(out).lines().map_while(Result::ok) {
-                if tx.send(line).is_err() {
-                    break;
-                }
-            }
-        });
+        let lines = stdout_lines(&mut child);
         Script {
             stdin: child.stdin.take(),
             child,
-            lines: rx,
+            lines,
             log: Vec::new(),
         }
     }

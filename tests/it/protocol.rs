@@ -6,7 +6,7 @@
 //! installs them. Run by hand without them, they say so and pass nothing
 //! silently: they panic with the install command.
 
-use std::io::{BufRead, BufReader, Read, Write};
+use std::io::{Read, Write};
 use std::net::TcpStream;
 use std::process::{Child, Command, Stdio};
 use std::sync::mpsc;
@@ -15,7 +15,7 @@ use std::time::{Duration, Instant};
 use tickfan::auth::Token;
 use tickfan::protocol::client::{command, Frame};
 
-use crate::util::{engine, engine_with, tick, wait_until, Feed, Sub, DEADLINE};
+use crate::util::{engine, engine_with, stdout_lines, tick, wait_until, Feed, Sub, DEADLINE};
 
 pub(crate) fn require(bin: &str) {
     let found = Command::new(bin).arg("--version").output().is_ok();
@@ -563,16 +563,8 @@ impl Spawned {
             .stderr(Stdio::null())
             .spawn()
             .expect("spawn");
-        let out = child.stdout.take().unwrap();
-        let (tx, rx) = mpsc::channel();
-        std::thread::spawn(move || {
-            for line in BufReader::new(out).lines().map_while(Result::ok) {
-                if tx.send(line).is_err() {
-                    break;
-                }
-            }
-        });
-        Spawned { child, lines: rx }
+        let lines = stdout_lines(&mut child);
+        Spawned { child, lines }
     }
 
     fn line(&self) -> String {
@@ -594,7 +586,14 @@ fn redis_cli_subscribes_and_receives_quotes() {
     require("redis-cli");
     let e = engine();
     let port = e.subscriber_addr().port().to_string();
-    let cli = Spawned::new(Command::new("redis-cli").args(["-p", &port, "subscribe", "EURUSD"]));
+    redis_cli_receives_a_quote(&e, &["-p", &port, "subscribe", "EURUSD"]);
+}
+
+/// Runs `redis-cli ARGS` (a `subscribe EURUSD`), checks its confirmation,
+/// feeds one EURUSD tick and checks that redis-cli prints it.
+fn redis_cli_receives_a_quote(e: &tickfan::runtime::Engine, args: &[&str]) {
+    let cli = Spawned::new(Command::new("redis-cli").args(args));
+    // Not a terminal: redis-cli prints raw values, one per line.
     assert_eq!(cli.line(), "subscribe");
     assert_eq!(cli.line(), "EURUSD");
     assert_eq!(cli.line(), "1");
@@ -632,21 +631,7 @@ fn redis_cli_speaks_resp3_and_reads_info() {
         .unwrap();
     let text = String::from_utf8_lossy(&out.stdout);
     assert!(text.contains(&format!("tcp_port:{port}")), "{text}");
-    let cli =
-        Spawned::new(Command::new("redis-cli").args(["-3", "-p", &port, "subscribe", "EURUSD"]));
-    // Not a terminal: redis-cli prints raw values, one per line.
-    assert_eq!(cli.line(), "subscribe");
-    assert_eq!(cli.line(), "EURUSD");
-    assert_eq!(cli.line(), "1");
-    wait_until("redis-cli counted as a subscriber", || {
-        e.subscribers().iter().any(|s| s.subscriptions == 1)
-    });
-    let mut feed = Feed::connect(e.feed_addr());
-    feed.lines(&[&tick(7, "EURUSD", "1.5", "1.6")]);
-    assert_eq!(cli.line(), "message");
-    assert_eq!(cli.line(), "EURUSD");
-    let payload = cli.line();
-    assert!(payload.starts_with("7,EURUSD,1.5,1.6,"), "{payload}");
+    redis_cli_receives_a_quote(&e, &["-3", "-p", &port, "subscribe", "EURUSD"]);
 }
 
 #[test]

@@ -522,6 +522,22 @@ pub fn advance_until(clock: &SimClock, step_ms: u64, what: &str, mut cond: impl 
 /// A child process killed by its pid when dropped (if still running).
 pub struct Spawned(pub Option<std::process::Child>);
 
+/// Takes `child`'s piped stdout and yields its lines through a channel, so
+/// every read can have a deadline (`recv_timeout`).
+pub fn stdout_lines(child: &mut std::process::Child) -> std::sync::mpsc::Receiver<String> {
+    use std::io::BufRead;
+    let out = child.stdout.take().expect("stdout is piped");
+    let (tx, rx) = std::sync::mpsc::channel();
+    std::thread::spawn(move || {
+        for line in std::io::BufReader::new(out).lines().map_while(Result::ok) {
+            if tx.send(line).is_err() {
+                break;
+            }
+        }
+    });
+    rx
+}
+
 impl Drop for Spawned {
     fn drop(&mut self) {
         if let Some(c) = &mut self.0 {
