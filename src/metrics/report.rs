@@ -157,13 +157,18 @@ impl fmt::Display for FinalReport {
         writeln!(f, "tickfan final report ({:.1} s)", self.elapsed_s)?;
         writeln!(
             f,
-            "{:<14} {:>10} {:>10} {:>10} {:>10} {:>10} {:>10}",
+            "{:<24} {:>10} {:>10} {:>10} {:>10} {:>10} {:>10}",
             "stage (µs)", "count", "p50", "p90", "p99", "p99.9", "max"
         )?;
         for s in &self.stages {
+            if s.pct.count == 0 {
+                // No sample: a 0.0 percentile would read as "instant".
+                writeln!(f, "{:<24} {:>10} {:>10}", s.stage, 0, "-")?;
+                continue;
+            }
             writeln!(
                 f,
-                "{:<14} {:>10} {:>10.1} {:>10.1} {:>10.1} {:>10.1} {:>10.1}",
+                "{:<24} {:>10} {:>10.1} {:>10.1} {:>10.1} {:>10.1} {:>10.1}",
                 s.stage,
                 s.pct.count,
                 s.pct.p50_us,
@@ -248,5 +253,35 @@ mod tests {
         h.record(5_001).unwrap();
         let json = serde_json::to_string(&Percentiles::of(&h)).unwrap();
         assert!(json.contains("\"p50_us\":5.0,"), "{json}");
+    }
+
+    #[test]
+    fn an_empty_stage_prints_a_dash_not_zero_latency() {
+        let mut h = crate::metrics::stage::new_histogram();
+        h.record(250_000).unwrap();
+        let report = FinalReport {
+            stages: vec![
+                StageSummary::from_histogram(Stage::EngineE2e, &h),
+                StageSummary::from_histogram(
+                    Stage::OrderQueueWaitSmall,
+                    &crate::metrics::stage::new_histogram(),
+                ),
+            ],
+            ..FinalReport::default()
+        };
+        let text = report.to_string();
+        let row = |name: &str| {
+            text.lines()
+                .find(|l| l.split_whitespace().next() == Some(name))
+                .unwrap_or_else(|| panic!("no {name} row: {text}"))
+                .split_whitespace()
+                .skip(1)
+                .collect::<Vec<_>>()
+        };
+        let e2e = row("engine_e2e");
+        assert_eq!(e2e[0], "1");
+        let p50: f64 = e2e[1].parse().expect("a number");
+        assert!((249.0..=251.0).contains(&p50), "{text}");
+        assert_eq!(row("order_queue_wait_small"), ["0", "-"]);
     }
 }
