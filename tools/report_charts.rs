@@ -25,6 +25,7 @@ use plotters::element::DashedPathElement;
 use plotters::prelude::*;
 
 use super::report::{Point, Series};
+use tickfan::metrics::report::round3;
 
 /// Series per chart, at most (distinct colours).
 pub const MAX_SERIES: usize = 8;
@@ -103,7 +104,12 @@ pub fn unit_for(max_us: f64) -> Unit {
 }
 
 /// `v_us` in its own unit, 3 significant digits: `45.6 µs`, `1.23 ms`, `2.05 s`.
+///
+/// Rounded by [`round3`] first, the rounding `summary.json` uses, so a page
+/// never shows `1.06 µs` beside a JSON `1.07` (a binary `1.065` formats
+/// down but multiplies up).
 pub fn human(v_us: f64) -> String {
+    let v_us = round3(v_us);
     let u = unit_for(v_us);
     format!("{} {}", sig3(v_us / u.us), u.name)
 }
@@ -442,6 +448,23 @@ mod tests {
         assert_eq!(human(1_234.0), "1.23 ms");
         assert_eq!(human(2_050_000.0), "2.05 s");
         assert_eq!(human(0.512), "0.512 µs");
+        // Halfway values round as summary.json rounds them.
+        for ns in [1_065u32, 2_005, 10_125, 999_500, 1_065_000] {
+            let v = f64::from(ns) / 1e3;
+            let shown = human(v);
+            let (n, unit) = shown.split_once(' ').unwrap();
+            let scale = match unit {
+                "µs" => 1.0,
+                "ms" => 1e3,
+                _ => 1e6,
+            };
+            let back: f64 = n.parse::<f64>().unwrap() * scale;
+            assert!(
+                (back - round3(v)).abs() < 1e-9 * scale,
+                "{v} shows {shown}, JSON {}",
+                round3(v)
+            );
+        }
     }
 
     #[test]
