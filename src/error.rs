@@ -3,6 +3,29 @@
 
 use std::net::SocketAddr;
 
+/// How a command of the binary failed, and so which exit code it gets: the
+/// one line the operator reads (`tickfan: <line>`). `serve` and every tool
+/// end in this, so exit codes mean the same everywhere.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum Failure {
+    /// The operator asked for something invalid (exit 2).
+    #[error("{0}")]
+    Usage(String),
+    /// Something failed while running (exit 1).
+    #[error("{0}")]
+    Runtime(String),
+}
+
+impl Failure {
+    /// The process exit code: 2 for a usage error, 1 for a runtime failure.
+    pub fn exit_code(&self) -> u8 {
+        match self {
+            Failure::Usage(_) => 2,
+            Failure::Runtime(_) => 1,
+        }
+    }
+}
+
 /// A configuration value is invalid. Fix the named flag.
 #[derive(Debug, thiserror::Error, PartialEq, Eq)]
 pub enum ConfigError {

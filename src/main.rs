@@ -12,6 +12,7 @@ use std::time::{Duration, Instant};
 use clap::{CommandFactory, FromArgMatches, Parser, Subcommand};
 
 use tickfan::cli::ServeArgs;
+use tickfan::error::Failure;
 use tickfan::runtime::Engine;
 
 #[path = "../tools/mod.rs"]
@@ -79,24 +80,11 @@ fn main() -> ExitCode {
     };
     match result {
         Ok(()) => ExitCode::SUCCESS,
-        Err(Failure::Usage(msg)) => {
-            eprintln!("tickfan: {msg}");
-            ExitCode::from(2)
-        }
-        Err(Failure::Runtime(msg)) => {
-            eprintln!("tickfan: {msg}");
-            ExitCode::from(1)
+        Err(failure) => {
+            eprintln!("tickfan: {failure}");
+            ExitCode::from(failure.exit_code())
         }
     }
-}
-
-/// How a command failed, and so which exit code it gets.
-#[derive(Debug)]
-pub enum Failure {
-    /// The operator asked for something invalid (exit 2).
-    Usage(String),
-    /// Something failed while running (exit 1).
-    Runtime(String),
 }
 
 /// Help and version go to stdout (exit 0); every other clap error is

@@ -22,7 +22,7 @@ use std::time::Duration;
 use tickfan::auth::{Token, LINE_OK};
 use tickfan::protocol::client::{command, read_frame, Frame};
 
-use crate::Failure;
+use tickfan::error::Failure;
 
 /// How long to wait for the answer to `AUTH`. The engine answers at once;
 /// this only bounds a server that does not speak the protocol (e.g. a feed

@@ -35,7 +35,7 @@ use crate::tools::orders::{self, OrdersArgs};
 use crate::tools::replay::{progress_bar, Format, Pace, Sender, SenderSettings};
 use crate::tools::report;
 use crate::tools::subscribe::{run_load, LoadProgress, LoadReport, LoadSpec};
-use crate::Failure;
+use tickfan::error::Failure;
 
 /// Flags of `tickfan demo`.
 #[derive(Debug, Clone, Args)]

@@ -25,7 +25,7 @@ use std::time::{Duration, Instant};
 
 use clap::Args;
 
-use crate::Failure;
+use tickfan::error::Failure;
 
 /// Flags of `tickfan forward`.
 #[derive(Debug, Clone, Args)]

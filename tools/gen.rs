@@ -25,7 +25,7 @@ use rand::rngs::Xoshiro256PlusPlus;
 use rand::{RngExt, SeedableRng};
 use rand_distr::{Distribution, Exp1, Normal, Zipf};
 
-use crate::Failure;
+use tickfan::error::Failure;
 
 /// The header line every generated file starts with.
 pub const HEADER: &str = "ts_ns,symbol,bid,ask,bid_qty,ask_qty";

@@ -36,7 +36,7 @@ use tickfan::bridge::{Lots, Side};
 use tickfan::order::protocol::{new_order_line, Reply};
 
 use crate::tools::auth;
-use crate::Failure;
+use tickfan::error::Failure;
 
 /// Flags of `tickfan orders`.
 #[derive(Debug, Clone, Args)]

@@ -42,7 +42,7 @@ use tickfan::metrics::hlog::HistogramLog;
 use tickfan::sys::clock::wall_ns;
 
 use crate::tools::auth;
-use crate::Failure;
+use tickfan::error::Failure;
 
 /// Flags of `tickfan replay`.
 #[derive(Debug, Clone, Args)]

@@ -33,7 +33,7 @@ use tickfan::metrics::Stage;
 
 use super::report_charts::{chart, Drawn, Panel};
 use super::report_html;
-use crate::Failure;
+use tickfan::error::Failure;
 
 /// `schema` of `summary.json`; bumped when a field changes meaning or goes away.
 pub const SUMMARY_SCHEMA: &str = "tickfan-report/2";

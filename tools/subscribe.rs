@@ -55,7 +55,7 @@ use tickfan::sys::clock::wall_ns;
 
 use crate::tools::auth;
 use crate::tools::replay::leading_ts;
-use crate::Failure;
+use tickfan::error::Failure;
 
 /// Name of the interval log this tool writes in `--log-dir`.
 pub const LOG_NAME: &str = "subscribers.hlog";
