@@ -5,7 +5,7 @@
 use std::hint::black_box;
 
 use criterion::{criterion_group, criterion_main, Criterion};
-use tickfan::order::dedup::{Dedup, IdState};
+use tickfan::order::gateway::dedup::{Dedup, IdState};
 
 /// Ids in the window at steady state; one order per clock unit.
 const HELD: u64 = 300_000;

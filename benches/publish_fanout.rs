@@ -7,11 +7,12 @@
 use std::hint::black_box;
 
 use criterion::{criterion_group, criterion_main, Criterion};
+use tickfan::model::decimal::Decimal;
+use tickfan::model::tick::{Quote, SlotValue};
 use tickfan::protocol::resp;
 use tickfan::protocol::resp3::{self, Proto};
 use tickfan::publish::encode::append_payload;
 use tickfan::publish::outbuf::SubscriberBuffer;
-use tickfan::tick::{Decimal, Quote, SlotValue};
 
 fn bench(c: &mut Criterion) {
     let v = SlotValue {

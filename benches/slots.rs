@@ -5,9 +5,10 @@ use std::hint::black_box;
 
 use criterion::{criterion_group, criterion_main, Criterion};
 use tickfan::feed::parse::{parse_line, Line};
+use tickfan::model::decimal::Decimal;
+use tickfan::model::tick::{Quote, SlotValue};
 use tickfan::slots::slots;
 use tickfan::symbols::SymbolInterner;
-use tickfan::tick::{Decimal, Quote, SlotValue};
 
 fn value(seq: u64) -> SlotValue {
     SlotValue {

@@ -36,10 +36,10 @@ use rand::rngs::StdRng;
 use rand::{RngExt, SeedableRng};
 
 use tickfan::bridge::spec::{Latency, SimSpec};
-use tickfan::bridge::Lots;
+use tickfan::client::orders::Reply;
 use tickfan::config::Config;
-use tickfan::order::lanes::LaneMode;
-use tickfan::order::protocol::Reply;
+use tickfan::model::units::Lots;
+use tickfan::order::lanes::routing::LaneMode;
 use tickfan::runtime::Engine;
 
 #[derive(Debug, Clone, Copy)]

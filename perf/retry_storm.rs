@@ -11,7 +11,7 @@
 //! engine's own parts: `retry::Backoff` draws the delays, `retry::DelayQueue`
 //! holds the waiting orders (capacity 10,000), `bridge::sim::SimBridge`
 //! decides each attempt (its scheduled outage). Workers take due retries
-//! first, then the main queue, as `order::worker` does. An attempt occupies a
+//! first, then the main queue, as `order::lanes::worker` does. An attempt occupies a
 //! worker for 1 ms when the bridge is up and 0.333 ms when it is down (a fast
 //! 503), so 4 workers make ~12,000 failing attempts per second.
 //!
@@ -34,7 +34,8 @@ use rand::SeedableRng;
 
 use tickfan::bridge::sim::SimBridge;
 use tickfan::bridge::spec::{Outage, SimSpec};
-use tickfan::bridge::{BridgeOrder, Lots, Outcome, Side};
+use tickfan::bridge::{BridgeOrder, Outcome};
+use tickfan::model::units::{Lots, Side};
 use tickfan::retry::{Backoff, Clock, DelayQueue, Jitter, SimClock};
 
 const MS: u64 = 1_000_000;

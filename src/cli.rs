@@ -11,6 +11,7 @@
 //! reporting); the README's flag table is checked against it by a test.
 
 pub mod config_file;
+pub mod order_args;
 
 use std::net::SocketAddr;
 use std::path::PathBuf;
@@ -109,7 +110,7 @@ pub struct ServeArgs {
     pub max_subscriptions: usize,
     /// The order path (headings Orders, Retry, Lanes, Fills; `--order-listen` under Listeners).
     #[command(flatten)]
-    pub order: crate::order::OrderArgs,
+    pub order: order_args::OrderArgs,
     /// Raise the `subscriber_stale` alert when a subscriber is this far behind.
     #[arg(long, value_name = "DURATION", value_parser = humantime::parse_duration, default_value = "1s", help_heading = "Alerts")]
     pub alert_staleness: Duration,

@@ -16,7 +16,8 @@
 //!                      ▼           │
 //!                      retry (backoff, delay queue, timer, clock)
 //!
-//!   metrics, protocol, config, sys: shared leaves
+//!   metrics, protocol, config, sys: shared leaves; model: the vocabulary
+//!   below them all; client: what tools and tests read replies with
 //! ```
 //!
 //! [`runtime`] wires the stages into threads; only the binary, the tools and
@@ -27,14 +28,17 @@ pub mod admin;
 pub mod auth;
 pub mod bridge;
 pub mod cli;
+pub mod client;
 pub mod config;
 pub mod dlq;
 pub mod error;
 pub mod feed;
-pub mod fills;
 pub mod idle;
+#[cfg(test)]
+mod layering;
 pub mod logging;
 pub mod metrics;
+pub mod model;
 pub mod order;
 pub mod protocol;
 pub mod publish;
@@ -43,4 +47,3 @@ pub mod runtime;
 pub mod slots;
 pub mod symbols;
 pub mod sys;
-pub mod tick;

@@ -6,7 +6,7 @@
 //! (histogram merge + report lines), `dlq` (dead-letter store), and the
 //! order path (`order-gw` gateway, `order-wN`/`order-LN` small/large-lane
 //! workers, `retry` timer, `fills` fill thread; see
-//! [`crate::order::path`]). Shutdown order: the order path first (it stops
+//! [`crate::order::wiring`]). Shutdown order: the order path first (it stops
 //! taking orders and gives every accepted one its terminal reply) → stop
 //! flag → wake feed and publisher → join them (they flush their histograms;
 //! the publisher drains the slots once more) → the DLQ and the reporter stop
@@ -31,7 +31,7 @@ use crate::metrics::hlog::{HistogramLog, ENGINE_LOG};
 use crate::metrics::report::SubscriberStats;
 use crate::metrics::reporter::{Reporter, ReporterInputs, Totals};
 use crate::metrics::{Counters, FinalReport, Stage, StageRecorder};
-use crate::order::path::{OrderPath, OrderPathInputs};
+use crate::order::wiring::{OrderPath, OrderPathInputs};
 use crate::publish::publisher::{Publisher, PublisherSettings, WAKER};
 use crate::retry::SharedClock;
 use crate::slots::slots;

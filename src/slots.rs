@@ -30,8 +30,9 @@ use std::sync::Arc;
 use crossbeam_queue::ArrayQueue;
 use crossbeam_utils::CachePadded;
 
+use crate::model::decimal::Decimal;
+use crate::model::tick::{Quote, SlotValue};
 use crate::symbols::SymbolId;
-use crate::tick::{Decimal, Quote, SlotValue};
 
 const WORDS: usize = 9;
 

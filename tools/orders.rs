@@ -32,8 +32,8 @@ use hdrhistogram::Histogram;
 use rand::rngs::StdRng;
 use rand::{RngExt, SeedableRng};
 
-use tickfan::bridge::{Lots, Side};
-use tickfan::order::protocol::{new_order_line, Reply};
+use tickfan::client::orders::{new_order_line, Reply};
+use tickfan::model::units::{Lots, Side};
 
 use crate::tools::auth;
 use tickfan::error::Failure;

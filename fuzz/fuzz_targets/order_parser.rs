@@ -3,7 +3,8 @@
 #![no_main]
 
 use libfuzzer_sys::fuzz_target;
-use tickfan::order::protocol::{new_order_line, parse_request, Request};
+use tickfan::client::orders::new_order_line;
+use tickfan::order::gateway::codec::{parse_request, Request};
 
 fuzz_target!(|data: &[u8]| {
     if let Ok(Request::New(o)) = parse_request(data) {

@@ -5,7 +5,7 @@
 //! fills, as absolute cumulative values), a transient failure (the 503-like
 //! case: retry later) or a permanent one (the 400-like case: never retry).
 //! A configurable simulator ([`sim::SimBridge`]) ships and is the default;
-//! several bridges run side by side (see `order::worker` for the routing).
+//! several bridges run side by side (see `order::lanes::worker` for the routing).
 //!
 //! Contract for implementors: `execute` may block for the venue's latency
 //! and is called from several worker threads at once (`Send + Sync`); it must
@@ -19,11 +19,10 @@
 
 pub mod sim;
 pub mod spec;
-pub mod types;
 
 use std::fmt;
 
-pub use types::{Amount, Lots, LotsError, Price, Side};
+use crate::model::units::{Amount, Lots, Price, Side};
 
 /// One attempt of one order, as a bridge sees it.
 #[derive(Debug, Clone, Copy)]

@@ -13,7 +13,7 @@
 //! an execution arrive shuffled; each fill arrives a second time with
 //! probability `dup` (somewhere after the first copy); each fill but the last
 //! is lost with probability `lose`. Every fill carries absolute values, so
-//! the engine's sequencer (`crate::fills`) restores the order, ignores the
+//! the engine's sequencer (`crate::order::fills`) restores the order, ignores the
 //! copies and skips the gaps.
 //!
 //! Deterministic: every random draw comes from a generator seeded with
@@ -28,8 +28,8 @@ use rand::seq::SliceRandom;
 use rand::{RngExt, SeedableRng};
 
 use super::spec::{Latency, SimSpec};
-use super::types::{Amount, Lots, Price};
 use super::{Bridge, BridgeOrder, Outcome, VenueFill};
+use crate::model::units::{Amount, Lots, Price};
 
 /// A simulated venue.
 #[derive(Debug, Clone)]
@@ -195,7 +195,7 @@ impl Bridge for SimBridge {
 mod tests {
     use super::*;
     use crate::bridge::spec::Outage;
-    use crate::bridge::Side;
+    use crate::model::units::Side;
 
     fn order(id: &str, qty: u64, attempt: u32) -> BridgeOrder<'_> {
         BridgeOrder {

@@ -31,15 +31,15 @@ use crate::auth::{
 use crate::dlq::{DeadLetter, DlqSender};
 use crate::feed::lines::{LineEvent, LineReader};
 use crate::feed::parse::{parse_line, Line};
-use crate::feed::poison::PoisonReason;
 use crate::idle::IdleStrategy;
 use crate::metrics::counters::{bump, set, Counters};
 use crate::metrics::{Stage, StageRecorder};
+use crate::model::poison::PoisonReason;
+use crate::model::tick::SlotValue;
 use crate::slots::SlotWriter;
 use crate::symbols::SymbolInterner;
 use crate::sys::clock::{wall_ns, MonoClock};
 use crate::sys::net::{accept_one, poll_events, Accepted, Polled};
-use crate::tick::SlotValue;
 
 const LISTENER: Token = Token(usize::MAX - 1);
 /// Token of the waker the runtime uses to stop this loop.

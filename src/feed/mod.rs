@@ -4,4 +4,3 @@
 pub mod ingest;
 pub mod lines;
 pub mod parse;
-pub mod poison;

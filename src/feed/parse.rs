@@ -27,8 +27,9 @@
 //! of [`parse_line`] is always the checked path's result; the fast path only
 //! makes it cheaper.
 
-use crate::feed::poison::PoisonReason;
-use crate::tick::{Decimal, Quote};
+use crate::model::decimal::Decimal;
+use crate::model::poison::PoisonReason;
+use crate::model::tick::Quote;
 
 /// Longest accepted symbol, in bytes.
 pub const MAX_SYMBOL_LEN: usize = 24;
@@ -443,7 +444,7 @@ fn fast_decimal(s: &[u8], delim: u8) -> Option<(Decimal, &[u8])> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::feed::poison::PoisonReason::*;
+    use crate::model::poison::PoisonReason::*;
 
     const REAL: &[u8] = b"1399230051815000000,EURUSD.FXCM,1.38700,1.38790,1000000,1000000";
 

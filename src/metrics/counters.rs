@@ -10,7 +10,7 @@ use std::sync::atomic::{AtomicU64, Ordering};
 
 use crossbeam_utils::CachePadded;
 
-use crate::feed::poison::PoisonReason;
+use crate::model::poison::PoisonReason;
 
 use super::order_counters::{FillCounters, OrderCounters, OrderSnapshot, RetryCounters};
 

@@ -11,8 +11,8 @@
 use std::fmt;
 use std::sync::atomic::AtomicU64;
 
-use crate::order::lanes::Lane;
-use crate::order::protocol::{DeadReason, DoneStatus, InvalidReason, RejectReason};
+use crate::model::lane::Lane;
+use crate::model::order_reasons::{DeadReason, DoneStatus, InvalidReason, RejectReason};
 
 /// Retries counted by number: 1, 2, … up to `RETRY_BUCKETS` (the last also
 /// counts every later retry).
@@ -68,7 +68,7 @@ pub struct OrderCounters {
     pub bridge_call_oldest_age_us: AtomicU64,
 }
 
-/// Written by the fill thread only (`order::fill_thread`).
+/// Written by the fill thread only (`order::fills::fill_thread`).
 #[derive(Debug, Default)]
 pub struct FillCounters {
     /// Venue fills applied in fill-number order (by arrival or by the timer).

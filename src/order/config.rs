@@ -1,21 +1,14 @@
-//! Settings of the order path (validated, part of [`crate::config::Config`])
-//! and their flags (flattened into `tickfan serve`).
+//! Settings of the order path, validated: part of [`crate::config::Config`],
+//! built from the flags in `crate::cli::order_args`.
 
-use std::net::SocketAddr;
 use std::time::Duration;
 
-use clap::Args;
-
 use crate::bridge::spec::SimSpec;
-use crate::bridge::Lots;
-use crate::fills::sequencer::SequencerConfig;
-
-use super::lanes::{LaneConfig, LaneMode};
 use crate::error::ConfigError;
-use crate::retry::{Backoff, Jitter};
+use crate::retry::Backoff;
 
-/// Default order listen address.
-pub const DEFAULT_ORDER_ADDR: &str = "127.0.0.1:9103";
+use super::fills::sequencer::SequencerConfig;
+use super::lanes::routing::{LaneConfig, LaneMode};
 
 /// Everything the order path needs.
 #[derive(Debug, Clone, serde::Serialize)]
@@ -37,7 +30,7 @@ pub struct OrderConfig {
     pub max_line_len: usize,
     /// The simulated venues, side by side.
     pub bridges: Vec<SimSpec>,
-    /// Lanes: routing threshold, chunking (see `order::lanes`).
+    /// Lanes: routing threshold, chunking (see `order::lanes::routing`).
     pub lanes: LaneConfig,
     /// Large-lane worker threads (`workers` is the small lane's; in shared
     /// mode one lane has both).
@@ -195,177 +188,10 @@ impl OrderConfig {
     }
 }
 
-/// Order-path flags of `tickfan serve`.
-#[derive(Debug, Clone, Args)]
-pub struct OrderArgs {
-    /// Address order clients connect to (text lines; see README "Order protocol").
-    #[arg(long, value_name = "ADDR", default_value = DEFAULT_ORDER_ADDR, help_heading = "Listeners")]
-    pub order_listen: SocketAddr,
-    /// Orders waiting for a worker, at most; more are rejected at once with SYSTEM_BUSY.
-    #[arg(
-        long,
-        value_name = "N",
-        default_value_t = 10_000,
-        help_heading = "Orders"
-    )]
-    pub order_queue_capacity: usize,
-    /// Order worker threads (each runs one bridge attempt at a time).
-    #[arg(long, value_name = "N", default_value_t = 4, help_heading = "Orders")]
-    pub order_workers: usize,
-    /// Longest order line in bytes.
-    #[arg(
-        long,
-        value_name = "BYTES",
-        default_value_t = 256,
-        help_heading = "Orders"
-    )]
-    pub order_max_line_len: usize,
-    /// Ceiling of the first retry delay (retry n waits up to min(cap, base·2^(n-1))).
-    #[arg(long, value_name = "DURATION", value_parser = humantime::parse_duration, default_value = "100ms", help_heading = "Retry")]
-    pub retry_base: Duration,
-    /// Largest retry delay ceiling.
-    #[arg(long, value_name = "DURATION", value_parser = humantime::parse_duration, default_value = "10s", help_heading = "Retry")]
-    pub retry_cap: Duration,
-    /// Retries after the first attempt before an order is dead-lettered (4: delays up to 100, 200, 400, 800 ms).
-    #[arg(long, value_name = "N", default_value_t = 4, help_heading = "Retry")]
-    pub retry_attempts: u32,
-    /// How a delay is drawn under its ceiling.
-    #[arg(long, value_enum, default_value_t = Jitter::Full, help_heading = "Retry")]
-    pub retry_jitter: Jitter,
-    /// Orders waiting for a retry, at most; a transient failure past it is dead-lettered (retry_queue_full).
-    #[arg(
-        long,
-        value_name = "N",
-        default_value_t = 10_000,
-        help_heading = "Retry"
-    )]
-    pub retry_queue_capacity: usize,
-    /// How long a client order id is remembered (duplicates rejected).
-    #[arg(long, value_name = "DURATION", value_parser = humantime::parse_duration, default_value = "5m", help_heading = "Orders")]
-    pub dedup_retention: Duration,
-    /// Most client order ids remembered; past it new orders get SYSTEM_BUSY.
-    #[arg(
-        long,
-        value_name = "N",
-        default_value_t = 1_000_000,
-        help_heading = "Orders"
-    )]
-    pub dedup_capacity: usize,
-    /// A simulated venue (repeat for several), e.g.
-    /// `name=lp1,latency=uniform:1ms..5ms,transient=0.01,permanent=0.001,down=10s+5s,fills=3,partial=0.05`.
-    /// Default: two venues `sim1`, `sim2` (200µs–1ms, 1% transient, up to 3 fills).
-    #[arg(long = "bridge", value_name = "SPEC", help_heading = "Orders")]
-    pub bridges: Vec<String>,
-    /// `split`: small and large orders in separate lanes, large ones chunked;
-    /// `shared`: one lane for all, executed whole (the baseline).
-    #[arg(long, value_enum, default_value_t = LaneMode::Split, help_heading = "Lanes")]
-    pub order_lanes: LaneMode,
-    /// Orders above this many lots take the large-order lane.
-    #[arg(long, value_name = "LOTS", value_parser = Lots::parse, default_value = "100", help_heading = "Lanes")]
-    pub large_threshold: Lots,
-    /// Large-lane worker threads (the small lane has --order-workers).
-    #[arg(long, value_name = "N", default_value_t = 2, help_heading = "Lanes")]
-    pub large_workers: usize,
-    /// Large orders waiting for a large-lane worker; more get SYSTEM_BUSY.
-    #[arg(
-        long,
-        value_name = "N",
-        default_value_t = 1_000,
-        help_heading = "Lanes"
-    )]
-    pub large_queue_capacity: usize,
-    /// Target chunk size of a large order, lots.
-    #[arg(long, value_name = "LOTS", value_parser = Lots::parse, default_value = "100", help_heading = "Lanes")]
-    pub chunk_lots: Lots,
-    /// Most chunks per large order (a bigger order gets bigger chunks).
-    #[arg(long, value_name = "N", default_value_t = 16, help_heading = "Lanes")]
-    pub max_chunks: u32,
-    /// A gap in an order's fill numbers open this long is skipped.
-    #[arg(long, value_name = "DURATION", value_parser = humantime::parse_duration, default_value = "200ms", help_heading = "Fills")]
-    pub gap_timeout: Duration,
-    /// Period of the fill gap timer.
-    #[arg(long, value_name = "DURATION", value_parser = humantime::parse_duration, default_value = "50ms", help_heading = "Fills")]
-    pub gap_tick: Duration,
-    /// Early fills held per order (per chunk), at most.
-    #[arg(long, value_name = "N", default_value_t = 64, help_heading = "Fills")]
-    pub fill_hold_per_order: usize,
-    /// Early fills held in all, at most.
-    #[arg(
-        long,
-        value_name = "N",
-        default_value_t = 65_536,
-        help_heading = "Fills"
-    )]
-    pub fill_hold_total: usize,
-    /// Orders per second per order connection, with a burst of as many (0 = no limit); over it REJECT … SYSTEM_BUSY rate_limited.
-    #[arg(
-        long,
-        value_name = "PER_SEC",
-        default_value_t = 0,
-        help_heading = "Orders"
-    )]
-    pub max_order_rate: u32,
-    /// At shutdown, how long accepted orders get to end before those not yet at a bridge are dead-lettered (`shutdown`).
-    #[arg(long, value_name = "DURATION", value_parser = humantime::parse_duration, default_value = "5s", help_heading = "Orders")]
-    pub shutdown_deadline: Duration,
-}
-
-impl OrderArgs {
-    /// The order listen address and the order settings.
-    ///
-    /// # Errors
-    /// A `--bridge` spec that does not parse, or an invalid value, naming its flag.
-    pub fn to_config(&self) -> Result<(SocketAddr, OrderConfig), ConfigError> {
-        let bridges = if self.bridges.is_empty() {
-            OrderConfig::default().bridges
-        } else {
-            self.bridges
-                .iter()
-                .enumerate()
-                .map(|(i, s)| SimSpec::parse(s, &format!("sim{}", i + 1)))
-                .collect::<Result<Vec<_>, _>>()
-                .map_err(|why| ConfigError::Invalid {
-                    flag: "--bridge",
-                    why,
-                })?
-        };
-        let c = OrderConfig {
-            queue_capacity: self.order_queue_capacity,
-            workers: self.order_workers,
-            retry: Backoff {
-                base: self.retry_base,
-                cap: self.retry_cap,
-                retries: self.retry_attempts,
-                jitter: self.retry_jitter,
-            },
-            retry_queue_capacity: self.retry_queue_capacity,
-            dedup_retention: self.dedup_retention,
-            dedup_capacity: self.dedup_capacity,
-            max_line_len: self.order_max_line_len,
-            bridges,
-            lanes: LaneConfig {
-                mode: self.order_lanes,
-                threshold: self.large_threshold,
-                chunk: self.chunk_lots,
-                max_chunks: self.max_chunks,
-            },
-            large_workers: self.large_workers,
-            large_queue_capacity: self.large_queue_capacity,
-            gap_timeout: self.gap_timeout,
-            gap_tick: self.gap_tick,
-            hold_per_order: self.fill_hold_per_order,
-            hold_total: self.fill_hold_total,
-            max_order_rate: self.max_order_rate,
-            shutdown_deadline: self.shutdown_deadline,
-        };
-        c.validate()?;
-        Ok((self.order_listen, c))
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::retry::Jitter;
 
     #[test]
     fn defaults_are_valid() {

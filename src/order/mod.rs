@@ -1,4 +1,5 @@
-//! The order path: a bounded, honest front door for orders.
+//! The order path: a bounded, honest front door for orders. Its folders
+//! follow its threads.
 //!
 //! ```text
 //!  clients ─lines─▶ gateway ─(lane full? SYSTEM_BUSY)─▶ small queue ─▶ small workers ─┐
@@ -9,37 +10,36 @@
 //!                                 ready (per lane) ◀── delay queue (retry timer) ◀───┘
 //! ```
 //!
-//! * [`protocol`]: the text protocol (requests, replies, reasons);
-//! * [`gateway`]: the event loop that owns the client connections, the
-//!   dedup store ([`dedup`]) and the producer side of the queue ([`admission`]);
-//! * [`lanes`]: small and large orders in separate lanes, large ones split
-//!   into chunks; [`admission`]: the lanes' bounded queues;
-//! * [`worker`]: one attempt of one order (or chunk) against a bridge;
-//!   [`parking`]: what the retry timer does with a due order;
-//!   [`bridge_calls`]: when each worker's bridge call started (how long
-//!   the oldest has been at a venue);
-//! * [`fill_thread`] owns the [`fill_book`]: fills back in order per order
-//!   (sequencer + gap timer), positions from absolute values, chunks folded
-//!   into their parent, and the `FILL`/`DONE` replies of executed orders;
-//! * [`path`]: builds the threads and stops them in order (within
-//!   `--shutdown-deadline`);
-//! * [`rate`]: the per-connection order rate limit (GCRA);
-//! * [`config`]: settings and flags.
+//! * [`gateway`] (thread `tickfan-order-gw`): the event loop that owns the
+//!   client connections; its ledger (per-line work), the server side of the
+//!   text protocol ([`gateway::codec`]), the dedup store
+//!   ([`gateway::dedup`]) and the per-connection rate limit
+//!   ([`gateway::rate`], GCRA);
+//! * [`lanes`] (threads `tickfan-order-wN`, `tickfan-order-LN`, and the
+//!   retry timer's hand-off): small and large orders in separate bounded
+//!   queues ([`lanes::admission`]), routing and chunking
+//!   ([`lanes::routing`]), the workers ([`lanes::worker`]), where their
+//!   results go ([`lanes::outlet`]), what the retry timer does with a due
+//!   order ([`lanes::retry_handoff`]), when each bridge call started
+//!   ([`lanes::bridge_calls`]) and the event link back to the gateway
+//!   ([`lanes::events`]);
+//! * [`fills`] (thread `tickfan-fills`): the fill book, the sequencer and
+//!   the positions: fills back in order per order, positions from absolute
+//!   values, chunks folded into their parent, the `FILL`/`DONE` replies;
+//! * [`accepted`]: the accepted [`accepted::Order`] that travels between
+//!   them, owned by one stage at a time;
+//! * [`wiring`]: builds the threads and the queues between them and stops
+//!   them in order (within `--shutdown-deadline`);
+//! * [`config`]: the validated settings (the flags are
+//!   `crate::cli::order_args`).
+//!
+//! The vocabulary the path shares with the metrics and the clients (lanes,
+//! reasons, lots/price/amount/side) is in `crate::model`; the client side of
+//! the protocol is `crate::client::orders`.
 
-pub mod admission;
-pub mod bridge_calls;
+pub mod accepted;
 pub mod config;
-pub mod dedup;
-pub mod events;
-pub mod fill_book;
-pub mod fill_thread;
+pub mod fills;
 pub mod gateway;
 pub mod lanes;
-pub mod parking;
-pub mod path;
-pub mod protocol;
-pub mod rate;
-pub mod types;
-pub mod worker;
-
-pub use config::{OrderArgs, OrderConfig};
+pub mod wiring;

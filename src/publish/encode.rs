@@ -9,7 +9,7 @@
 //! Encoded once per update; the RESP tail built from it is shared by every
 //! subscriber of the symbol (see [`crate::protocol::resp`]).
 
-use crate::tick::SlotValue;
+use crate::model::tick::SlotValue;
 
 /// Most bytes a payload can take for a symbol of `symbol_len` bytes: four
 /// decimals (up to 21 bytes each), three u64 (20 each), seven commas.
@@ -42,7 +42,8 @@ pub fn append_payload(out: &mut Vec<u8>, symbol: &[u8], v: &SlotValue) {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::tick::{Decimal, Quote};
+    use crate::model::decimal::Decimal;
+    use crate::model::tick::Quote;
 
     #[test]
     fn payload_keeps_the_digits_as_received() {

@@ -4,7 +4,7 @@
 
 use std::collections::HashMap;
 
-use tickfan::order::protocol::Reply;
+use tickfan::client::orders::Reply;
 use tickfan::retry::SimClock;
 
 use crate::util::{

@@ -186,7 +186,7 @@ fn alerts_start_before_a_bound_and_clear() {
     });
     assert_eq!(
         e.counters()
-            .poison(tickfan::feed::poison::PoisonReason::SymbolLimit),
+            .poison(tickfan::model::poison::PoisonReason::SymbolLimit),
         0
     );
 
@@ -281,7 +281,8 @@ fn order_and_connection_alerts_start_and_clear() {
 fn a_bridge_call_that_does_not_return_raises_bridge_call_slow_until_it_does() {
     use crate::util::{advance_until, order_engine, OpenOnDrop, OrderClient, ScriptBridge};
     use std::sync::Arc;
-    use tickfan::order::protocol::{DoneStatus, Reply};
+    use tickfan::client::orders::Reply;
+    use tickfan::model::order_reasons::DoneStatus;
     use tickfan::retry::{Clock, SimClock};
     let clock = SimClock::new();
     let bridge = ScriptBridge::new();

@@ -8,7 +8,7 @@ use std::io::{Read, Write};
 use std::net::{Shutdown, TcpStream};
 use std::time::Duration;
 
-use tickfan::feed::poison::PoisonReason;
+use tickfan::model::poison::PoisonReason;
 
 use crate::util::{engine_with, tick, wait_until, Feed, OrderClient, Sub};
 
@@ -293,7 +293,7 @@ fn the_order_port_survives_monster_lines_bad_bytes_idle_peers_and_floods() {
     let mut terminal = 0;
     while terminal < 20_000 {
         let r = flood.reply();
-        if r.is_terminal() || matches!(r, tickfan::order::protocol::Reply::Reject { .. }) {
+        if r.is_terminal() || matches!(r, tickfan::client::orders::Reply::Reject { .. }) {
             terminal += 1;
         }
     }

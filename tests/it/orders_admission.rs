@@ -4,8 +4,9 @@
 
 use std::collections::HashMap;
 
-use tickfan::bridge::Lots;
-use tickfan::order::protocol::{DoneStatus, RejectReason, Reply};
+use tickfan::client::orders::Reply;
+use tickfan::model::order_reasons::{DoneStatus, RejectReason};
+use tickfan::model::units::Lots;
 use tickfan::retry::SimClock;
 
 use std::sync::Arc;

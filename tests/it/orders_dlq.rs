@@ -8,9 +8,10 @@ use std::sync::atomic::Ordering;
 use std::sync::Arc;
 use std::time::Duration;
 
-use tickfan::bridge::Lots;
+use tickfan::client::orders::Reply;
 use tickfan::dlq::read_file;
-use tickfan::order::protocol::{DeadReason, DoneStatus, RejectReason, Reply};
+use tickfan::model::order_reasons::{DeadReason, DoneStatus, RejectReason};
+use tickfan::model::units::Lots;
 use tickfan::retry::SimClock;
 
 use crate::util::{advance_until, order_engine, wait_until, OrderClient, ScriptBridge};

@@ -6,10 +6,12 @@
 
 use std::sync::Arc;
 
-use tickfan::bridge::{Bridge, Lots};
+use tickfan::bridge::Bridge;
+use tickfan::client::orders::Reply;
 use tickfan::metrics::Stage;
-use tickfan::order::lanes::LaneMode;
-use tickfan::order::protocol::{DoneStatus, Reply};
+use tickfan::model::order_reasons::DoneStatus;
+use tickfan::model::units::Lots;
+use tickfan::order::lanes::routing::LaneMode;
 use tickfan::retry::SimClock;
 
 use crate::util::{

@@ -3,7 +3,8 @@
 //! dead-lettered at once; deadlines are checked before every send. All on a
 //! simulated clock: no test waits for real backoff time.
 
-use tickfan::order::protocol::{DoneStatus, RejectReason, Reply};
+use tickfan::client::orders::Reply;
+use tickfan::model::order_reasons::{DoneStatus, RejectReason};
 use tickfan::retry::SimClock;
 
 use crate::util::{advance_until, order_engine, wait_until, OpenOnDrop, OrderClient, ScriptBridge};

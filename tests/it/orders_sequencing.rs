@@ -7,8 +7,10 @@ use std::collections::HashMap;
 use std::sync::Arc;
 
 use tickfan::bridge::spec::SimSpec;
-use tickfan::bridge::{Amount, Bridge, BridgeOrder, Lots, Outcome, Price, VenueFill};
-use tickfan::order::protocol::{DoneStatus, Reply};
+use tickfan::bridge::{Bridge, BridgeOrder, Outcome, VenueFill};
+use tickfan::client::orders::Reply;
+use tickfan::model::order_reasons::DoneStatus;
+use tickfan::model::units::{Amount, Lots, Price};
 use tickfan::retry::SimClock;
 
 use crate::util::{bridges_engine, engine_with, wait_until, OrderClient};

@@ -3,7 +3,7 @@
 
 use std::io::Write;
 
-use tickfan::feed::poison::PoisonReason as R;
+use tickfan::model::poison::PoisonReason as R;
 
 use crate::util::{engine, engine_with, tick, wait_until, Feed, Sub};
 

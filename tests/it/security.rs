@@ -11,7 +11,8 @@ use tickfan::protocol::client::Frame;
 
 use std::collections::HashMap;
 
-use tickfan::order::protocol::{RejectReason, Reply};
+use tickfan::client::orders::Reply;
+use tickfan::model::order_reasons::RejectReason;
 use tickfan::retry::SimClock;
 
 use crate::admin::http;

@@ -244,8 +244,9 @@ use std::io::BufRead;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Condvar, Mutex};
 
-use tickfan::bridge::{Amount, Bridge, BridgeOrder, Lots, Outcome, Price, VenueFill};
-use tickfan::order::protocol::Reply;
+use tickfan::bridge::{Bridge, BridgeOrder, Outcome, VenueFill};
+use tickfan::client::orders::Reply;
+use tickfan::model::units::{Amount, Lots, Price};
 use tickfan::retry::SimClock;
 use tickfan::runtime::Injected;
 

@@ -15,16 +15,18 @@ use crate::metrics::{Stage, StageRecorder};
 use crate::retry::SharedClock;
 use crate::sys::clock::{wall_ns, MonoClock};
 
-use crate::order::admission::{Admission, Busy};
-use crate::order::dedup::{Dedup, IdState, Refusal};
-use crate::order::lanes::Lane;
-use crate::order::protocol::{
-    parse_request, write_ack, write_dead, write_done, write_fill, write_reject, InvalidReason,
-    NewOrder, RejectReason, Request,
+use crate::model::lane::Lane;
+use crate::model::order_reasons::{InvalidReason, RejectReason};
+use crate::order::accepted::{ConnId, Order};
+use crate::order::lanes::admission::{Admission, Busy};
+use crate::order::lanes::events::{Event, EventKind};
+use crate::order::lanes::worker::e2e_stage;
+
+use super::codec::{
+    parse_request, write_ack, write_dead, write_done, write_fill, write_reject, NewOrder, Request,
 };
-use crate::order::rate::RateLimit;
-use crate::order::types::{ConnId, Event, EventKind, Order};
-use crate::order::worker::e2e_stage;
+use super::dedup::{Dedup, IdState, Refusal};
+use super::rate::RateLimit;
 
 /// The gateway's state apart from the sockets.
 #[derive(Debug)]

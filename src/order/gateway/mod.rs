@@ -52,15 +52,20 @@ use crate::retry::SharedClock;
 use crate::sys::clock::MonoClock;
 use crate::sys::net::{poll_events, Polled};
 
-use super::admission::Admission;
-use super::bridge_calls::BridgeCalls;
-use super::dedup::Dedup;
-use super::lanes::Lane;
-use super::protocol::InvalidReason;
-use super::rate::RateLimit;
-use super::types::{ConnId, Event};
+use crate::model::lane::Lane;
+use crate::model::order_reasons::InvalidReason;
+use crate::order::accepted::ConnId;
+use crate::order::lanes::admission::Admission;
+use crate::order::lanes::bridge_calls::BridgeCalls;
+use crate::order::lanes::events::Event;
 
+use dedup::Dedup;
+use rate::RateLimit;
+
+pub mod codec;
+pub mod dedup;
 mod ledger;
+pub mod rate;
 use ledger::Ledger;
 
 const LISTENER: Token = Token(usize::MAX - 1);

@@ -12,8 +12,8 @@
 //! ```
 //!
 //! A small order is a parent with one chunk. Per chunk, the sequencer
-//! (`crate::fills::sequencer`) applies venue fills in fill-number order and
-//! the positions (`crate::fills::position`) apply them idempotently from
+//! ([`super::sequencer`]) applies venue fills in fill-number order and
+//! the positions ([`super::position`]) apply them idempotently from
 //! their absolute values; a parent's cumulative lots and amount are the sum
 //! of its chunks' last applied absolute values (a chunk that moves from
 //! `c₀` to `c₁` moves the parent by `c₁ − c₀`, once, because the position
@@ -32,14 +32,16 @@
 
 use std::collections::HashMap;
 
-use crate::bridge::{Amount, Lots, VenueFill};
+use crate::bridge::VenueFill;
 use crate::dlq::{AttemptRecord, DeadLetter};
-use crate::fills::position::{Applied, FillValues, Positions};
-use crate::fills::sequencer::{Arrival, SequencerConfig, Sequencers};
+use crate::model::order_reasons::{DeadReason, DoneStatus};
+use crate::model::units::{Amount, Lots};
+use crate::order::accepted::Order;
+use crate::order::lanes::events::{Event, EventKind};
 use crate::sys::clock::wall_ns;
 
-use super::protocol::{DeadReason, DoneStatus};
-use super::types::{Event, EventKind, Order};
+use super::position::{Applied, FillValues, Positions};
+use super::sequencer::{Arrival, SequencerConfig, Sequencers};
 
 /// What the workers (and the retry timer) tell the fill thread.
 #[derive(Debug)]
@@ -181,7 +183,7 @@ impl FillBook {
             FillMsg::Begin { order, chunks } => {
                 debug_assert_eq!(chunks.iter().map(|c| c.0).sum::<u64>(), order.qty.0);
                 let seq = order.seq;
-                if order.lane == super::lanes::Lane::Large {
+                if order.lane == crate::model::lane::Lane::Large {
                     self.stats.large_orders += 1;
                     self.stats.chunks += chunks.len() as u64;
                 }
@@ -447,8 +449,8 @@ fn finish(mut p: Parent, out: &mut impl FnMut(BookOut)) {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::bridge::{Price, Side};
-    use crate::order::lanes::Lane;
+    use crate::model::lane::Lane;
+    use crate::model::units::{Price, Side};
 
     fn order(seq: u64, qty: u64) -> Box<Order> {
         Box::new(Order {

@@ -1,4 +1,7 @@
-//! The order protocol: text lines, one command or reply per line.
+//! The order protocol, server side: text lines, one command or reply per
+//! line. The gateway parses requests ([`parse_request`]) and writes replies
+//! (`write_*`); the client side (the `NEW` encoder and the reply parser) is
+//! `crate::client::orders`; the reasons are `crate::model::order_reasons`.
 //!
 //! Client → engine (`\n` or `\r\n`; fields separated by spaces):
 //!
@@ -32,7 +35,8 @@
 use std::fmt::Write as _;
 use std::time::Duration;
 
-use crate::bridge::{Amount, Lots, LotsError, Side};
+use crate::model::order_reasons::{DeadReason, DoneStatus, InvalidReason, RejectReason};
+use crate::model::units::{Amount, Lots, LotsError, Side};
 
 /// Longest client order id.
 pub const MAX_ID_LEN: usize = 36;
@@ -67,78 +71,6 @@ pub enum Request<'a> {
     Ping,
     /// A blank line (ignored, no reply).
     Blank,
-}
-
-/// Why a line was refused (the detail of `REJECT <id> INVALID`).
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
-pub enum InvalidReason {
-    /// Not `NEW`, `REPLAY` or `PING`.
-    UnknownCommand,
-    /// Fewer fields than the command needs.
-    MissingField,
-    /// More fields than the command takes.
-    TooManyFields,
-    /// Id empty, too long or with a forbidden byte.
-    BadId,
-    /// Symbol empty, too long or with a forbidden byte.
-    BadSymbol,
-    /// Side is neither BUY nor SELL.
-    BadSide,
-    /// Quantity not a decimal with ≤ 2 decimals, or too large.
-    BadQuantity,
-    /// Quantity zero or negative.
-    NonPositiveQuantity,
-    /// TTL not a duration, zero, or over a day.
-    BadTtl,
-    /// Over the line length limit.
-    LineTooLong,
-    /// Not UTF-8.
-    InvalidUtf8,
-    /// `REPLAY` of an id with no dead-lettered order.
-    NotReplayable,
-}
-
-impl InvalidReason {
-    /// Number of reasons.
-    pub const COUNT: usize = 12;
-    /// Every reason, in index order.
-    pub const ALL: [InvalidReason; Self::COUNT] = [
-        Self::UnknownCommand,
-        Self::MissingField,
-        Self::TooManyFields,
-        Self::BadId,
-        Self::BadSymbol,
-        Self::BadSide,
-        Self::BadQuantity,
-        Self::NonPositiveQuantity,
-        Self::BadTtl,
-        Self::LineTooLong,
-        Self::InvalidUtf8,
-        Self::NotReplayable,
-    ];
-
-    /// Stable snake-case name (first word of the detail).
-    pub const fn as_str(self) -> &'static str {
-        match self {
-            Self::UnknownCommand => "unknown_command",
-            Self::MissingField => "missing_field",
-            Self::TooManyFields => "too_many_fields",
-            Self::BadId => "bad_id",
-            Self::BadSymbol => "bad_symbol",
-            Self::BadSide => "bad_side",
-            Self::BadQuantity => "bad_quantity",
-            Self::NonPositiveQuantity => "non_positive_quantity",
-            Self::BadTtl => "bad_ttl",
-            Self::LineTooLong => "line_too_long",
-            Self::InvalidUtf8 => "invalid_utf8",
-            Self::NotReplayable => "not_replayable",
-        }
-    }
-
-    /// Index into per-reason arrays.
-    pub const fn index(self) -> usize {
-        self as usize
-    }
 }
 
 /// A refused line: the reason, the id if one could be read, and a detail.
@@ -298,133 +230,6 @@ fn id_hint() -> String {
     format!("id must be 1-{MAX_ID_LEN} bytes of A-Z a-z 0-9 . _ : -")
 }
 
-/// Why a line was not accepted (`REJECT <id> <reason>`).
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
-pub enum RejectReason {
-    /// The queue is full (or the dedup store is): try again later.
-    SystemBusy,
-    /// The line is malformed or a field is invalid: do not resend as is.
-    Invalid,
-    /// This id was seen within the dedup retention.
-    Duplicate,
-    /// The TTL passed before the order could be sent (terminal for an accepted order).
-    Expired,
-}
-
-impl RejectReason {
-    /// Number of reasons.
-    pub const COUNT: usize = 4;
-    /// Every reason, in index order.
-    pub const ALL: [RejectReason; Self::COUNT] = [
-        Self::SystemBusy,
-        Self::Invalid,
-        Self::Duplicate,
-        Self::Expired,
-    ];
-
-    /// Wire name.
-    pub const fn as_str(self) -> &'static str {
-        match self {
-            Self::SystemBusy => "SYSTEM_BUSY",
-            Self::Invalid => "INVALID",
-            Self::Duplicate => "DUPLICATE",
-            Self::Expired => "EXPIRED",
-        }
-    }
-
-    /// Index into per-reason arrays.
-    pub const fn index(self) -> usize {
-        self as usize
-    }
-
-    fn parse(s: &str) -> Option<Self> {
-        Self::ALL.into_iter().find(|r| r.as_str() == s)
-    }
-}
-
-/// How an executed order ended.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
-pub enum DoneStatus {
-    /// The whole quantity.
-    Filled,
-    /// Part of it; the venue will not fill the rest.
-    Partial,
-    /// The venue took it but filled nothing.
-    Failed,
-}
-
-impl DoneStatus {
-    /// Number of statuses.
-    pub const COUNT: usize = 3;
-    /// Every status, in index order.
-    pub const ALL: [DoneStatus; Self::COUNT] = [Self::Filled, Self::Partial, Self::Failed];
-
-    /// Wire name.
-    pub const fn as_str(self) -> &'static str {
-        match self {
-            Self::Filled => "FILLED",
-            Self::Partial => "PARTIAL",
-            Self::Failed => "FAILED",
-        }
-    }
-
-    /// Index into per-status arrays.
-    pub const fn index(self) -> usize {
-        self as usize
-    }
-
-    /// From the filled and ordered quantities.
-    pub fn of(filled: Lots, ordered: Lots) -> Self {
-        if filled.0 == 0 {
-            Self::Failed
-        } else if filled < ordered {
-            Self::Partial
-        } else {
-            Self::Filled
-        }
-    }
-}
-
-/// Why an accepted order was dead-lettered.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
-pub enum DeadReason {
-    /// A bridge refused it permanently (400-like); never retried.
-    BridgeRejected,
-    /// It failed transiently on every attempt the retry policy allows.
-    RetriesExhausted,
-    /// It failed transiently and the delay queue was full.
-    RetryQueueFull,
-    /// The engine stopped while it waited for a retry.
-    Shutdown,
-}
-
-impl DeadReason {
-    /// Number of reasons.
-    pub const COUNT: usize = 4;
-    /// Every reason, in index order.
-    pub const ALL: [DeadReason; Self::COUNT] = [
-        Self::BridgeRejected,
-        Self::RetriesExhausted,
-        Self::RetryQueueFull,
-        Self::Shutdown,
-    ];
-
-    /// Stable snake-case name (wire and DLQ).
-    pub const fn as_str(self) -> &'static str {
-        match self {
-            Self::BridgeRejected => "bridge_rejected",
-            Self::RetriesExhausted => "retries_exhausted",
-            Self::RetryQueueFull => "retry_queue_full",
-            Self::Shutdown => "shutdown",
-        }
-    }
-
-    /// Index into per-reason arrays.
-    pub const fn index(self) -> usize {
-        self as usize
-    }
-}
-
 /// Appends `ACK <id>\n`.
 pub fn write_ack(out: &mut Vec<u8>, id: &str) {
     line(out, format_args!("ACK {id}"));
@@ -494,170 +299,10 @@ fn line(out: &mut Vec<u8>, args: std::fmt::Arguments<'_>) {
     out.push(b'\n');
 }
 
-/// A reply as a client reads it (tools and tests).
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub enum Reply {
-    /// `ACK <id>`.
-    Ack {
-        /// Order id.
-        id: String,
-    },
-    /// `FILL …`.
-    Fill {
-        /// Order id.
-        id: String,
-        /// Fill number.
-        n: u32,
-        /// Cumulative lots (hundredths).
-        cum: Lots,
-        /// Cumulative amount.
-        amount: Amount,
-        /// Remaining lots.
-        left: Lots,
-    },
-    /// `DONE …` (terminal).
-    Done {
-        /// Order id.
-        id: String,
-        /// How it ended.
-        status: DoneStatus,
-        /// Filled lots.
-        cum: Lots,
-        /// Attempts made.
-        attempts: u32,
-    },
-    /// `DEAD …` (terminal).
-    Dead {
-        /// Order id.
-        id: String,
-        /// Reason name.
-        reason: String,
-        /// Attempts made.
-        attempts: u32,
-    },
-    /// `REJECT …` (terminal).
-    Reject {
-        /// Order id (`-` if unknown).
-        id: String,
-        /// Reason.
-        reason: RejectReason,
-        /// Detail text.
-        detail: String,
-    },
-    /// `PONG`.
-    Pong,
-}
-
-impl Reply {
-    /// Parses one reply line (without `\n`).
-    pub fn parse(line: &str) -> Option<Reply> {
-        let line = line.trim_end_matches('\r');
-        let mut f = line.splitn(4, ' ');
-        let kind = f.next()?;
-        if kind == "PONG" {
-            return Some(Reply::Pong);
-        }
-        let id = f.next()?.to_string();
-        let kv = |rest: &str, key: &str| -> Option<String> {
-            rest.split(' ')
-                .find_map(|p| p.strip_prefix(key)?.strip_prefix('='))
-                .map(str::to_string)
-        };
-        let rest: String = f.collect::<Vec<_>>().join(" ");
-        let lots = |s: Option<String>| Lots::parse(&s?).ok().or(Some(Lots(0)));
-        match kind {
-            "ACK" => Some(Reply::Ack { id }),
-            "FILL" => Some(Reply::Fill {
-                id,
-                n: kv(&rest, "n")?.parse().ok()?,
-                cum: lots(kv(&rest, "cum"))?,
-                amount: parse_amount(&kv(&rest, "amount")?)?,
-                left: lots(kv(&rest, "left"))?,
-            }),
-            "DONE" => {
-                let status = DoneStatus::ALL
-                    .into_iter()
-                    .find(|s| rest.starts_with(s.as_str()))?;
-                Some(Reply::Done {
-                    id,
-                    status,
-                    cum: lots(kv(&rest, "cum"))?,
-                    attempts: kv(&rest, "attempts")?.parse().ok()?,
-                })
-            }
-            "DEAD" => Some(Reply::Dead {
-                id,
-                reason: rest.split(' ').next()?.to_string(),
-                attempts: kv(&rest, "attempts")?.parse().ok()?,
-            }),
-            "REJECT" => {
-                let (reason, detail) = rest.split_once(' ').unwrap_or((&rest, ""));
-                Some(Reply::Reject {
-                    id,
-                    reason: RejectReason::parse(reason)?,
-                    detail: detail.to_string(),
-                })
-            }
-            _ => None,
-        }
-    }
-
-    /// The order id the reply is about (`None` for `PONG`).
-    pub fn id(&self) -> Option<&str> {
-        match self {
-            Reply::Ack { id }
-            | Reply::Fill { id, .. }
-            | Reply::Done { id, .. }
-            | Reply::Dead { id, .. }
-            | Reply::Reject { id, .. } => Some(id),
-            Reply::Pong => None,
-        }
-    }
-
-    /// True for the replies that end an order (`DONE`, `DEAD`, `REJECT`).
-    pub fn is_terminal(&self) -> bool {
-        matches!(
-            self,
-            Reply::Done { .. } | Reply::Dead { .. } | Reply::Reject { .. }
-        )
-    }
-}
-
-fn parse_amount(s: &str) -> Option<Amount> {
-    let (i, f) = s.split_once('.')?;
-    if f.len() != 7 {
-        return None;
-    }
-    Some(Amount(
-        i.parse::<u64>().ok()? * 10_000_000 + f.parse::<u64>().ok()?,
-    ))
-}
-
-/// Formats a `NEW` line (tools and tests).
-pub fn new_order_line(
-    id: &str,
-    symbol: &str,
-    side: Side,
-    qty: Lots,
-    ttl: Option<Duration>,
-) -> String {
-    let mut s = format!("NEW {id} {symbol} {} {qty}", side.as_str());
-    if let Some(t) = ttl {
-        // Whole milliseconds as a bare number; anything finer in ns, so the
-        // engine reads back exactly the TTL that was meant (found by fuzzing).
-        if t.subsec_nanos() % 1_000_000 == 0 {
-            let _ = write!(s, " ttl={}", t.as_millis());
-        } else {
-            let _ = write!(s, " ttl={}ns", t.as_nanos());
-        }
-    }
-    s.push('\n');
-    s
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::client::orders::new_order_line;
 
     #[test]
     fn new_orders_parse() {
@@ -731,7 +376,7 @@ mod tests {
     }
 
     #[test]
-    fn replies_round_trip() {
+    fn replies_are_written_as_documented() {
         let mut out = Vec::new();
         write_ack(&mut out, "o1");
         write_fill(&mut out, "o1", 1, Lots(40), Amount(4_340_480), Lots(60));
@@ -744,50 +389,21 @@ mod tests {
             2,
         );
         write_dead(&mut out, "o2", DeadReason::RetriesExhausted, 5, "outage");
+        write_dead(&mut out, "o4", DeadReason::Shutdown, 1, "");
         write_reject(
             &mut out,
             "o3",
             RejectReason::SystemBusy,
             "queue full (10000)",
         );
-        let text = String::from_utf8(out).unwrap();
-        let lines: Vec<&str> = text.lines().collect();
-        assert_eq!(lines[1], "FILL o1 n=1 cum=0.40 amount=0.4340480 left=0.60");
         assert_eq!(
-            lines[2],
-            "DONE o1 PARTIAL cum=0.40 amount=0.4340480 attempts=2"
-        );
-        assert_eq!(lines[3], "DEAD o2 retries_exhausted attempts=5 last=outage");
-        let parsed: Vec<Reply> = lines.iter().map(|l| Reply::parse(l).unwrap()).collect();
-        assert_eq!(parsed[0], Reply::Ack { id: "o1".into() });
-        assert_eq!(
-            parsed[1],
-            Reply::Fill {
-                id: "o1".into(),
-                n: 1,
-                cum: Lots(40),
-                amount: Amount(4_340_480),
-                left: Lots(60)
-            }
-        );
-        assert!(matches!(
-            &parsed[2],
-            Reply::Done {
-                status: DoneStatus::Partial,
-                attempts: 2,
-                ..
-            }
-        ));
-        assert!(
-            matches!(&parsed[3], Reply::Dead { attempts: 5, reason, .. } if reason == "retries_exhausted")
-        );
-        assert!(
-            matches!(&parsed[4], Reply::Reject { reason: RejectReason::SystemBusy, detail, .. } if detail == "queue full (10000)")
-        );
-        assert!(parsed[2].is_terminal() && !parsed[1].is_terminal());
-        assert_eq!(
-            new_order_line("a", "B", Side::Sell, Lots(5), None),
-            "NEW a B SELL 0.05\n"
+            String::from_utf8(out).unwrap(),
+            "ACK o1\n\
+             FILL o1 n=1 cum=0.40 amount=0.4340480 left=0.60\n\
+             DONE o1 PARTIAL cum=0.40 amount=0.4340480 attempts=2\n\
+             DEAD o2 retries_exhausted attempts=5 last=outage\n\
+             DEAD o4 shutdown attempts=1\n\
+             REJECT o3 SYSTEM_BUSY queue full (10000)\n"
         );
     }
 }
@@ -796,6 +412,7 @@ mod tests {
 mod proptests {
     //! The parser never panics, and every valid order survives a round trip.
     use super::*;
+    use crate::client::orders::new_order_line;
     use proptest::prelude::*;
 
     proptest! {

@@ -1,59 +1,12 @@
-//! Lanes: small orders and large orders never share a queue or a worker.
-//!
-//! ```text
-//!                  qty ≤ threshold ─▶ small queue ─▶ small workers ×N ─▶ bridges (whole order)
-//!  gateway ─route─┤
-//!                  qty > threshold ─▶ large queue ─▶ large workers ×M ─▶ split into chunks
-//!                                                        ▲      │       ─▶ chunk queue
-//!                                                        └──────┘          ─▶ bridges in parallel
-//! ```
-//!
-//! Head-of-line blocking is what this prevents: a 1,000-lot order that takes
-//! seconds at a venue must not sit in front of the 0.5-lot orders behind it.
-//! Each lane has its own bounded queue and its own workers; neither lane's
-//! workers ever take the other lane's work, so each lane keeps a guaranteed
-//! share (`--order-workers` small, `--large-workers` large) whatever the
-//! other lane's load: a steady stream of large orders cannot take a small
-//! worker, and a flood of small orders cannot take a large one. The price is
-//! that an idle lane's workers stay idle (see `docs/decisions.md`).
-//!
-//! In the large lane a parent order is split into chunks ([`split`]) that
-//! the lane's workers execute in parallel, on different bridges; the fill
-//! thread ([`super::fill_thread`]) folds the chunks' fills back into the
-//! parent's absolute cumulative values.
+//! Routing by size and chunking: which lane an order of a given quantity
+//! takes ([`LaneConfig::lane_of`], strictly above the threshold → large) and
+//! how a large order is split into chunks ([`split`]).
 //!
 //! [`LaneMode::Shared`] turns lanes off (one queue, every worker, no
 //! chunking): the configuration the lanes are measured against.
 
-use crate::bridge::Lots;
-
-/// Which lane an order travels in.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, serde::Serialize)]
-#[serde(rename_all = "snake_case")]
-pub enum Lane {
-    /// At most the threshold: executed whole.
-    Small,
-    /// Above the threshold: split into chunks.
-    Large,
-}
-
-impl Lane {
-    /// Both lanes, in index order.
-    pub const ALL: [Lane; 2] = [Lane::Small, Lane::Large];
-
-    /// Index into per-lane arrays.
-    pub const fn index(self) -> usize {
-        self as usize
-    }
-
-    /// Stable name (reports, labels).
-    pub const fn as_str(self) -> &'static str {
-        match self {
-            Lane::Small => "small",
-            Lane::Large => "large",
-        }
-    }
-}
+use crate::model::lane::Lane;
+use crate::model::units::Lots;
 
 /// One lane or two.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize, clap::ValueEnum)]

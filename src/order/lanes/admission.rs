@@ -24,8 +24,10 @@ use crossbeam_utils::CachePadded;
 use crate::metrics::counters::set;
 use crate::metrics::order_counters::OrderCounters;
 
-use super::lanes::{Lane, LaneConfig};
-use super::types::Order;
+use crate::model::lane::Lane;
+use crate::order::accepted::Order;
+
+use super::routing::LaneConfig;
 
 /// The queue was full: the order comes back, not accepted.
 #[derive(Debug)]
@@ -97,7 +99,7 @@ pub struct LaneRx {
 }
 
 /// The producer side (the gateway): routes each order to its lane's
-/// bounded queue (see [`super::lanes`]).
+/// bounded queue (see [`super`]).
 #[derive(Debug)]
 pub struct Admission {
     lanes: LaneConfig,
@@ -124,7 +126,7 @@ fn lane_queue(capacity: usize) -> (LaneTx, LaneRx) {
 
 /// A bounded queue per lane (`capacity[lane.index()]` orders each): the
 /// producer side and the consumer sides, by [`Lane::index`]. In
-/// [`super::lanes::LaneMode::Shared`] the large queue exists but stays empty.
+/// [`super::routing::LaneMode::Shared`] the large queue exists but stays empty.
 pub fn admission(lanes: LaneConfig, capacity: [usize; 2]) -> (Admission, [LaneRx; 2]) {
     let (small_tx, small_rx) = lane_queue(capacity[0]);
     let (large_tx, large_rx) = lane_queue(capacity[1]);
@@ -206,8 +208,8 @@ impl Admission {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::bridge::{Lots, Side};
-    use crate::order::lanes::LaneMode;
+    use crate::model::units::{Lots, Side};
+    use crate::order::lanes::routing::LaneMode;
 
     pub(crate) fn order(seq: u64, enq: u64) -> Order {
         Order {

@@ -1,6 +1,7 @@
-//! Wiring of the order path: builds the queues, the bridges and the
-//! threads, and stops them in an order that gives every accepted order
-//! exactly one terminal reply.
+//! Wiring of the order path (its own small runtime, started by
+//! `crate::runtime`): builds the queues, the bridges and the threads, and
+//! stops them in an order that gives every accepted order exactly one
+//! terminal reply.
 //!
 //! ```text
 //!  clients ⇄ gateway ──small queue──▶ small workers ×N ──┬──▶ bridges
@@ -33,7 +34,7 @@
 //!    a bridge is waited for: its outcome is unknown until the venue
 //!    answers, and dead-lettering it would invite a `REPLAY` of an order
 //!    that may have executed. A call that does not return raises the
-//!    `bridge_call_slow` alert ([`super::bridge_calls`]: the gateway keeps
+//!    `bridge_call_slow` alert ([`super::lanes::bridge_calls`]: the gateway keeps
 //!    refreshing those gauges after closing its intake, and the reporter
 //!    logs the alert), and a second signal exits at once (see
 //!    [`crate::sys::signals`]);
@@ -65,19 +66,22 @@ use crate::retry::timer::TimerLoop;
 use crate::retry::{Permits, SharedClock};
 use crate::sys::clock::MonoClock;
 
-use super::admission::{admission, LaneRx};
-use super::bridge_calls::BridgeCalls;
+use crate::model::lane::Lane;
+use crate::model::order_reasons::DeadReason;
+
+use super::accepted::Order;
 use super::config::OrderConfig;
-use super::dedup::Dedup;
-use super::events::{EventSender, EVENT_CAPACITY};
-use super::fill_book::FillBook;
-use super::fill_thread::{FillThread, FILL_CAPACITY};
+use super::fills::fill_book::FillBook;
+use super::fills::fill_thread::{FillThread, FILL_CAPACITY};
+use super::gateway::dedup::Dedup;
 use super::gateway::{Gateway, GatewaySettings, WAKER};
-use super::lanes::{Lane, LaneMode};
-use super::parking::Parking;
-use super::protocol::DeadReason;
-use super::types::Order;
-use super::worker::{e2e_stage, process_stage, queue_stage, Outlet, Worker};
+use super::lanes::admission::{admission, LaneRx};
+use super::lanes::bridge_calls::BridgeCalls;
+use super::lanes::events::{EventSender, EVENT_CAPACITY};
+use super::lanes::outlet::Outlet;
+use super::lanes::retry_handoff::RetryHandoff;
+use super::lanes::routing::LaneMode;
+use super::lanes::worker::{e2e_stage, process_stage, queue_stage, Worker};
 
 /// How often the retry timer looks at its clock when retries are waiting.
 pub const RETRY_TICK: Duration = Duration::from_millis(2);
@@ -283,7 +287,7 @@ impl OrderPath {
             c.retry_queue_capacity,
             retry_rx,
             Arc::clone(&i.clock),
-            Parking {
+            RetryHandoff {
                 ready: [Some(ready_small_tx), Some(ready_large_tx)],
                 permits: Arc::clone(&permits),
                 out: out.clone(),

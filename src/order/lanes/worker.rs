@@ -11,7 +11,7 @@
 //!    └──────────── due retries (timer) ──────────────────────────┘
 //! ```
 //!
-//! A worker serves one lane only ([`super::lanes`]): small workers take
+//! A worker serves one lane only ([`super::routing`]): small workers take
 //! small orders and their retries; large workers take large orders, split
 //! each into chunks on the lane's chunk queue, and execute chunks (a chunk
 //! before a new large order, so a split order finishes before the next
@@ -41,109 +41,21 @@ use std::time::Duration;
 use crossbeam_channel::{Receiver, Select, Sender, TryRecvError};
 use rand::rngs::StdRng;
 
-use crate::bridge::{Bridge, BridgeOrder, Outcome, VenueFill};
-use crate::dlq::{AttemptRecord, DlqSender};
+use crate::bridge::{Bridge, BridgeOrder, Outcome};
+use crate::dlq::AttemptRecord;
 use crate::metrics::{Stage, StageRecorder};
 use crate::retry::{Backoff, Permits, SharedClock};
 use crate::sys::clock::{wall_ns, MonoClock};
 
+use crate::model::lane::Lane;
+use crate::model::order_reasons::DeadReason;
+use crate::order::accepted::{ChunkOf, Order};
+use crate::order::fills::fill_book::FillMsg;
+
 use super::admission::LaneRx;
 use super::bridge_calls::BridgeCalls;
-use super::events::EventSender;
-use super::fill_book::{ChunkEnd, FillMsg};
-use super::lanes::{split, Lane, LaneConfig};
-use super::protocol::DeadReason;
-use super::types::{ChunkOf, Event, EventKind, Order};
-
-/// Where a worker's (and the retry timer's) results go: replies to the
-/// gateway, fills and chunk outcomes to the fill thread, dead letters to the
-/// DLQ. Every send waits for room: nothing after `ACK` is dropped.
-#[derive(Debug, Clone)]
-pub struct Outlet {
-    /// Replies.
-    pub events: EventSender,
-    /// To the fill thread.
-    pub fills: Sender<FillMsg>,
-    /// Dead letters.
-    pub dlq: DlqSender,
-}
-
-impl Outlet {
-    fn to_fills(&self, msg: FillMsg) {
-        if self.fills.send(msg).is_err() {
-            // The fill thread stops only after every sender has gone: unreachable.
-            log::error!("fill message lost: fill thread stopped first");
-        }
-    }
-
-    /// An executed attempt: its fills, as delivered, then its end, to the
-    /// fill thread (a small order is first begun there as a one-chunk parent).
-    pub fn executed(&self, o: Order, fills: Vec<VenueFill>) {
-        let attempts = o.attempts();
-        let last_fill = fills.iter().map(|f| f.fill_no).max().unwrap_or(0);
-        let (parent, chunk) = match o.chunk {
-            Some(c) => (c.parent, c.index),
-            None => {
-                let (seq, qty) = (o.seq, o.qty);
-                self.to_fills(FillMsg::Begin {
-                    order: Box::new(o),
-                    chunks: vec![qty],
-                });
-                (seq, 0)
-            }
-        };
-        for fill in fills {
-            self.to_fills(FillMsg::Fill {
-                parent,
-                chunk,
-                fill,
-            });
-        }
-        self.to_fills(FillMsg::End {
-            parent,
-            chunk,
-            end: ChunkEnd::Executed {
-                last_fill,
-                attempts,
-            },
-        });
-    }
-
-    /// Dead: an order goes to the DLQ and its client gets `DEAD`; a chunk's
-    /// end goes to the fill thread (the parent answers).
-    pub fn dead(&self, o: Order, reason: DeadReason) {
-        match o.chunk {
-            Some(c) => self.to_fills(FillMsg::End {
-                parent: c.parent,
-                chunk: c.index,
-                end: ChunkEnd::Dead {
-                    reason,
-                    history: o.history,
-                },
-            }),
-            None => dead_letter(&self.dlq, &self.events, o, reason),
-        }
-    }
-
-    /// Past its TTL before it could be sent.
-    pub fn expired(&self, o: &Order) {
-        let attempts = o.attempts();
-        match o.chunk {
-            Some(c) => self.to_fills(FillMsg::End {
-                parent: c.parent,
-                chunk: c.index,
-                end: ChunkEnd::Expired { attempts },
-            }),
-            None => self.events.send(Event {
-                conn: o.conn,
-                id: Arc::clone(&o.id),
-                recv_mono_ns: o.recv_mono_ns,
-                lane: o.lane,
-                kind: EventKind::Expired { attempts },
-            }),
-        }
-    }
-}
+use super::outlet::Outlet;
+use super::routing::{split, LaneConfig};
 
 /// Everything one worker owns or shares.
 #[derive(Debug)]
@@ -427,27 +339,4 @@ pub const fn e2e_stage(lane: Lane) -> Stage {
         Lane::Small => Stage::OrderE2eSmall,
         Lane::Large => Stage::OrderE2eLarge,
     }
-}
-
-/// Hands `o` (an order, not a chunk) to the DLQ (blocking: never dropped),
-/// then tells the gateway. Used through [`Outlet::dead`].
-pub fn dead_letter(dlq: &DlqSender, events: &EventSender, o: Order, reason: DeadReason) {
-    let rec = o.dead_letter(reason, wall_ns());
-    if dlq.send_order(rec).is_err() {
-        log::error!(
-            "dead letter of order {} not stored: DLQ thread stopped",
-            o.id
-        );
-    }
-    events.send(Event {
-        conn: o.conn,
-        id: Arc::clone(&o.id),
-        recv_mono_ns: o.recv_mono_ns,
-        lane: o.lane,
-        kind: EventKind::Dead {
-            reason,
-            attempts: o.attempts(),
-            last: o.last_outcome().to_string(),
-        },
-    });
 }

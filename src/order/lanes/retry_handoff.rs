@@ -1,5 +1,6 @@
-//! The order path's side of the retry timer: what happens to an order when
-//! its delay is over ([`Fire`] for [`Order`]).
+//! The retry timer's hand-off back to the lanes: what happens to an order
+//! when its delay is over ([`RetryHandoff`], the [`Fire`] for [`Order`]).
+//! It runs on the retry timer's thread.
 //!
 //! * due and past its deadline → `REJECT … EXPIRED`, not sent;
 //! * due → handed to its lane's ready channel (`try_send`; when the lane's
@@ -19,14 +20,15 @@ use crate::metrics::counters::{bump, set, Counters};
 use crate::retry::timer::Fire;
 use crate::retry::Permits;
 
-use super::protocol::DeadReason;
-use super::types::Order;
-use super::worker::Outlet;
+use crate::model::order_reasons::DeadReason;
+use crate::order::accepted::Order;
+
+use super::outlet::Outlet;
 
 /// The timer's handler for orders.
 #[derive(Debug)]
-pub struct Parking {
-    /// Due retries, to each lane's workers by [`super::lanes::Lane::index`]
+pub struct RetryHandoff {
+    /// Due retries, to each lane's workers by [`crate::model::lane::Lane::index`]
     /// (dropped when the timer stops, so the workers see the channels close).
     pub ready: [Option<Sender<Order>>; 2],
     /// Permits of the retry stage (released here for orders that leave it here).
@@ -37,7 +39,7 @@ pub struct Parking {
     pub counters: Arc<Counters>,
 }
 
-impl Fire<Order> for Parking {
+impl Fire<Order> for RetryHandoff {
     fn fire(&mut self, o: Order, _due_ns: u64, now_ns: u64) -> Result<(), Order> {
         if o.expired_at(now_ns) {
             // Counted before the reply goes out, so a client that reads the

@@ -15,7 +15,7 @@
 //!   fill, and what follows is applied.
 //!
 //! Time is a parameter (`now_ns`), never read here: tests drive it.
-//! Single owner: see [`crate::fills`].
+//! Single owner: see [`crate::order::fills`].
 
 use std::collections::{BTreeMap, HashMap};
 use std::fmt::Debug;
@@ -239,7 +239,7 @@ fn release<K, T>(
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::fills::position::{FillValues, Positions};
+    use crate::order::fills::position::{FillValues, Positions};
 
     fn cfg() -> SequencerConfig {
         SequencerConfig {

@@ -33,7 +33,7 @@ pub enum Applied {
 }
 
 /// Positions of many orders. Single owner (see the module docs of
-/// [`crate::fills`]). Bounded by the number of live orders the caller keeps;
+/// [`crate::order::fills`]). Bounded by the number of live orders the caller keeps;
 /// [`Positions::remove`] forgets a finished order.
 #[derive(Debug)]
 pub struct Positions<K, Q> {

@@ -1,5 +1,4 @@
-//! The quote tick as the engine holds it: a fixed-size value with exact
-//! fixed-point prices.
+//! The fixed-point decimal every price and quantity of a tick is held in.
 //!
 //! Prices must leave the engine numerically identical to how they came in, so
 //! a price is never a float: it is a `mantissa` and a decimal `scale`
@@ -82,36 +81,6 @@ impl std::fmt::Display for Decimal {
         self.append_to(&mut v);
         f.write_str(std::str::from_utf8(&v).expect("decimal text is ASCII"))
     }
-}
-
-/// The numeric fields of one quote, exactly as received (the symbol travels
-/// separately as a dense id, see [`crate::symbols`]).
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
-pub struct Quote {
-    /// Source time, nanoseconds since the Unix epoch; passed through untouched.
-    pub ts_ns: u64,
-    /// Best bid price (> 0).
-    pub bid: Decimal,
-    /// Best ask price (> 0). `bid >= ask` (crossed or locked) is legal.
-    pub ask: Decimal,
-    /// Quantity at the bid (>= 0).
-    pub bid_qty: Decimal,
-    /// Quantity at the ask (>= 0).
-    pub ask_qty: Decimal,
-}
-
-/// A quote as stored in its symbol's slot: the fields as received plus what
-/// the engine adds.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
-pub struct SlotValue {
-    /// The quote as received.
-    pub quote: Quote,
-    /// Count of valid ticks received for this symbol, this one included (1-based).
-    pub seq: u64,
-    /// Engine receive time, wall clock, ns since the Unix epoch (goes on the wire).
-    pub recv_wall_ns: u64,
-    /// Engine receive time, monotonic ns since engine start (for stage latencies).
-    pub recv_mono_ns: u64,
 }
 
 #[cfg(test)]

@@ -1,4 +1,7 @@
-//! Venue-facing value types: side, quantity in lots, prices and amounts.
+//! The order path's units: side, quantity in lots, prices and amounts.
+//!
+//! Spoken by the order gateway, the bridges, the fill thread and the tools,
+//! so they live here, below all of them.
 //!
 //! All fixed-point integers, so cumulative values add up exactly and print
 //! with the same digits every time:

@@ -33,7 +33,8 @@ use crate::dlq::DlqSender;
 use crate::metrics::counters::{set, Counters};
 use crate::retry::SharedClock;
 
-use super::events::EventSender;
+use crate::order::lanes::events::EventSender;
+
 use super::fill_book::{BookOut, FillBook, FillMsg};
 
 /// Capacity of the inbox.

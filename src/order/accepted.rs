@@ -1,14 +1,14 @@
-//! What travels through the order path: the [`Order`] itself (gateway →
-//! queue → worker → delay queue → worker …) and the [`Event`]s workers send
-//! back to the gateway, which turns them into reply lines.
+//! The accepted order: what travels through the order path (gateway →
+//! lane queue → worker → delay queue → worker … → fill thread), owned by one
+//! stage at a time. What comes back to the gateway about it is an
+//! [`Event`](super::lanes::events::Event).
 
 use std::sync::Arc;
 
-use crate::bridge::{Amount, Lots, Side};
 use crate::dlq::{AttemptRecord, DeadLetter};
-
-use super::lanes::Lane;
-use super::protocol::{DeadReason, DoneStatus};
+use crate::model::lane::Lane;
+use crate::model::order_reasons::DeadReason;
+use crate::model::units::{Lots, Side};
 
 /// Identifies a client connection of the gateway: slab key in the low 32
 /// bits, a generation in the high 32 (a closed connection's id is never
@@ -49,7 +49,7 @@ pub struct Order {
     pub next_delay: (u64, u64),
     /// Is this a replay of a dead-lettered order?
     pub replay: bool,
-    /// Its lane (set by [`super::admission::Admission::offer`]).
+    /// Its lane (set by [`super::lanes::admission::Admission::offer`]).
     pub lane: Lane,
     /// Set on a chunk of a large order (its `id` is then `<parent id>.c<index>`).
     pub chunk: Option<ChunkOf>,
@@ -100,68 +100,5 @@ impl Order {
             .last()
             .map(|a| a.outcome.as_str())
             .unwrap_or("")
-    }
-}
-
-/// What a worker (or the retry timer) tells the gateway about an order.
-#[derive(Debug)]
-pub struct Event {
-    /// Whose order.
-    pub conn: ConnId,
-    /// Which order.
-    pub id: Arc<str>,
-    /// Received, measurement clock ns (end-to-end latency of terminal events).
-    pub recv_mono_ns: u64,
-    /// The order's lane (per-lane end-to-end latency).
-    pub lane: Lane,
-    /// What happened.
-    pub kind: EventKind,
-}
-
-/// The kinds of [`Event`].
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub enum EventKind {
-    /// A fill, absolute values.
-    Fill {
-        /// Fill number.
-        n: u32,
-        /// Cumulative lots.
-        cum: Lots,
-        /// Cumulative amount.
-        amount: Amount,
-        /// Remaining lots.
-        left: Lots,
-    },
-    /// Executed (terminal).
-    Done {
-        /// How it ended.
-        status: DoneStatus,
-        /// Filled lots.
-        cum: Lots,
-        /// Cumulative amount.
-        amount: Amount,
-        /// Attempts made.
-        attempts: u32,
-    },
-    /// Dead-lettered (terminal); the DLQ thread already has the record.
-    Dead {
-        /// Why.
-        reason: DeadReason,
-        /// Attempts made.
-        attempts: u32,
-        /// What the last attempt got back.
-        last: String,
-    },
-    /// Past its TTL before it could be sent (terminal).
-    Expired {
-        /// Attempts made before it expired.
-        attempts: u32,
-    },
-}
-
-impl EventKind {
-    /// Does this event end the order?
-    pub fn is_terminal(&self) -> bool {
-        !matches!(self, EventKind::Fill { .. })
     }
 }

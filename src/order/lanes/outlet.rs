@@ -1,0 +1,134 @@
+//! Where the results of an attempt go: the [`Outlet`] a worker and the retry
+//! timer hold. Replies go to the gateway, fills and chunk outcomes to the
+//! fill thread, dead letters to the DLQ; every send waits for room, so
+//! nothing after `ACK` is dropped.
+//!
+//! It has its own file because three threads use it: the lane workers, the
+//! retry timer ([`super::retry_handoff`]) and the wiring that builds both.
+
+use std::sync::Arc;
+
+use crossbeam_channel::Sender;
+
+use crate::bridge::VenueFill;
+use crate::dlq::DlqSender;
+use crate::model::order_reasons::DeadReason;
+use crate::order::accepted::Order;
+use crate::order::fills::fill_book::{ChunkEnd, FillMsg};
+use crate::sys::clock::wall_ns;
+
+use super::events::{Event, EventKind, EventSender};
+
+/// Where a worker's (and the retry timer's) results go: replies to the
+/// gateway, fills and chunk outcomes to the fill thread, dead letters to the
+/// DLQ. Every send waits for room: nothing after `ACK` is dropped.
+#[derive(Debug, Clone)]
+pub struct Outlet {
+    /// Replies.
+    pub events: EventSender,
+    /// To the fill thread.
+    pub fills: Sender<FillMsg>,
+    /// Dead letters.
+    pub dlq: DlqSender,
+}
+
+impl Outlet {
+    /// Sends one message to the fill thread, waiting for room.
+    pub(super) fn to_fills(&self, msg: FillMsg) {
+        if self.fills.send(msg).is_err() {
+            // The fill thread stops only after every sender has gone: unreachable.
+            log::error!("fill message lost: fill thread stopped first");
+        }
+    }
+
+    /// An executed attempt: its fills, as delivered, then its end, to the
+    /// fill thread (a small order is first begun there as a one-chunk parent).
+    pub fn executed(&self, o: Order, fills: Vec<VenueFill>) {
+        let attempts = o.attempts();
+        let last_fill = fills.iter().map(|f| f.fill_no).max().unwrap_or(0);
+        let (parent, chunk) = match o.chunk {
+            Some(c) => (c.parent, c.index),
+            None => {
+                let (seq, qty) = (o.seq, o.qty);
+                self.to_fills(FillMsg::Begin {
+                    order: Box::new(o),
+                    chunks: vec![qty],
+                });
+                (seq, 0)
+            }
+        };
+        for fill in fills {
+            self.to_fills(FillMsg::Fill {
+                parent,
+                chunk,
+                fill,
+            });
+        }
+        self.to_fills(FillMsg::End {
+            parent,
+            chunk,
+            end: ChunkEnd::Executed {
+                last_fill,
+                attempts,
+            },
+        });
+    }
+
+    /// Dead: an order goes to the DLQ and its client gets `DEAD`; a chunk's
+    /// end goes to the fill thread (the parent answers).
+    pub fn dead(&self, o: Order, reason: DeadReason) {
+        match o.chunk {
+            Some(c) => self.to_fills(FillMsg::End {
+                parent: c.parent,
+                chunk: c.index,
+                end: ChunkEnd::Dead {
+                    reason,
+                    history: o.history,
+                },
+            }),
+            None => dead_letter(&self.dlq, &self.events, o, reason),
+        }
+    }
+
+    /// Past its TTL before it could be sent.
+    pub fn expired(&self, o: &Order) {
+        let attempts = o.attempts();
+        match o.chunk {
+            Some(c) => self.to_fills(FillMsg::End {
+                parent: c.parent,
+                chunk: c.index,
+                end: ChunkEnd::Expired { attempts },
+            }),
+            None => self.events.send(Event {
+                conn: o.conn,
+                id: Arc::clone(&o.id),
+                recv_mono_ns: o.recv_mono_ns,
+                lane: o.lane,
+                kind: EventKind::Expired { attempts },
+            }),
+        }
+    }
+}
+
+/// Hands `o` (an order, not a chunk) to the DLQ (blocking: never dropped),
+/// then tells the gateway. Used through [`Outlet::dead`].
+pub fn dead_letter(dlq: &DlqSender, events: &EventSender, o: Order, reason: DeadReason) {
+    let rec = o.dead_letter(reason, wall_ns());
+    if dlq.send_order(rec).is_err() {
+        log::error!(
+            "dead letter of order {} not stored: DLQ thread stopped",
+            o.id
+        );
+    }
+    events.send(Event {
+        conn: o.conn,
+        id: Arc::clone(&o.id),
+        recv_mono_ns: o.recv_mono_ns,
+        lane: o.lane,
+        kind: EventKind::Dead {
+            reason,
+            attempts: o.attempts(),
+            last: o.last_outcome().to_string(),
+        },
+    });
+}
