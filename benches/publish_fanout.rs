@@ -8,7 +8,7 @@ use std::hint::black_box;
 
 use criterion::{criterion_group, criterion_main, Criterion};
 use tickfan::protocol::resp;
-use tickfan::protocol::resp3::{self, Proto};
+use tickfan::protocol::resp::framing::{self as resp3, Proto};
 use tickfan::publish::encode::append_payload;
 use tickfan::publish::outbuf::SubscriberBuffer;
 use tickfan::tick::{Decimal, Quote, SlotValue};

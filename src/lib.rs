@@ -27,6 +27,7 @@ pub mod admin;
 pub mod auth;
 pub mod bridge;
 pub mod cli;
+pub mod client;
 pub mod config;
 pub mod dlq;
 pub mod error;

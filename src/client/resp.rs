@@ -1,5 +1,6 @@
 //! A minimal blocking RESP2/RESP3 client codec for the tools and the tests
-//! (the client side of what [`super::resp`] and [`super::resp3`] serve):
+//! (the client side of what [`crate::protocol::resp`] and its RESP3
+//! [`framing`](crate::protocol::resp::framing) serve):
 //! reads one reply frame at a time, parsed ([`read_frame`]) or as its exact
 //! bytes ([`read_raw_frame`], for byte-for-byte comparisons), and encodes
 //! commands. Not used by the engine itself.
