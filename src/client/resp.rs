@@ -168,3 +168,159 @@ pub fn command(args: &[&[u8]]) -> Vec<u8> {
     }
     out
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::protocol::resp::framing::{self, Proto};
+    use crate::protocol::resp::{self, SubscriptionKind};
+
+    fn frames(mut bytes: &[u8]) -> Vec<Frame> {
+        let mut out = Vec::new();
+        while !bytes.is_empty() {
+            out.push(read_frame(&mut bytes).unwrap());
+        }
+        out
+    }
+
+    fn bulk(b: &[u8]) -> Frame {
+        Frame::Bulk(Some(b.to_vec()))
+    }
+
+    #[test]
+    fn reads_what_the_resp2_encoder_writes() {
+        let mut wire = Vec::new();
+        resp::append_simple_string(&mut wire, b"OK");
+        resp::append_error(&mut wire, b"ERR boom");
+        resp::append_integer(&mut wire, -42);
+        resp::append_bulk(&mut wire, b"a\r\nb");
+        resp::append_null_bulk(&mut wire);
+        resp::append_subscription_reply(&mut wire, SubscriptionKind::Subscribe, Some(b"EURUSD"), 1);
+        resp::append_ping_reply(&mut wire, None, true);
+        assert_eq!(
+            frames(&wire),
+            [
+                Frame::Simple(b"OK".to_vec()),
+                Frame::Error(b"ERR boom".to_vec()),
+                Frame::Integer(-42),
+                bulk(b"a\r\nb"),
+                Frame::Bulk(None),
+                Frame::Array(vec![bulk(b"subscribe"), bulk(b"EURUSD"), Frame::Integer(1)]),
+                Frame::Array(vec![bulk(b"pong"), bulk(b"")]),
+            ]
+        );
+        // `*-1` is a null too.
+        assert_eq!(frames(b"*-1\r\n"), [Frame::Bulk(None)]);
+    }
+
+    #[test]
+    fn reads_what_the_resp3_framing_writes() {
+        let mut wire = Vec::new();
+        framing::append_subscription_reply(
+            &mut wire,
+            Proto::Resp3,
+            SubscriptionKind::Unsubscribe,
+            None,
+            0,
+        );
+        framing::append_map_header(&mut wire, Proto::Resp3, 1);
+        resp::append_bulk(&mut wire, b"proto");
+        resp::append_integer(&mut wire, 3);
+        framing::append_verbatim_txt(&mut wire, Proto::Resp3, b"id=1");
+        framing::append_null(&mut wire, Proto::Resp3);
+        wire.extend_from_slice(
+            b"~2\r\n#t\r\n#f\r\n,1.5\r\n(12345678901234567890\r\n!5\r\nERR x\r\n",
+        );
+        assert_eq!(
+            frames(&wire),
+            [
+                Frame::Push(vec![bulk(b"unsubscribe"), Frame::Null, Frame::Integer(0)]),
+                Frame::Map(vec![(bulk(b"proto"), Frame::Integer(3))]),
+                Frame::Verbatim(b"txt".to_vec(), b"id=1".to_vec()),
+                Frame::Null,
+                Frame::Set(vec![Frame::Boolean(true), Frame::Boolean(false)]),
+                Frame::Number(b"1.5".to_vec()),
+                Frame::Number(b"12345678901234567890".to_vec()),
+                Frame::Error(b"ERR x".to_vec()),
+            ]
+        );
+    }
+
+    #[test]
+    fn messages_in_both_protocols() {
+        let mut tail = Vec::new();
+        resp::append_message_tail(&mut tail, b"EURUSD", b"1,EURUSD,1.1,1.2,1,1,7,9");
+        for proto in [Proto::Resp2, Proto::Resp3] {
+            let frame = [framing::message_prefix(proto), &tail].concat();
+            let f = read_frame(&mut &frame[..]).unwrap();
+            assert_eq!(
+                as_message(&f),
+                Some((&b"EURUSD"[..], &b"1,EURUSD,1.1,1.2,1,1,7,9"[..])),
+                "{proto:?}"
+            );
+            let mut pframe = Vec::new();
+            framing::append_pmessage_prefix(&mut pframe, proto, b"EUR*");
+            pframe.extend_from_slice(&tail);
+            let f = read_frame(&mut &pframe[..]).unwrap();
+            assert_eq!(
+                as_message(&f),
+                Some((&b"EURUSD"[..], &b"1,EURUSD,1.1,1.2,1,1,7,9"[..])),
+                "{proto:?}"
+            );
+        }
+        // A confirmation is not a message.
+        let mut conf = Vec::new();
+        resp::append_subscription_reply(&mut conf, SubscriptionKind::Subscribe, Some(b"x"), 1);
+        assert_eq!(as_message(&read_frame(&mut &conf[..]).unwrap()), None);
+        assert_eq!(as_message(&Frame::Integer(1)), None);
+    }
+
+    #[test]
+    fn raw_frames_are_the_exact_bytes_one_frame_at_a_time() {
+        let first = b">3\r\n$7\r\nmessage\r\n$1\r\na\r\n$3\r\nx\ry\r\n";
+        let second = b"%1\r\n+k\r\n=8\r\ntxt:abcd\r\n";
+        let stream = [&first[..], second, b":1\r\n"].concat();
+        let mut r = &stream[..];
+        assert_eq!(read_raw_frame(&mut r).unwrap(), first);
+        assert_eq!(read_raw_frame(&mut r).unwrap(), second);
+        assert_eq!(read_frame(&mut r).unwrap(), Frame::Integer(1));
+        assert_eq!(
+            read_frame(&mut r).unwrap_err().kind(),
+            std::io::ErrorKind::UnexpectedEof
+        );
+    }
+
+    #[test]
+    fn rejects_bytes_that_are_not_resp() {
+        for bad in [&b"?1\r\n"[..], b"\r\n", b":x\r\n", b"=2\r\nab\r\n"] {
+            assert_eq!(
+                read_frame(&mut &bad[..]).unwrap_err().kind(),
+                std::io::ErrorKind::InvalidData,
+                "{bad:?}"
+            );
+        }
+        // A bulk cut short is an unexpected end, not a frame.
+        assert_eq!(
+            read_frame(&mut &b"$5\r\nab"[..]).unwrap_err().kind(),
+            std::io::ErrorKind::UnexpectedEof
+        );
+    }
+
+    #[test]
+    fn commands_are_what_the_server_parses() {
+        let wire = command(&[b"SUBSCRIBE", b"EUR USD", b""]);
+        assert_eq!(
+            wire,
+            b"*3\r\n$9\r\nSUBSCRIBE\r\n$7\r\nEUR USD\r\n$0\r\n\r\n"
+        );
+        let mut args = Vec::new();
+        assert_eq!(
+            resp::parse_command(&wire, &mut args, &resp::Limits::default()),
+            resp::Parsed::Command {
+                consumed: wire.len()
+            }
+        );
+        let got: Vec<&[u8]> = args.iter().map(|r| &wire[r.clone()]).collect();
+        assert_eq!(got, [&b"SUBSCRIBE"[..], b"EUR USD", b""]);
+    }
+}
