@@ -10,7 +10,7 @@ use criterion::{criterion_group, criterion_main, Criterion};
 use tickfan::model::decimal::Decimal;
 use tickfan::model::tick::{Quote, SlotValue};
 use tickfan::protocol::resp;
-use tickfan::protocol::resp3::{self, Proto};
+use tickfan::protocol::resp::framing::{self as resp3, Proto};
 use tickfan::publish::encode::append_payload;
 use tickfan::publish::outbuf::SubscriberBuffer;
 

@@ -20,7 +20,7 @@ use std::path::Path;
 use std::time::Duration;
 
 use tickfan::auth::{Token, LINE_OK};
-use tickfan::protocol::client::{command, read_frame, Frame};
+use tickfan::client::resp::{command, read_frame, Frame};
 
 use tickfan::error::Failure;
 

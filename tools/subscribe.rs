@@ -48,9 +48,9 @@ use mio::{Events, Interest, Poll, Token};
 use rustc_hash::FxHashMap;
 
 use tickfan::auth::Token as AuthToken;
+use tickfan::client::resp::command;
 use tickfan::feed::parse::ascii_u64;
 use tickfan::metrics::hlog::HistogramLog;
-use tickfan::protocol::client::command;
 use tickfan::sys::clock::wall_ns;
 
 use crate::tools::auth;

@@ -1,4 +1,10 @@
-//! What a client of tickfan needs to read its replies: the order protocol's
-//! client side ([`orders`]), used by the tools and the tests.
+//! What a client of tickfan needs to talk to it and read its replies: the
+//! tools and the tests use these codecs to speak to the engine as its
+//! clients do. The engine itself never uses them.
+//!
+//! * [`resp`]: a blocking RESP2/RESP3 codec for the subscriber port;
+//! * [`orders`]: the order protocol's client side (the line a client sends,
+//!   the replies it reads).
 
 pub mod orders;
+pub mod resp;

@@ -12,8 +12,8 @@
 use std::fmt::Write as _;
 use std::ops::Range;
 
+use crate::protocol::resp::framing as resp3;
 use crate::protocol::resp::{self, string2ll};
-use crate::protocol::resp3;
 use crate::publish::commands::CommandCtx;
 use crate::publish::housekeeping::{valid_attr, BAD_NAME};
 use crate::publish::session::Session;

@@ -23,8 +23,8 @@ use std::sync::Arc;
 
 use crate::auth::Token;
 use crate::metrics::counters::{bump, Counters};
+use crate::protocol::resp::framing::{self as resp3, Proto};
 use crate::protocol::resp::{self, Parsed, SubscriptionKind as Kind, Verb};
-use crate::protocol::resp3::{self, Proto};
 use crate::publish::housekeeping::{self, ServerInfo};
 use crate::publish::routes::{Routes, SubKey};
 use crate::publish::session::Session;

@@ -19,8 +19,8 @@ use std::fmt::Write as _;
 use std::ops::Range;
 
 use crate::metrics::counters::bump;
+use crate::protocol::resp::framing::{self as resp3, Proto};
 use crate::protocol::resp::{self, string2ll};
-use crate::protocol::resp3::{self, Proto};
 use crate::publish::client_cmd;
 use crate::publish::commands::CommandCtx;
 use crate::publish::routes::SubKey;

@@ -16,7 +16,7 @@
 use std::collections::{HashMap, HashSet};
 use std::sync::Arc;
 
-use crate::protocol::resp3::{self, Proto};
+use crate::protocol::resp::framing::{self as resp3, Proto};
 use crate::publish::glob::glob_match;
 use crate::symbols::SymbolId;
 

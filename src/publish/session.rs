@@ -10,7 +10,7 @@ use indexmap::IndexSet;
 use mio::net::TcpStream;
 
 use crate::metrics::report::SubscriberStats;
-use crate::protocol::resp3::Proto;
+use crate::protocol::resp::framing::Proto;
 use crate::publish::outbuf::SubscriberBuffer;
 
 /// Bytes of the input buffer: one command must fit in it.

@@ -2,7 +2,7 @@
 
 use std::collections::HashMap;
 
-use tickfan::protocol::client::Frame;
+use tickfan::client::resp::Frame;
 
 use crate::util::{engine, tick, to_msg, wait_until, Feed, Msg, Sub};
 

@@ -13,7 +13,7 @@ use std::sync::mpsc;
 use std::time::{Duration, Instant};
 
 use tickfan::auth::Token;
-use tickfan::protocol::client::{command, Frame};
+use tickfan::client::resp::{command, Frame};
 
 use crate::util::{engine, engine_with, stdout_lines, tick, wait_until, Feed, Sub, DEADLINE};
 
@@ -310,8 +310,8 @@ fn message_frames_match_redis_publish_in_resp2_and_resp3() {
         // Live: the feed's tick, then the same payload published to Redis.
         feed.lines(&[&tick(10 + n, sym, "1.08512", "1.08515")]);
         let live = [ours.raw_frame(), ours.raw_frame()];
-        let Some((_, payload)) = tickfan::protocol::client::as_message(
-            &tickfan::protocol::client::read_frame(&mut &live[0][..]).unwrap(),
+        let Some((_, payload)) = tickfan::client::resp::as_message(
+            &tickfan::client::resp::read_frame(&mut &live[0][..]).unwrap(),
         )
         .map(|(c, p)| (c.to_vec(), p.to_vec())) else {
             panic!("not a message: {:?}", String::from_utf8_lossy(&live[0]));

@@ -7,7 +7,7 @@ use std::net::TcpStream;
 use std::time::Duration;
 
 use tickfan::auth::Token;
-use tickfan::protocol::client::Frame;
+use tickfan::client::resp::Frame;
 
 use std::collections::HashMap;
 

@@ -11,7 +11,7 @@ use std::process::Output;
 
 use tickfan::auth::Token;
 use tickfan::bridge::spec::SimSpec;
-use tickfan::protocol::client::Frame;
+use tickfan::client::resp::Frame;
 use tickfan::runtime::Engine;
 
 use crate::protocol::RedisServer;

@@ -8,8 +8,8 @@ use std::io::{BufReader, Write};
 use std::net::{SocketAddr, TcpStream};
 use std::time::{Duration, Instant};
 
+use tickfan::client::resp::{as_message, command, read_frame, read_raw_frame, Frame};
 use tickfan::config::Config;
-use tickfan::protocol::client::{as_message, command, read_frame, read_raw_frame, Frame};
 use tickfan::runtime::Engine;
 
 /// How long any wait may take before the test fails: generous, for a slow shared machine.

@@ -14,7 +14,7 @@
 //! | `PING` while subscribed       | `*2 pong <arg>`       | `+PONG` / bulk, as outside |
 //!
 //! Everything else (simple strings, errors, integers, bulk strings) is
-//! encoded the same in both, by [`super::resp`].
+//! encoded the same in both, by the RESP2 encoder in [`super`].
 //!
 //! A message frame differs between the two only in its first byte, so the
 //! publisher keeps one shared tail per update and one prefix per delivery
