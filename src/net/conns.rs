@@ -41,6 +41,14 @@ impl ConnId {
         (self.0 & 0xffff_ffff) as usize
     }
 
+    /// The accept count of the port when this connection was accepted: 1
+    /// for the first, counting only connections admitted (so it can serve
+    /// as a sequential client id, e.g. in reports), wrapping after 2³².
+    #[inline]
+    pub fn serial(self) -> u64 {
+        self.0 >> 32
+    }
+
     /// The id as one number, for messages that leave the loop's thread.
     #[inline]
     pub fn as_u64(self) -> u64 {
@@ -207,6 +215,7 @@ mod tests {
         let c = conns.get_live(second).unwrap();
         assert_eq!((c.state, c.authed), (second.key() as u32 + 10, false));
         assert_eq!(ConnId::from_u64(second.as_u64()), second);
+        assert_eq!((first.serial(), second.serial()), (1, 2));
         assert_eq!(conns.len(), 1);
     }
 }

@@ -124,6 +124,24 @@ impl KeyList {
         self.keys = taken;
     }
 
+    /// The `i`-th listed key, for a visit that walks the list in place
+    /// (keys marked during the walk are visited in the same walk).
+    #[inline]
+    pub fn key_at(&self, i: usize) -> Option<usize> {
+        self.keys.get(i).copied()
+    }
+
+    /// Unlists the `i`-th key (the last one takes its place); the caller
+    /// clears that connection's flag.
+    pub fn swap_remove(&mut self, i: usize) -> usize {
+        self.keys.swap_remove(i)
+    }
+
+    /// Unlists every key (the caller has cleared their flags).
+    pub fn clear(&mut self) {
+        self.keys.clear();
+    }
+
     /// Listed keys.
     pub fn len(&self) -> usize {
         self.keys.len()
@@ -195,5 +213,26 @@ mod tests {
         l.restore(taken);
         assert_eq!(l.take(), [7]);
         assert!(cap >= 2);
+    }
+
+    #[test]
+    fn an_in_place_walk_sees_keys_marked_during_it() {
+        let mut l = KeyList::default();
+        let mut flags = [false; 4];
+        l.mark(&mut flags[1], 1);
+        let mut seen = Vec::new();
+        let mut i = 0;
+        while let Some(k) = l.key_at(i) {
+            seen.push(k);
+            if k == 1 {
+                l.mark(&mut flags[3], 3);
+            }
+            i += 1;
+        }
+        assert_eq!(seen, [1, 3]);
+        assert_eq!(l.swap_remove(0), 1);
+        assert_eq!(l.key_at(0), Some(3));
+        l.clear();
+        assert!(l.is_empty());
     }
 }

@@ -61,6 +61,31 @@
 //! self.turns.end();
 //! ```
 //!
+//! The feed (`feed/ingest.rs`) and the order gateway
+//! (`order/gateway/mod.rs`) are the two handlers to read first: the feed
+//! writes straight to its socket (it only ever answers `AUTH`), the gateway
+//! appends replies to a [`WriteBuf`] per connection, marks the connection
+//! on a [`KeyList`] and flushes once per turn.
+//!
+//! # Notes for a RESP port (the publisher)
+//!
+//! * Its [`PortPolicy`]: `refusal: b"-ERR max number of clients
+//!   reached\r\n"`, `log_refusals: true`, `sndbuf` from its settings,
+//!   `interest: READABLE | WRITABLE`, `name: "subscriber"`, `peer_label:
+//!   "subscriber"`. [`Listener::local_addr`] gives `INFO`'s address.
+//! * Input: a [`ReadBuf`] per connection (`read_from`, parse `filled()`,
+//!   `consume(n)`; `BufferFull` is a command larger than the buffer).
+//! * `AUTH` is a RESP command there: check it against
+//!   [`AuthGate::token`], set [`Conn::authed`]; the deadlines are still
+//!   [`AuthGate::arm`] / [`AuthGate::next_expired`].
+//! * [`ConnId::serial`] counts admitted connections from 1, like the
+//!   publisher's client ids; [`ConnId::as_u64`] is not such a number.
+//! * Flush and attention lists: [`KeyList`] with a flag per connection;
+//!   `key_at`/`swap_remove` walk it in place (keys marked during the walk
+//!   are visited in the same walk), `take`/`restore` walk a snapshot.
+//! * A conflating output buffer is the publisher's own policy; it can keep
+//!   its bytes in a [`WriteBuf`] or write with its own `write_to`.
+//!
 //! # Invariants
 //!
 //! * **Bounds.** A port holds at most `max_conns` connections; the next
