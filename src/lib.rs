@@ -16,8 +16,9 @@
 //!                      ▼           │
 //!                      retry (backoff, delay queue, timer, clock)
 //!
-//!   metrics, protocol, config, sys: shared leaves; model: the vocabulary
-//!   below them all; client: what tools and tests read replies with
+//!   net (connection kit), metrics, protocol, config, sys: shared leaves;
+//!   model: the vocabulary below them all; client: what tools and tests
+//!   read replies with
 //! ```
 //!
 //! [`runtime`] wires the stages into threads; only the binary, the tools and
@@ -39,6 +40,7 @@ mod layering;
 pub mod logging;
 pub mod metrics;
 pub mod model;
+pub mod net;
 pub mod order;
 pub mod protocol;
 pub mod publish;

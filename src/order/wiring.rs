@@ -62,6 +62,7 @@ use crate::idle::IdleStrategy;
 use crate::metrics::counters::Counters;
 use crate::metrics::recorder::RecorderLink;
 use crate::metrics::{Stage, StageRecorder};
+use crate::net::LoopCtx;
 use crate::retry::timer::TimerLoop;
 use crate::retry::{Permits, SharedClock};
 use crate::sys::clock::MonoClock;
@@ -74,7 +75,7 @@ use super::config::OrderConfig;
 use super::fills::fill_book::FillBook;
 use super::fills::fill_thread::{FillThread, FILL_CAPACITY};
 use super::gateway::dedup::Dedup;
-use super::gateway::{Gateway, GatewaySettings, WAKER};
+use super::gateway::{Gateway, GatewayParts, GatewaySettings, WAKER};
 use super::lanes::admission::{admission, LaneRx};
 use super::lanes::bridge_calls::BridgeCalls;
 use super::lanes::events::{EventSender, EVENT_CAPACITY};
@@ -318,26 +319,31 @@ impl OrderPath {
         drop(events);
 
         let gateway = Gateway::new(
-            poll,
             i.listener,
-            adm,
-            ev_rx,
-            Dedup::new(c.dedup_retention.as_nanos() as u64, c.dedup_capacity),
-            i.dlq_store,
-            i.dlq,
-            i.counters,
-            StageRecorder::new(
-                &[
-                    Stage::OrderReject,
-                    Stage::OrderE2e,
-                    e2e_stage(Lane::Small),
-                    e2e_stage(Lane::Large),
-                ],
-                i.link,
-            ),
-            i.mono,
-            Arc::clone(&i.clock),
-            bridge_calls,
+            LoopCtx {
+                poll,
+                counters: i.counters,
+                recorder: StageRecorder::new(
+                    &[
+                        Stage::OrderReject,
+                        Stage::OrderE2e,
+                        e2e_stage(Lane::Small),
+                        e2e_stage(Lane::Large),
+                    ],
+                    i.link,
+                ),
+                clock: i.mono,
+                stop: Arc::clone(&closing),
+            },
+            GatewayParts {
+                admission: adm,
+                events: ev_rx,
+                dedup: Dedup::new(c.dedup_retention.as_nanos() as u64, c.dedup_capacity),
+                dlq_store: i.dlq_store,
+                dlq: i.dlq,
+                clock: Arc::clone(&i.clock),
+                bridge_calls,
+            },
             GatewaySettings {
                 max_conns: i.max_conns,
                 max_line_len: c.max_line_len,
@@ -346,7 +352,6 @@ impl OrderPath {
                 auth_timeout_ns: i.auth_timeout.as_nanos() as u64,
                 max_order_rate: c.max_order_rate,
             },
-            Arc::clone(&closing),
         )?;
         let gateway = std::thread::Builder::new()
             .name("tickfan-order-gw".into())

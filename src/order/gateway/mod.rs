@@ -1,6 +1,12 @@
-//! The order gateway: a mio event loop that owns the client connections,
-//! parses order lines, applies idempotency, offers orders to the bounded
-//! main queue (full → `SYSTEM_BUSY` at once), and writes every reply.
+//! The order gateway: a handler over the [`crate::net`] kit that parses
+//! order lines, applies idempotency, offers orders to the bounded main
+//! queue (full → `SYSTEM_BUSY` at once), and writes every reply.
+//!
+//! The kit accepts (limit and refusal line `REJECT - SYSTEM_BUSY too many
+//! order connections`), keeps the connections and their ids, the `AUTH`
+//! deadlines, the line readers, the bounded reply buffers and the
+//! ready/turn and flush lists; this file keeps the order protocol's use of
+//! them: pause on the reply mark, half-close, replies routed by id.
 //!
 //! Single writer of: the connections and their output buffers, the dedup
 //! store, the order counters. Workers and the retry timer never touch a
@@ -31,30 +37,29 @@
 //! their connection's id, which includes a generation so a reused slab slot
 //! never receives an earlier client's replies.
 
-use std::collections::VecDeque;
-use std::io::{ErrorKind, Write};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 use std::time::Duration;
 
 use crossbeam_channel::{Receiver, TryRecvError};
-use mio::net::{TcpListener, TcpStream};
+use mio::net::TcpListener;
 use mio::{Events, Interest, Poll, Token};
-use slab::Slab;
 
-use crate::auth::{check_line, Token as AuthToken, LINE_INVALID, LINE_OK, LINE_TIMEOUT};
+use crate::auth::{LINE_OK, LINE_TIMEOUT};
 use crate::dlq::{DlqSender, DlqStore};
-use crate::feed::lines::{LineEvent, LineReader};
 use crate::idle::IdleStrategy;
-use crate::metrics::counters::{bump, set, Counters};
-use crate::metrics::{Stage, StageRecorder};
+use crate::metrics::counters::{bump, set};
+use crate::metrics::Stage;
+use crate::net::lines::{LineEvent, LineReader};
+use crate::net::{
+    AuthGate, AuthStep, ConnCounters, ConnId, Conns, KeyList, Listener, LoopCtx, PortPolicy,
+    TurnLists, WriteBuf, LISTENER,
+};
 use crate::retry::SharedClock;
-use crate::sys::clock::MonoClock;
 use crate::sys::net::{poll_events, Polled};
 
 use crate::model::lane::Lane;
 use crate::model::order_reasons::InvalidReason;
-use crate::order::accepted::ConnId;
 use crate::order::lanes::admission::Admission;
 use crate::order::lanes::bridge_calls::BridgeCalls;
 use crate::order::lanes::events::Event;
@@ -68,14 +73,17 @@ mod ledger;
 pub mod rate;
 use ledger::Ledger;
 
-const LISTENER: Token = Token(usize::MAX - 1);
 /// Token of the waker workers, the timer and the runtime ring.
 pub const WAKER: Token = Token(usize::MAX);
 const READS_PER_TURN: usize = 4;
 const READ_CHUNK: usize = 16 * 1024;
 /// Unsent reply bytes past which a connection is not read.
 pub const OUT_HWM: usize = 1 << 20;
+/// Room a connection's reply buffer starts with.
+const OUT_INITIAL: usize = 4096;
 const MAX_PARK: Duration = Duration::from_millis(10);
+/// The line an order client over the connection limit reads before its close.
+const REFUSAL: &[u8] = b"REJECT - SYSTEM_BUSY too many order connections\n";
 
 /// Settings of the gateway.
 #[derive(Debug, Clone)]
@@ -87,55 +95,63 @@ pub struct GatewaySettings {
     /// What idle turns do.
     pub idle: IdleStrategy,
     /// Token every order connection must present first (`AUTH <token>`), if any.
-    pub token: Option<AuthToken>,
+    pub token: Option<crate::auth::Token>,
     /// Close a connection that has not authenticated by then (measurement clock).
     pub auth_timeout_ns: u64,
     /// Orders per second per connection (0 = no limit).
     pub max_order_rate: u32,
 }
 
+/// What the gateway works with besides its sockets and its [`LoopCtx`].
 #[derive(Debug)]
-struct Conn {
-    stream: TcpStream,
-    id: ConnId,
-    /// Shared with every order of the connection (no copy per order).
-    peer: Arc<str>,
+pub struct GatewayParts {
+    /// The producer side of the lanes (dropped when intake closes).
+    pub admission: Admission,
+    /// What the workers, the timer and the fill thread report.
+    pub events: Receiver<Event>,
+    /// The idempotency store.
+    pub dedup: Dedup,
+    /// Dead letters, for `REPLAY`.
+    pub dlq_store: Arc<DlqStore>,
+    /// Where refused lines go.
+    pub dlq: DlqSender,
+    /// The order path's clock (rate limits, bridge-call gauges).
+    pub clock: SharedClock,
+    /// Read every turn for the bridge-call gauges (written by the workers).
+    pub bridge_calls: Arc<BridgeCalls>,
+}
+
+/// The gateway's part of a connection (the kit keeps socket, id, peer, auth).
+#[derive(Debug)]
+struct OrderConn {
     reader: LineReader,
-    out: Vec<u8>,
-    out_pos: usize,
+    /// Unsent replies; its mark is `OUT_HWM`.
+    out: WriteBuf,
     /// Orders accepted on this connection without a terminal reply yet.
     live: u64,
     /// Not read until its output drains (over `OUT_HWM`).
     paused: bool,
     /// The peer shut down its sending side.
     read_closed: bool,
-    /// Queued for a write this turn.
+    /// On the flush list.
     dirty: bool,
-    /// False until the `AUTH` line passed (true from the start without a token).
-    authed: bool,
     /// This connection's order budget (`None`: no limit).
     rate: Option<RateLimit>,
-}
-
-impl Conn {
-    fn pending(&self) -> usize {
-        self.out.len() - self.out_pos
-    }
 }
 
 /// The gateway loop.
 #[derive(Debug)]
 pub struct Gateway {
     poll: Poll,
-    listener: Option<TcpListener>,
-    conns: Slab<Conn>,
-    generation: u32,
-    ready: Vec<Token>,
-    turn: Vec<Token>,
-    dirty: Vec<usize>,
-    /// Connections waiting to authenticate: (deadline, slab key, connection
-    /// id), in deadline order (one timeout for all, so appends stay sorted).
-    pending_auth: VecDeque<(u64, usize, ConnId)>,
+    listener: Listener,
+    conns: Conns<OrderConn>,
+    turns: TurnLists,
+    /// Connections with replies to write this turn.
+    dirty: KeyList,
+    auth: AuthGate,
+    /// The reply lines of one order line or event, before they are appended
+    /// to their connection's buffer (the line encoders write to a `Vec`).
+    scratch: Vec<u8>,
     ledger: Ledger,
     /// Read every turn for the bridge-call gauges (written by the workers).
     bridge_calls: Arc<BridgeCalls>,
@@ -144,29 +160,44 @@ pub struct Gateway {
 }
 
 impl Gateway {
-    /// Builds the loop around a bound listener.
+    /// Builds the loop around a bound listener; `ctx` carries the poller
+    /// (whose waker is [`WAKER`]), counters, recorder, the measurement clock
+    /// and the flag that asks the gateway to close.
     ///
     /// # Errors
     /// When the listener cannot be registered.
-    #[allow(clippy::too_many_arguments)] // reason: the wiring hands each part once
     pub fn new(
-        poll: Poll,
-        mut listener: TcpListener,
-        admission: Admission,
-        events: Receiver<Event>,
-        dedup: Dedup,
-        dlq_store: Arc<DlqStore>,
-        dlq: DlqSender,
-        counters: Arc<Counters>,
-        recorder: StageRecorder,
-        mono: MonoClock,
-        clock: SharedClock,
-        bridge_calls: Arc<BridgeCalls>,
+        listener: TcpListener,
+        ctx: LoopCtx,
+        parts: GatewayParts,
         settings: GatewaySettings,
-        closing: Arc<AtomicBool>,
     ) -> std::io::Result<Self> {
-        poll.registry()
-            .register(&mut listener, LISTENER, Interest::READABLE)?;
+        let LoopCtx {
+            poll,
+            counters,
+            recorder,
+            clock: mono,
+            stop: closing,
+        } = ctx;
+        let policy = PortPolicy {
+            max_conns: settings.max_conns,
+            refusal: REFUSAL,
+            log_refusals: false,
+            sndbuf: 0,
+            interest: Interest::READABLE | Interest::WRITABLE,
+            name: "order",
+            peer_label: "order connection",
+        };
+        let listener = Listener::register(poll.registry(), listener, policy)?;
+        let GatewayParts {
+            admission,
+            events,
+            dedup,
+            dlq_store,
+            dlq,
+            clock,
+            bridge_calls,
+        } = parts;
         let busy_detail = Lane::ALL.map(|l| {
             format!(
                 "queue full ({} orders waiting in the {} lane)",
@@ -176,13 +207,12 @@ impl Gateway {
         });
         Ok(Gateway {
             poll,
-            listener: Some(listener),
-            conns: Slab::with_capacity(64),
-            generation: 0,
-            ready: Vec::with_capacity(64),
-            turn: Vec::with_capacity(64),
-            dirty: Vec::with_capacity(64),
-            pending_auth: VecDeque::new(),
+            listener,
+            conns: Conns::with_capacity(64),
+            turns: TurnLists::with_capacity(64),
+            dirty: KeyList::with_capacity(64),
+            auth: AuthGate::new(settings.token.clone(), settings.auth_timeout_ns),
+            scratch: Vec::with_capacity(1024),
             ledger: Ledger {
                 admission: Some(admission),
                 events,
@@ -217,10 +247,10 @@ impl Gateway {
             let now = self.ledger.mono.now_ns();
             let max_park =
                 Duration::from_nanos(self.ledger.recorder.ns_until_flush(now)).min(MAX_PARK);
-            let timeout = if self.ready.is_empty() {
-                self.settings.idle.poll_timeout(work, max_park)
-            } else {
+            let timeout = if self.turns.has_ready() {
                 Some(Duration::ZERO)
+            } else {
+                self.settings.idle.poll_timeout(work, max_park)
             };
             match poll_events(&mut self.poll, &mut events, timeout, "order gateway") {
                 Polled::Ready => {}
@@ -229,26 +259,25 @@ impl Gateway {
             }
             work = 0;
             let turn_start = self.ledger.mono.now_ns();
-            std::mem::swap(&mut self.ready, &mut self.turn);
+            self.turns.begin();
             for ev in events.iter() {
                 match ev.token() {
                     LISTENER => self.accept_all(),
                     WAKER => {}
-                    t => {
+                    Token(key) => {
                         if ev.is_writable() {
-                            self.mark_dirty(t.0);
+                            self.mark_dirty(key);
                         }
-                        if (ev.is_readable() || ev.is_read_closed()) && !self.turn.contains(&t) {
-                            self.turn.push(t);
+                        if ev.is_readable() || ev.is_read_closed() {
+                            self.turns.reported(key);
                         }
                     }
                 }
             }
-            for i in 0..self.turn.len() {
-                let t = self.turn[i];
-                work += self.serve(t);
+            while let Some(key) = self.turns.next_in_turn() {
+                work += self.serve(key);
             }
-            self.turn.clear();
+            self.turns.end();
             self.expire_unauthenticated(self.ledger.mono.now_ns());
             let (applied, workers_gone) = self.drain_events();
             work += applied;
@@ -280,108 +309,76 @@ impl Gateway {
     /// read, and dropping the queue's producer lets the workers finish.
     fn close_intake(&mut self) {
         self.ledger.admission = None;
-        if let Some(mut l) = self.listener.take() {
-            let _ = self.poll.registry().deregister(&mut l);
-        }
-        self.ready.clear();
+        self.listener.close(self.poll.registry());
+        self.turns.clear_ready();
     }
 
     fn accept_all(&mut self) {
-        loop {
-            let Some(listener) = self.listener.as_ref() else {
-                return;
-            };
-            match listener.accept() {
-                Ok((mut stream, peer)) => {
-                    let c = &self.ledger.counters.orders;
-                    if self.conns.len() >= self.settings.max_conns {
-                        bump(&c.connections_refused, 1);
-                        let _ = stream.write(b"REJECT - SYSTEM_BUSY too many order connections\n");
-                        continue;
-                    }
-                    let entry = self.conns.vacant_entry();
-                    let key = entry.key();
-                    if let Err(e) = self.poll.registry().register(
-                        &mut stream,
-                        Token(key),
-                        Interest::READABLE | Interest::WRITABLE,
-                    ) {
-                        log::warn!("order connection from {peer}: register failed: {e}");
-                        continue;
-                    }
-                    let _ = stream.set_nodelay(true);
-                    self.generation = self.generation.wrapping_add(1);
-                    let id = (u64::from(self.generation) << 32) | key as u64;
-                    let authed = self.settings.token.is_none();
-                    if !authed {
-                        let deadline = self.ledger.mono.now_ns() + self.settings.auth_timeout_ns;
-                        self.pending_auth.push_back((deadline, key, id));
-                    }
-                    let rate = self.settings.max_order_rate;
-                    entry.insert(Conn {
-                        stream,
-                        id,
-                        peer: Arc::from(peer.to_string()),
-                        reader: LineReader::new(self.settings.max_line_len, READ_CHUNK),
-                        out: Vec::with_capacity(4096),
-                        out_pos: 0,
-                        live: 0,
-                        paused: false,
-                        read_closed: false,
-                        dirty: false,
-                        authed,
-                        rate: (rate > 0).then(|| RateLimit::per_second(rate)),
-                    });
-                    bump(&c.connections_accepted, 1);
-                    self.ready.push(Token(key));
+        let o = &self.ledger.counters.orders;
+        let counters = ConnCounters {
+            accepted: &o.connections_accepted,
+            refused: &o.connections_refused,
+            open: None,
+        };
+        let authed = !self.auth.required();
+        let (auth, turns, mono) = (&mut self.auth, &mut self.turns, self.ledger.mono);
+        let (max_line_len, rate) = (self.settings.max_line_len, self.settings.max_order_rate);
+        self.listener.accept_all(
+            self.poll.registry(),
+            &mut self.conns,
+            counters,
+            authed,
+            |id| {
+                auth.arm(id, mono.now_ns());
+                // Read it next turn (its first bytes may have come with the accept).
+                turns.again(id.key());
+                OrderConn {
+                    reader: LineReader::new(max_line_len, READ_CHUNK),
+                    out: WriteBuf::new(OUT_INITIAL, OUT_HWM),
+                    live: 0,
+                    paused: false,
+                    read_closed: false,
+                    dirty: false,
+                    rate: (rate > 0).then(|| RateLimit::per_second(rate)),
                 }
-                Err(e) if e.kind() == ErrorKind::WouldBlock => return,
-                Err(e) if e.kind() == ErrorKind::Interrupted => continue,
-                Err(e) => {
-                    log::warn!("order accept failed: {e}");
-                    return;
-                }
-            }
-        }
+            },
+        );
     }
 
     /// Reads one connection for a turn; returns the lines it handled.
-    fn serve(&mut self, token: Token) -> usize {
-        let key = token.0;
+    fn serve(&mut self, key: usize) -> usize {
         if self.ledger.admission.is_none() {
             return 0;
         }
         let Some(conn) = self.conns.get_mut(key) else {
             return 0;
         };
-        if conn.paused || conn.read_closed {
+        if conn.state.paused || conn.state.read_closed {
             return 0;
         }
         let mut lines = 0usize;
         let mut close = false;
         let mut again = true;
         for _ in 0..READS_PER_TURN {
-            match conn.reader.read_from(&mut conn.stream) {
+            let st = &mut conn.state;
+            match st.reader.read_from(&mut conn.stream) {
                 Ok(0) => {
                     // Half-close: keep writing the replies of its orders.
-                    conn.read_closed = true;
+                    st.read_closed = true;
                     again = false;
                     break;
                 }
                 Ok(_) => {
                     if !conn.authed {
-                        let Some(token) = &self.settings.token else {
-                            unreachable!("not authed without a token")
-                        };
-                        let verdict = match conn.reader.next_line() {
-                            None => continue,
-                            Some(LineEvent::Line(l)) => check_line(token, l).refusal(),
-                            Some(LineEvent::TooLong { .. }) => Some(LINE_INVALID),
+                        let verdict = match self.auth.first_line(&mut st.reader) {
+                            AuthStep::NeedMore => continue,
+                            AuthStep::Passed => None,
+                            AuthStep::Refused(reply) => Some(reply),
                         };
                         lines += 1;
                         if let Some(reply) = verdict {
-                            conn.out.extend_from_slice(reply);
-                            let _ = write_out(conn);
+                            st.out.append(reply);
+                            let _ = st.out.write_to(&mut conn.stream);
                             log::warn!("order connection {}: authentication refused", conn.peer);
                             bump(&self.ledger.counters.orders.auth_failures, 1);
                             close = true;
@@ -389,46 +386,47 @@ impl Gateway {
                             break;
                         }
                         conn.authed = true;
-                        conn.out.extend_from_slice(LINE_OK);
+                        st.out.append(LINE_OK);
                     }
-                    let Conn {
-                        reader,
-                        out,
-                        live,
-                        id,
-                        peer,
-                        rate,
-                        ..
-                    } = &mut *conn;
-                    while let Some(ev) = reader.next_line() {
+                    let id = conn.id.as_u64();
+                    while let Some(ev) = st.reader.next_line() {
                         lines += 1;
                         match ev {
                             LineEvent::Line(line) => {
-                                self.ledger.handle_line(*id, peer, out, live, rate, line);
+                                let (live, rate) = (&mut st.live, &mut st.rate);
+                                self.ledger.handle_line(
+                                    id,
+                                    &conn.peer,
+                                    &mut self.scratch,
+                                    live,
+                                    rate,
+                                    line,
+                                );
                             }
                             LineEvent::TooLong { .. } => self.ledger.reject_invalid(
-                                out,
+                                &mut self.scratch,
                                 "-",
                                 InvalidReason::LineTooLong,
                                 "line over the length limit",
                             ),
                         }
+                        st.out.append(&self.scratch);
+                        self.scratch.clear();
                     }
-                    if conn.pending() > 0 && !conn.dirty {
-                        conn.dirty = true;
-                        self.dirty.push(key);
+                    if st.out.pending() > 0 {
+                        self.dirty.mark(&mut st.dirty, key);
                     }
-                    if conn.pending() > OUT_HWM {
-                        conn.paused = true;
+                    if st.out.over_mark() {
+                        st.paused = true;
                         again = false;
                         break;
                     }
                 }
-                Err(e) if e.kind() == ErrorKind::WouldBlock => {
+                Err(e) if e.kind() == std::io::ErrorKind::WouldBlock => {
                     again = false;
                     break;
                 }
-                Err(e) if e.kind() == ErrorKind::Interrupted => continue,
+                Err(e) if e.kind() == std::io::ErrorKind::Interrupted => continue,
                 Err(e) => {
                     log::info!("order connection {}: read failed: {e}", conn.peer);
                     close = true;
@@ -440,7 +438,7 @@ impl Gateway {
         if close {
             self.close(key);
         } else if again {
-            self.ready.push(token);
+            self.turns.again(key);
         } else {
             self.maybe_close_finished(key);
         }
@@ -449,33 +447,26 @@ impl Gateway {
 
     /// Closes connections whose authentication deadline passed.
     fn expire_unauthenticated(&mut self, now_ns: u64) {
-        while let Some(&(deadline, key, id)) = self.pending_auth.front() {
-            if deadline > now_ns {
-                return;
-            }
-            self.pending_auth.pop_front();
-            let Some(conn) = self.conns.get_mut(key).filter(|c| c.id == id) else {
+        while let Some(id) = self.auth.next_expired(now_ns) {
+            let Some(conn) = self.conns.get_live(id) else {
                 continue;
             };
             if !conn.authed {
-                conn.out.extend_from_slice(LINE_TIMEOUT);
-                let _ = write_out(conn);
+                conn.state.out.append(LINE_TIMEOUT);
+                let _ = conn.state.out.write_to(&mut conn.stream);
                 log::warn!(
                     "order connection {}: no AUTH within the timeout; closing",
                     conn.peer
                 );
                 bump(&self.ledger.counters.orders.auth_failures, 1);
-                self.close(key);
+                self.close(id.key());
             }
         }
     }
 
     fn mark_dirty(&mut self, key: usize) {
         if let Some(c) = self.conns.get_mut(key) {
-            if !c.dirty {
-                c.dirty = true;
-                self.dirty.push(key);
-            }
+            self.dirty.mark(&mut c.state.dirty, key);
         }
     }
 
@@ -487,26 +478,20 @@ impl Gateway {
             match self.ledger.events.try_recv() {
                 Ok(ev) => {
                     n += 1;
-                    let key = (ev.conn & 0xffff_ffff) as usize;
-                    let conn = self.conns.get_mut(key).filter(|c| c.id == ev.conn);
+                    let id = ConnId::from_u64(ev.conn);
                     let terminal = ev.kind.is_terminal();
-                    match conn {
+                    self.ledger.apply(&ev, &mut self.scratch);
+                    match self.conns.get_live(id) {
                         Some(c) => {
-                            self.ledger.apply(&ev, &mut c.out);
+                            c.state.out.append(&self.scratch);
                             if terminal {
-                                c.live = c.live.saturating_sub(1);
+                                c.state.live = c.state.live.saturating_sub(1);
                             }
-                            if !c.dirty {
-                                c.dirty = true;
-                                self.dirty.push(key);
-                            }
+                            self.dirty.mark(&mut c.state.dirty, id.key());
                         }
-                        None => {
-                            let mut sink = Vec::new();
-                            self.ledger.apply(&ev, &mut sink);
-                            bump(&self.ledger.counters.orders.undeliverable, 1);
-                        }
+                        None => bump(&self.ledger.counters.orders.undeliverable, 1),
                     }
+                    self.scratch.clear();
                 }
                 Err(TryRecvError::Empty) => return (n, false),
                 Err(TryRecvError::Disconnected) => return (n, true),
@@ -515,17 +500,18 @@ impl Gateway {
     }
 
     fn flush_dirty(&mut self) {
-        let dirty = std::mem::take(&mut self.dirty);
+        let dirty = self.dirty.take();
         for &key in &dirty {
             let Some(conn) = self.conns.get_mut(key) else {
                 continue;
             };
-            conn.dirty = false;
-            match write_out(conn) {
-                Ok(()) => {
-                    if conn.paused && conn.pending() < OUT_HWM / 2 {
-                        conn.paused = false;
-                        self.ready.push(Token(key));
+            let st = &mut conn.state;
+            st.dirty = false;
+            match st.out.write_to(&mut conn.stream) {
+                Ok(_) => {
+                    if st.paused && st.out.under_low_water() {
+                        st.paused = false;
+                        self.turns.again(key);
                     }
                     self.maybe_close_finished(key);
                 }
@@ -535,25 +521,22 @@ impl Gateway {
                 }
             }
         }
-        self.dirty = dirty;
-        self.dirty.clear();
+        self.dirty.restore(dirty);
     }
 
     /// Closes a half-closed connection once all its orders ended and their
     /// replies are written.
     fn maybe_close_finished(&mut self, key: usize) {
         if let Some(c) = self.conns.get(key) {
-            if c.read_closed && c.live == 0 && c.pending() == 0 {
+            let st = &c.state;
+            if st.read_closed && st.live == 0 && st.out.pending() == 0 {
                 self.close(key);
             }
         }
     }
 
     fn close(&mut self, key: usize) {
-        if self.conns.contains(key) {
-            let mut c = self.conns.remove(key);
-            let _ = self.poll.registry().deregister(&mut c.stream);
-        }
+        self.conns.remove(self.poll.registry(), key);
     }
 
     fn update_gauges(&mut self) {
@@ -574,13 +557,15 @@ impl Gateway {
     fn final_flush(&mut self) {
         let mut events = Events::with_capacity(64);
         for _ in 0..100 {
-            let keys: Vec<usize> = self.conns.iter().map(|(k, _)| k).collect();
+            let keys: Vec<usize> = self.conns.keys().collect();
             let mut pending = false;
             for key in keys {
-                let conn = &mut self.conns[key];
-                if write_out(conn).is_err() {
+                let Some(conn) = self.conns.get_mut(key) else {
+                    continue;
+                };
+                if conn.state.out.write_to(&mut conn.stream).is_err() {
                     self.close(key);
-                } else if conn.pending() > 0 {
+                } else if conn.state.out.pending() > 0 {
                     pending = true;
                 }
             }
@@ -590,19 +575,4 @@ impl Gateway {
             let _ = self.poll.poll(&mut events, Some(Duration::from_millis(10)));
         }
     }
-}
-
-fn write_out(conn: &mut Conn) -> std::io::Result<()> {
-    while conn.out_pos < conn.out.len() {
-        match conn.stream.write(&conn.out[conn.out_pos..]) {
-            Ok(0) => return Err(ErrorKind::WriteZero.into()),
-            Ok(n) => conn.out_pos += n,
-            Err(e) if e.kind() == ErrorKind::WouldBlock => return Ok(()),
-            Err(e) if e.kind() == ErrorKind::Interrupted => continue,
-            Err(e) => return Err(e),
-        }
-    }
-    conn.out.clear();
-    conn.out_pos = 0;
-    Ok(())
 }
