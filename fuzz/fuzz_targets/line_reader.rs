@@ -5,7 +5,7 @@
 use std::io::Read;
 
 use libfuzzer_sys::fuzz_target;
-use tickfan::feed::lines::{LineEvent, LineReader};
+use tickfan::net::lines::{LineEvent, LineReader};
 
 struct Chunks<'a> {
     data: &'a [u8],
