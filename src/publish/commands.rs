@@ -78,7 +78,7 @@ pub fn handle_buffered(sess: &mut Session, key: SubKey, ctx: &mut CommandCtx<'_>
     let inbuf = std::mem::take(&mut sess.inbuf);
     let mut args = std::mem::take(&mut sess.args);
     let mut pos = 0;
-    while !sess.closing {
+    while sess.state().serves_commands() {
         if sess.buf.buffered() >= ctx.hwm {
             out.backpressure = true;
             break;
@@ -138,7 +138,7 @@ fn execute(
         return housekeeping::execute(sess, key, input, args, ctx).unwrap_or(false);
     }
     let verb = resp::classify(name);
-    if !sess.authed && verb != Verb::Quit {
+    if !sess.state().is_authed() && verb != Verb::Quit {
         resp::append_error(sess.out(), b"NOAUTH Authentication required.");
         return false;
     }
@@ -223,7 +223,7 @@ fn execute(
         }
         Verb::Quit => {
             resp::append_ok(sess.out());
-            sess.closing = true;
+            sess.close_after_flush();
         }
         Verb::Reset => {
             // Like Redis RESET: leave every subscription, back to RESP2,
@@ -241,7 +241,11 @@ fn execute(
             ctx.routes.set_proto(key, Proto::Resp2);
             sess.db = 0;
             sess.name = None;
-            sess.authed = ctx.token.is_none();
+            if ctx.token.is_some() {
+                sess.require_auth();
+            } else {
+                sess.authenticate();
+            }
             resp::append_reset_reply(sess.out());
         }
         Verb::Other => {
@@ -309,7 +313,7 @@ fn auth(sess: &mut Session, input: &[u8], args: &[Range<usize>], ctx: &CommandCt
         return false;
     };
     if user_ok && token.verify(arg(args.len() - 1)) {
-        sess.authed = true;
+        sess.authenticate();
         resp::append_ok(sess.out());
         return true;
     }
@@ -317,7 +321,7 @@ fn auth(sess: &mut Session, input: &[u8], args: &[Range<usize>], ctx: &CommandCt
         sess.out(),
         b"WRONGPASS invalid username-password pair or user is disabled.",
     );
-    sess.closing = true;
+    sess.close_after_flush();
     bump(&ctx.counters.publish.auth_failures, 1);
     log::warn!("subscriber {}: wrong token; closing", sess.peer);
     false

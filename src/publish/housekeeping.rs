@@ -141,7 +141,7 @@ fn hello(
             return false;
         }
     }
-    if !sess.authed {
+    if !sess.state().is_authed() {
         resp::append_error(
             sess.out(),
             b"NOAUTH HELLO must be called with the client already authenticated, otherwise the \
@@ -196,12 +196,12 @@ pub(crate) fn check_credentials(
             false
         }
         Some(token) if user_ok && token.verify(pass) => {
-            sess.authed = true;
+            sess.authenticate();
             true
         }
         Some(_) => {
             resp::append_error(sess.out(), WRONGPASS);
-            sess.closing = true;
+            sess.close_after_flush();
             bump(&ctx.counters.publish.auth_failures, 1);
             log::warn!("subscriber {}: wrong token; closing", sess.peer);
             false

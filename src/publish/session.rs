@@ -1,5 +1,20 @@
 //! One subscriber connection: its socket, its input buffer, its
-//! subscriptions, and its bounded output buffer (see [`super::outbuf`]).
+//! subscriptions, its bounded output buffer (see [`super::outbuf`]) and
+//! where it is in its life ([`SessionState`], [`WriteState`]).
+//!
+//! ```text
+//!            AUTH ok                    peer EOF
+//! AwaitingAuth ──▶ Open ──────────────▶ InputEnded ── answered ──┐
+//!      ▲  RESET     │ QUIT, wrong token,    │                    ▼
+//!      └────────────┤ auth timeout, …       └──────────────▶  Closing ──▶ closed
+//!                   │                                            │  (once written)
+//!   any state ── write failed ──▶ Failed ──▶ closed at the next flush
+//! ```
+//!
+//! The state changes only through the methods below, so a session can not be,
+//! say, closing and awaiting its input at once. Whether the session is on the
+//! publisher's flush or attention list is kept by those lists
+//! ([`super::work_list`]), not here.
 //!
 //! Single owner: the publisher thread.
 
@@ -12,6 +27,7 @@ use mio::net::TcpStream;
 use crate::metrics::report::SubscriberStats;
 use crate::protocol::resp3::Proto;
 use crate::publish::outbuf::SubscriberBuffer;
+use crate::publish::work_list::Mark;
 
 /// Bytes of the input buffer: one command must fit in it.
 pub const INBUF_LEN: usize = 64 * 1024;
@@ -27,6 +43,121 @@ pub enum ReadOutcome {
     BufferFull,
     /// The peer closed its sending side.
     Eof,
+}
+
+/// Whether the client has authenticated.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Auth {
+    /// A token is configured and the client has not presented it: only
+    /// `AUTH`, `HELLO … AUTH` and `QUIT` run.
+    Pending,
+    /// Authenticated, or no token is configured.
+    Passed,
+}
+
+/// Where a session is in its life (the read side and the close).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum SessionState {
+    /// Reading and answering commands.
+    Open(Auth),
+    /// The peer will send nothing more: like Redis, answer what it sent,
+    /// then close (an idle closed socket must not hold a slot).
+    InputEnded(Auth),
+    /// It was answered for the last time (`QUIT`, a fatal protocol error, a
+    /// wrong token, the auth timeout, end of input): nothing more is read;
+    /// close once the output buffer is written.
+    Closing,
+    /// A write failed: the peer is gone; close at the next flush.
+    Failed,
+}
+
+impl SessionState {
+    /// Accepted and, when `authed`, already authenticated.
+    pub fn new(authed: bool) -> Self {
+        SessionState::Open(if authed { Auth::Passed } else { Auth::Pending })
+    }
+
+    /// Commands may still be read and answered.
+    pub fn serves_commands(self) -> bool {
+        matches!(self, SessionState::Open(_) | SessionState::InputEnded(_))
+    }
+
+    /// Passed `AUTH` (or needs none) and still serving commands.
+    pub fn is_authed(self) -> bool {
+        matches!(
+            self,
+            SessionState::Open(Auth::Passed) | SessionState::InputEnded(Auth::Passed)
+        )
+    }
+
+    /// Still serving commands without having authenticated.
+    pub fn awaits_auth(self) -> bool {
+        matches!(
+            self,
+            SessionState::Open(Auth::Pending) | SessionState::InputEnded(Auth::Pending)
+        )
+    }
+
+    /// The peer sent EOF and the session has not started closing yet.
+    pub fn input_ended(self) -> bool {
+        matches!(self, SessionState::InputEnded(_))
+    }
+
+    /// Closes once the buffer is written.
+    pub fn is_closing(self) -> bool {
+        self == SessionState::Closing
+    }
+
+    /// A write failed.
+    pub fn is_failed(self) -> bool {
+        self == SessionState::Failed
+    }
+
+    /// `AUTH` passed (a closing or failed session stays so).
+    pub fn authenticate(&mut self) {
+        self.set_auth(Auth::Passed);
+    }
+
+    /// `RESET` with a token configured: authenticate again first.
+    pub fn require_auth(&mut self) {
+        self.set_auth(Auth::Pending);
+    }
+
+    fn set_auth(&mut self, auth: Auth) {
+        match self {
+            SessionState::Open(a) | SessionState::InputEnded(a) => *a = auth,
+            SessionState::Closing | SessionState::Failed => {}
+        }
+    }
+
+    /// The peer closed its sending side (a closing or failed session stays so).
+    pub fn end_input(&mut self) {
+        if let SessionState::Open(auth) = *self {
+            *self = SessionState::InputEnded(auth);
+        }
+    }
+
+    /// Answered for the last time: close once the buffer is written (a
+    /// failed session stays failed).
+    pub fn close_after_flush(&mut self) {
+        if !self.is_failed() {
+            *self = SessionState::Closing;
+        }
+    }
+
+    /// A write failed: the peer is gone.
+    pub fn fail(&mut self) {
+        *self = SessionState::Failed;
+    }
+}
+
+/// The socket's write side as last seen.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum WriteState {
+    /// The socket took everything offered, or has not been written yet.
+    Ready,
+    /// The last write hit `WouldBlock`: wait for a writable event.
+    Blocked,
 }
 
 /// A subscriber connection.
@@ -49,20 +180,14 @@ pub struct Session {
     pub channels: IndexSet<Box<[u8]>>,
     /// Subscribed patterns, in subscription order.
     pub patterns: IndexSet<Box<[u8]>>,
-    /// The peer will send nothing more.
-    pub read_eof: bool,
-    /// Close once the output buffer is written (after QUIT or a fatal protocol error).
-    pub closing: bool,
-    /// The last write hit `WouldBlock`; wait for a writable event.
-    pub write_blocked: bool,
-    /// A write failed: the peer is gone; close at the next flush.
-    pub failed: bool,
+    /// Where it is in its life; changed only through the transition methods.
+    state: SessionState,
+    /// The socket's write side.
+    write: WriteState,
     /// On the publisher's flush list.
-    pub queued_for_flush: bool,
+    pub(crate) flush_mark: Mark,
     /// On the publisher's attention list (pending symbols or held-back input).
-    pub on_attention: bool,
-    /// Passed `AUTH` (true from the start when no token is configured).
-    pub authed: bool,
+    pub(crate) attention_mark: Mark,
     /// The protocol it speaks: RESP2 until `HELLO 3`, again after `HELLO 2` or `RESET`.
     pub proto: Proto,
     /// `CLIENT SETNAME` / `HELLO … SETNAME` (validated: printable, no spaces).
@@ -100,13 +225,10 @@ impl Session {
             buf: SubscriberBuffer::new(hwm, max_symbols),
             channels: IndexSet::new(),
             patterns: IndexSet::new(),
-            read_eof: false,
-            closing: false,
-            write_blocked: false,
-            failed: false,
-            queued_for_flush: false,
-            on_attention: false,
-            authed,
+            state: SessionState::new(authed),
+            write: WriteState::Ready,
+            flush_mark: Mark::default(),
+            attention_mark: Mark::default(),
             proto: Proto::Resp2,
             name: None,
             lib_name: None,
@@ -115,6 +237,55 @@ impl Session {
             created_ns: now_ns,
             last_cmd_ns: now_ns,
         }
+    }
+
+    /// Where it is in its life.
+    pub fn state(&self) -> SessionState {
+        self.state
+    }
+
+    /// `AUTH` (or `HELLO … AUTH`) passed; see [`SessionState::authenticate`].
+    pub fn authenticate(&mut self) {
+        self.state.authenticate();
+    }
+
+    /// See [`SessionState::require_auth`].
+    pub fn require_auth(&mut self) {
+        self.state.require_auth();
+    }
+
+    /// See [`SessionState::end_input`].
+    pub fn end_input(&mut self) {
+        self.state.end_input();
+    }
+
+    /// See [`SessionState::close_after_flush`].
+    pub fn close_after_flush(&mut self) {
+        self.state.close_after_flush();
+    }
+
+    /// See [`SessionState::fail`].
+    pub fn fail(&mut self) {
+        self.state.fail();
+    }
+
+    /// The socket's write side.
+    pub fn write_state(&self) -> WriteState {
+        self.write
+    }
+
+    /// A write ended with (`blocked`) or without `WouldBlock`.
+    pub fn wrote(&mut self, blocked: bool) {
+        self.write = if blocked {
+            WriteState::Blocked
+        } else {
+            WriteState::Ready
+        };
+    }
+
+    /// A writable event arrived.
+    pub fn writable(&mut self) {
+        self.write = WriteState::Ready;
     }
 
     /// Channels plus patterns: the count Redis reports in subscribe replies.
@@ -138,7 +309,7 @@ impl Session {
         loop {
             match self.stream.read(&mut self.inbuf[self.in_len..]) {
                 Ok(0) => {
-                    self.read_eof = true;
+                    self.end_input();
                     return Ok(ReadOutcome::Eof);
                 }
                 Ok(n) => {
@@ -183,5 +354,40 @@ impl Session {
                 .oldest_pending_ns()
                 .map_or(0, |t| now_ns.saturating_sub(t) / 1_000),
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn auth_is_kept_across_the_end_of_input_and_lost_on_close() {
+        let mut s = SessionState::new(false);
+        assert!(s.awaits_auth() && s.serves_commands() && !s.is_authed());
+        s.end_input();
+        assert_eq!(s, SessionState::InputEnded(Auth::Pending));
+        s.authenticate();
+        assert!(s.is_authed() && s.input_ended() && s.serves_commands());
+        s.close_after_flush();
+        assert!(s.is_closing() && !s.serves_commands() && !s.is_authed());
+        // Closing is final for the read side: neither auth nor EOF reopen it.
+        s.authenticate();
+        s.end_input();
+        assert_eq!(s, SessionState::Closing);
+    }
+
+    #[test]
+    fn reset_requires_auth_again_and_a_failed_session_stays_failed() {
+        let mut s = SessionState::new(true);
+        assert_eq!(s, SessionState::Open(Auth::Passed));
+        s.require_auth();
+        assert!(s.awaits_auth());
+        s.fail();
+        s.close_after_flush();
+        s.end_input();
+        s.authenticate();
+        assert_eq!(s, SessionState::Failed);
+        assert!(!s.serves_commands() && !s.is_closing());
     }
 }
