@@ -3,12 +3,13 @@
 //! where it is in its life ([`SessionState`], [`WriteState`]).
 //!
 //! ```text
-//!            AUTH ok                    peer EOF
-//! AwaitingAuth ──▶ Open ──────────────▶ InputEnded ── answered ──┐
-//!      ▲  RESET     │ QUIT, wrong token,    │                    ▼
-//!      └────────────┤ auth timeout, …       └──────────────▶  Closing ──▶ closed
-//!                   │                                            │  (once written)
-//!   any state ── write failed ──▶ Failed ──▶ closed at the next flush
+//!   Open(Pending) ──AUTH ok──▶ Open(Passed)        (no token: starts Passed;
+//!        ▲                          │               RESET with a token: back to Pending)
+//!        └──────────RESET───────────┘
+//!   Open(a) ── peer EOF ──▶ InputEnded(a) ── its input answered ──┐
+//!   Open / InputEnded ── QUIT, wrong token, auth timeout,          ▼
+//!                        oversized command ─────────────────▶ Closing ── written ──▶ closed
+//!   any state ── a write failed ──▶ Failed ── next flush ──▶ closed
 //! ```
 //!
 //! The state changes only through the methods below, so a session can not be,
