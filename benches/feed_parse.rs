@@ -11,8 +11,8 @@
 use std::hint::black_box;
 
 use criterion::{criterion_group, criterion_main, Criterion, Throughput};
-use tickfan::feed::lines::{LineEvent, LineReader};
 use tickfan::feed::parse::{parse_line, Line};
+use tickfan::net::lines::{LineEvent, LineReader};
 
 /// A realistic FX tick as the venue sends it.
 const EURUSD: &[u8] = b"1701388800123456789,EURUSD,1.08512,1.08515,1000000,1500000";

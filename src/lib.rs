@@ -16,7 +16,7 @@
 //!                      ▼           │
 //!                      retry (backoff, delay queue, timer, clock)
 //!
-//!   metrics, protocol, config, sys: shared leaves
+//!   net (connection kit), metrics, protocol, config, sys: shared leaves
 //! ```
 //!
 //! [`runtime`] wires the stages into threads; only the binary, the tools and
@@ -35,6 +35,7 @@ pub mod fills;
 pub mod idle;
 pub mod logging;
 pub mod metrics;
+pub mod net;
 pub mod order;
 pub mod protocol;
 pub mod publish;

@@ -31,6 +31,7 @@ use crate::metrics::hlog::{HistogramLog, ENGINE_LOG};
 use crate::metrics::report::SubscriberStats;
 use crate::metrics::reporter::{Reporter, ReporterInputs, Totals};
 use crate::metrics::{Counters, FinalReport, Stage, StageRecorder};
+use crate::net::LoopCtx;
 use crate::order::path::{OrderPath, OrderPathInputs};
 use crate::publish::publisher::{Publisher, PublisherSettings, WAKER};
 use crate::retry::SharedClock;
@@ -257,14 +258,17 @@ impl Engine {
         )
         .map_err(os("publisher"))?;
         let feed = FeedLoop::new(
-            feed_poll,
             feed_listener,
+            LoopCtx {
+                poll: feed_poll,
+                counters: Arc::clone(&counters),
+                recorder: StageRecorder::new(&[Stage::FeedParse], link),
+                clock,
+                stop: Arc::clone(&feed_stop),
+            },
             interner,
             slot_writer,
-            Arc::clone(&counters),
             dlq_tx,
-            StageRecorder::new(&[Stage::FeedParse], link),
-            clock,
             Arc::clone(&publish_waker),
             FeedSettings {
                 max_line_len: config.max_line_len,
@@ -273,7 +277,6 @@ impl Engine {
                 token: config.token.clone(),
                 auth_timeout_ns: config.auth_timeout.as_nanos() as u64,
             },
-            Arc::clone(&feed_stop),
         )
         .map_err(os("feed loop"))?;
 

@@ -1,6 +1,11 @@
-//! The feed thread: a mio event loop that accepts feed connections, reads
-//! their bytes into per-connection line readers, and turns each line into a
-//! slot write or a dead letter.
+//! The feed thread: a handler over the [`crate::net`] kit that turns each
+//! line of each feed connection into a slot write or a dead letter.
+//!
+//! The kit accepts (limit and refusal line `ERR too many feed connections`),
+//! keeps the connections and their ids, the `AUTH` deadlines, the line
+//! readers and the ready/turn lists; this file keeps what is the feed's:
+//! parse, intern, slot write, poison, the `YIELD_DIRTY` yield and the wake
+//! of the publisher.
 //!
 //! Hot-path discipline: buffers are allocated per connection, once; a tick
 //! costs one parse, one hash lookup and one slot write. The clock is read
@@ -14,34 +19,30 @@
 //! a shared core the publisher sends values instead of the feed overwriting
 //! them (measured in perf/RESULTS.md: max-rate delivery ×1.8 on one core).
 
-use std::collections::VecDeque;
 use std::io::{ErrorKind, Write};
-use std::net::SocketAddr;
-use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 use std::time::Duration;
 
-use mio::net::{TcpListener, TcpStream};
-use mio::{Events, Interest, Poll, Token, Waker};
-use slab::Slab;
+use mio::net::TcpListener;
+use mio::{Events, Interest, Token, Waker};
 
-use crate::auth::{
-    check_line, LineAuth, Token as AuthToken, LINE_INVALID, LINE_OK, LINE_REQUIRED, LINE_TIMEOUT,
-};
+use crate::auth::{LINE_OK, LINE_TIMEOUT};
 use crate::dlq::{DeadLetter, DlqSender};
-use crate::feed::lines::{LineEvent, LineReader};
 use crate::feed::parse::{parse_line, Line};
 use crate::feed::poison::PoisonReason;
 use crate::idle::IdleStrategy;
 use crate::metrics::counters::{bump, set, Counters};
 use crate::metrics::{Stage, StageRecorder};
+use crate::net::{
+    AuthGate, AuthStep, ConnCounters, Conns, LineEvent, LineReader, Listener, LoopCtx, PortPolicy,
+    TurnLists, LISTENER,
+};
 use crate::slots::SlotWriter;
 use crate::symbols::SymbolInterner;
 use crate::sys::clock::{wall_ns, MonoClock};
-use crate::sys::net::{accept_one, poll_events, Accepted, Polled};
+use crate::sys::net::Polled;
 use crate::tick::SlotValue;
 
-const LISTENER: Token = Token(usize::MAX - 1);
 /// Token of the waker the runtime uses to stop this loop.
 pub const STOP_WAKER: Token = Token(usize::MAX);
 const READS_PER_TURN: usize = 16;
@@ -50,6 +51,8 @@ const READS_PER_TURN: usize = 16;
 const YIELD_DIRTY: usize = 256;
 const READ_CHUNK: usize = 64 * 1024;
 const MAX_PARK: Duration = Duration::from_millis(100);
+/// The line a feed over the connection limit reads before its close.
+const REFUSAL: &[u8] = b"ERR too many feed connections\n";
 
 /// Settings of the feed loop.
 #[derive(Debug, Clone)]
@@ -61,7 +64,7 @@ pub struct FeedSettings {
     /// What to do when a turn found nothing.
     pub idle: IdleStrategy,
     /// Token every feed must present first (`AUTH <token>` line), if any.
-    pub token: Option<AuthToken>,
+    pub token: Option<crate::auth::Token>,
     /// Close a feed that has not authenticated by then.
     pub auth_timeout_ns: u64,
 }
@@ -69,52 +72,19 @@ pub struct FeedSettings {
 /// Everything the feed thread owns.
 #[derive(Debug)]
 pub struct FeedLoop {
-    poll: Poll,
-    listener: TcpListener,
-    conns: Slab<FeedConn>,
-    /// Connections to read next turn without waiting for an event.
-    ready: Vec<Token>,
-    /// This turn's connections (swapped with `ready`; both keep their capacity).
-    turn: Vec<Token>,
-    /// Connections waiting to authenticate: (deadline, key, serial), in deadline order.
-    pending_auth: VecDeque<(u64, Token, u64)>,
-    next_serial: u64,
+    ctx: LoopCtx,
+    listener: Listener,
+    conns: Conns<FeedConn>,
+    turns: TurnLists,
+    auth: AuthGate,
     ingest: Ingest,
     settings: FeedSettings,
-    stop: Arc<AtomicBool>,
 }
 
+/// The feed's part of a connection (the kit keeps socket, id, peer, auth).
 #[derive(Debug)]
 struct FeedConn {
-    stream: TcpStream,
-    peer: String,
     reader: LineReader,
-    /// Never reused: tells a connection from a later one on the same slab key.
-    serial: u64,
-    /// False until the `AUTH` line passed (true from the start without a token).
-    authed: bool,
-}
-
-/// The first line of a feed when a token is required.
-enum AuthStep {
-    /// No complete line yet.
-    NeedMore,
-    /// The token matched.
-    Passed,
-    /// Refused: send this line and close.
-    Refused(&'static [u8]),
-}
-
-fn authenticate(reader: &mut LineReader, token: &AuthToken) -> AuthStep {
-    match reader.next_line() {
-        None => AuthStep::NeedMore,
-        Some(LineEvent::Line(line)) => match check_line(token, line) {
-            LineAuth::Passed => AuthStep::Passed,
-            LineAuth::Wrong => AuthStep::Refused(LINE_INVALID),
-            LineAuth::Missing => AuthStep::Refused(LINE_REQUIRED),
-        },
-        Some(LineEvent::TooLong { .. }) => AuthStep::Refused(LINE_INVALID),
-    }
 }
 
 /// The per-line work, apart from the sockets (so a line reader can be
@@ -127,7 +97,6 @@ struct Ingest {
     seqs: Vec<u64>,
     counters: Arc<Counters>,
     dlq: DlqSender,
-    recorder: StageRecorder,
     clock: MonoClock,
     publisher: Arc<Waker>,
 }
@@ -140,47 +109,50 @@ struct Batch {
 }
 
 impl FeedLoop {
-    /// Builds the loop around an already bound listener.
+    /// Builds the loop around an already bound listener; `ctx` carries the
+    /// feed's poller (whose waker is [`STOP_WAKER`]), counters, recorder,
+    /// clock and stop flag; `publisher` is rung once per read batch that
+    /// queued an update.
     ///
     /// # Errors
-    /// When the poller cannot be created or the listener registered.
-    #[allow(clippy::too_many_arguments)] // reason: the wiring hands each stage its parts once
+    /// When the listener cannot be registered.
     pub fn new(
-        poll: Poll,
-        mut listener: TcpListener,
+        listener: TcpListener,
+        ctx: LoopCtx,
         interner: SymbolInterner,
         slots: SlotWriter,
-        counters: Arc<Counters>,
         dlq: DlqSender,
-        recorder: StageRecorder,
-        clock: MonoClock,
         publisher: Arc<Waker>,
         settings: FeedSettings,
-        stop: Arc<AtomicBool>,
     ) -> std::io::Result<Self> {
-        poll.registry()
-            .register(&mut listener, LISTENER, Interest::READABLE)?;
+        let policy = PortPolicy {
+            max_conns: settings.max_conns,
+            refusal: REFUSAL,
+            log_refusals: true,
+            sndbuf: 0,
+            interest: Interest::READABLE,
+            name: "feed",
+            peer_label: "feed connection",
+        };
+        let listener = Listener::register(ctx.registry(), listener, policy)?;
         let max_symbols = slots.capacity();
+        let room = settings.max_conns.min(1024);
         Ok(FeedLoop {
-            poll,
             listener,
-            conns: Slab::with_capacity(settings.max_conns.min(1024)),
-            ready: Vec::with_capacity(settings.max_conns.min(1024)),
-            turn: Vec::with_capacity(settings.max_conns.min(1024)),
-            pending_auth: VecDeque::new(),
-            next_serial: 1,
+            conns: Conns::with_capacity(room),
+            turns: TurnLists::with_capacity(room),
+            auth: AuthGate::new(settings.token.clone(), settings.auth_timeout_ns),
             ingest: Ingest {
                 interner,
                 slots,
                 seqs: vec![0; max_symbols],
-                counters,
+                counters: Arc::clone(&ctx.counters),
                 dlq,
-                recorder,
-                clock,
+                clock: ctx.clock,
                 publisher,
             },
+            ctx,
             settings,
-            stop,
         })
     }
 
@@ -188,123 +160,87 @@ impl FeedLoop {
     pub fn run(mut self) {
         let mut events = Events::with_capacity(1024);
         let mut work = 0usize;
-        while !self.stop.load(Ordering::Acquire) {
-            let now = self.ingest.clock.now_ns();
+        while !self.ctx.stopping() {
+            let now = self.ctx.clock.now_ns();
             let max_park =
-                Duration::from_nanos(self.ingest.recorder.ns_until_flush(now)).min(MAX_PARK);
-            let timeout = if self.ready.is_empty() {
-                self.settings.idle.poll_timeout(work, max_park)
-            } else {
+                Duration::from_nanos(self.ctx.recorder.ns_until_flush(now)).min(MAX_PARK);
+            let timeout = if self.turns.has_ready() {
                 Some(Duration::ZERO)
+            } else {
+                self.settings.idle.poll_timeout(work, max_park)
             };
-            match poll_events(&mut self.poll, &mut events, timeout, "feed") {
+            match self.ctx.wait(&mut events, timeout, "feed") {
                 Polled::Ready => {}
                 Polled::Interrupted => continue,
                 Polled::Failed => break,
             }
             work = 0;
-            std::mem::swap(&mut self.ready, &mut self.turn);
+            self.turns.begin();
             for ev in events.iter() {
                 match ev.token() {
                     LISTENER => self.accept_all(),
                     STOP_WAKER => {}
-                    t => {
-                        if !self.turn.contains(&t) {
-                            self.turn.push(t);
-                        }
-                    }
+                    Token(key) => self.turns.reported(key),
                 }
             }
-            for i in 0..self.turn.len() {
-                let t = self.turn[i];
-                work += self.serve(t);
+            while let Some(key) = self.turns.next_in_turn() {
+                work += self.serve(key);
             }
-            self.turn.clear();
-            let now = self.ingest.clock.now_ns();
+            self.turns.end();
+            let now = self.ctx.clock.now_ns();
             self.expire_unauthenticated(now);
-            self.ingest.recorder.maybe_flush(now);
+            self.ctx.recorder.maybe_flush(now);
         }
-        let now = self.ingest.clock.now_ns();
-        self.ingest.recorder.finish(now);
+        let now = self.ctx.clock.now_ns();
+        self.ctx.recorder.finish(now);
     }
 
     fn accept_all(&mut self) {
-        loop {
-            match accept_one(&self.listener) {
-                Accepted::Conn(stream, peer) => self.admit(stream, peer),
-                Accepted::Drained => return,
-                Accepted::Failed(e) => {
-                    log::warn!("feed accept failed: {e}");
-                    return;
-                }
-            }
-        }
-    }
-
-    fn admit(&mut self, mut stream: TcpStream, peer: SocketAddr) {
-        let c = &self.ingest.counters.feed;
-        if self.conns.len() >= self.settings.max_conns {
-            bump(&c.connections_refused, 1);
-            let _ = stream.write(b"ERR too many feed connections\n");
-            log::warn!(
-                "feed connection from {peer} refused: limit of {} reached",
-                self.settings.max_conns
-            );
-            return;
-        }
-        let entry = self.conns.vacant_entry();
-        let token = Token(entry.key());
-        if let Err(e) = self
-            .poll
-            .registry()
-            .register(&mut stream, token, Interest::READABLE)
-        {
-            log::warn!("feed connection from {peer}: register failed: {e}");
-            return;
-        }
-        let _ = stream.set_nodelay(true);
-        let serial = self.next_serial;
-        self.next_serial += 1;
-        let authed = self.settings.token.is_none();
-        if !authed {
-            let deadline = self.ingest.clock.now_ns() + self.settings.auth_timeout_ns;
-            self.pending_auth.push_back((deadline, token, serial));
-        }
-        entry.insert(FeedConn {
-            stream,
-            peer: peer.to_string(),
-            reader: LineReader::new(self.settings.max_line_len, READ_CHUNK),
-            serial,
+        let f = &self.ctx.counters.feed;
+        let counters = ConnCounters {
+            accepted: &f.connections_accepted,
+            refused: &f.connections_refused,
+            open: Some(&f.connections_open),
+        };
+        let (auth, clock, max_line_len) =
+            (&mut self.auth, self.ctx.clock, self.settings.max_line_len);
+        let authed = !auth.required();
+        self.listener.accept_all(
+            self.ctx.poll.registry(),
+            &mut self.conns,
+            counters,
             authed,
-        });
-        bump(&c.connections_accepted, 1);
-        set(&c.connections_open, self.conns.len() as u64);
+            |id| {
+                auth.arm(id, clock.now_ns());
+                FeedConn {
+                    reader: LineReader::new(max_line_len, READ_CHUNK),
+                }
+            },
+        );
     }
 
     /// Reads one connection for a turn; returns the ticks it produced.
-    fn serve(&mut self, token: Token) -> usize {
-        let Some(conn) = self.conns.get_mut(token.0) else {
+    fn serve(&mut self, key: usize) -> usize {
+        let Some(conn) = self.conns.get_mut(key) else {
             return 0;
         };
+        let reader = &mut conn.state.reader;
         let mut ticks = 0usize;
         for _ in 0..READS_PER_TURN {
-            match conn.reader.read_from(&mut conn.stream) {
+            match reader.read_from(&mut conn.stream) {
                 Ok(0) => {
-                    if let Some(partial) = conn.reader.take_partial() {
+                    if let Some(partial) = reader.take_partial() {
                         let len = partial.len();
                         self.ingest
                             .poison(&conn.peer, PoisonReason::TruncatedAtEof, partial, len);
                     }
-                    self.close(token);
+                    self.close(key);
                     return ticks;
                 }
                 Ok(n) => {
                     bump(&self.ingest.counters.feed.bytes_read, n as u64);
                     if !conn.authed {
-                        let Some(t) = &self.settings.token else {
-                            unreachable!("authed without a token")
-                        };
-                        match authenticate(&mut conn.reader, t) {
+                        match self.auth.first_line(reader) {
                             AuthStep::NeedMore => continue,
                             AuthStep::Passed => {
                                 conn.authed = true;
@@ -314,12 +250,14 @@ impl FeedLoop {
                                 let _ = conn.stream.write(reply);
                                 log::warn!("feed {}: authentication refused", conn.peer);
                                 bump(&self.ingest.counters.feed.auth_failures, 1);
-                                self.close(token);
+                                self.close(key);
                                 return ticks;
                             }
                         }
                     }
-                    let b = self.ingest.batch(&mut conn.reader, &conn.peer);
+                    let b = self
+                        .ingest
+                        .batch(reader, &conn.peer, &mut self.ctx.recorder);
                     ticks += b.ticks as usize;
                     if b.queued {
                         // Once per read batch, not per tick.
@@ -338,39 +276,33 @@ impl FeedLoop {
                 Err(e) if e.kind() == ErrorKind::Interrupted => continue,
                 Err(e) => {
                     log::info!("feed {}: read failed: {e}; closing", conn.peer);
-                    self.close(token);
+                    self.close(key);
                     return ticks;
                 }
             }
         }
         // Still readable: come back next turn without waiting for an event.
-        self.ready.push(token);
+        self.turns.again(key);
         ticks.max(1)
     }
 
     /// Closes feeds whose authentication deadline passed.
     fn expire_unauthenticated(&mut self, now_ns: u64) {
-        while let Some(&(deadline, token, serial)) = self.pending_auth.front() {
-            if deadline > now_ns {
-                return;
-            }
-            self.pending_auth.pop_front();
-            let Some(conn) = self.conns.get_mut(token.0) else {
+        while let Some(id) = self.auth.next_expired(now_ns) {
+            let Some(conn) = self.conns.get_live(id) else {
                 continue;
             };
-            if conn.serial == serial && !conn.authed {
+            if !conn.authed {
                 let _ = conn.stream.write(LINE_TIMEOUT);
                 log::warn!("feed {}: no AUTH within the timeout; closing", conn.peer);
                 bump(&self.ingest.counters.feed.auth_failures, 1);
-                self.close(token);
+                self.close(id.key());
             }
         }
     }
 
-    fn close(&mut self, token: Token) {
-        if self.conns.contains(token.0) {
-            let mut conn = self.conns.remove(token.0);
-            let _ = self.poll.registry().deregister(&mut conn.stream);
+    fn close(&mut self, key: usize) {
+        if self.conns.remove(self.ctx.registry(), key).is_some() {
             set(
                 &self.ingest.counters.feed.connections_open,
                 self.conns.len() as u64,
@@ -381,7 +313,12 @@ impl FeedLoop {
 
 impl Ingest {
     /// Processes every complete line buffered in `reader`.
-    fn batch(&mut self, reader: &mut LineReader, peer: &str) -> Batch {
+    fn batch(
+        &mut self,
+        reader: &mut LineReader,
+        peer: &str,
+        recorder: &mut StageRecorder,
+    ) -> Batch {
         let recv_wall = wall_ns();
         let t0 = self.clock.now_ns();
         let mut b = Batch::default();
@@ -424,8 +361,7 @@ impl Ingest {
             let f = &self.counters.feed;
             bump(&f.ticks_valid, b.ticks);
             set(&f.symbols, self.interner.table().len() as u64);
-            self.recorder
-                .record_span_n(Stage::FeedParse, t0, self.clock.now_ns(), b.ticks);
+            recorder.record_span_n(Stage::FeedParse, t0, self.clock.now_ns(), b.ticks);
         }
         b
     }

@@ -1,7 +1,7 @@
-//! The feed path: TCP tick input, split into lines, parsed, validated and
-//! written into the symbol slots. Poison lines go to the DLQ.
+//! The feed path: TCP tick input (a handler over the [`crate::net`] kit,
+//! which splits it into lines), parsed, validated and written into the
+//! symbol slots. Poison lines go to the DLQ.
 
 pub mod ingest;
-pub mod lines;
 pub mod parse;
 pub mod poison;

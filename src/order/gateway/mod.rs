@@ -44,10 +44,10 @@ use slab::Slab;
 
 use crate::auth::{check_line, Token as AuthToken, LINE_INVALID, LINE_OK, LINE_TIMEOUT};
 use crate::dlq::{DlqSender, DlqStore};
-use crate::feed::lines::{LineEvent, LineReader};
 use crate::idle::IdleStrategy;
 use crate::metrics::counters::{bump, set, Counters};
 use crate::metrics::{Stage, StageRecorder};
+use crate::net::lines::{LineEvent, LineReader};
 use crate::retry::SharedClock;
 use crate::sys::clock::MonoClock;
 use crate::sys::net::{poll_events, Polled};

@@ -1,11 +1,13 @@
-//! Splitting one TCP connection's byte stream into bounded lines.
+//! Splitting one TCP connection's byte stream into bounded lines: the line
+//! framing of the feed and the order gateway, written once below both.
 //!
-//! This module owns the per-connection receive buffer of the feed and the
-//! rule that a line has a maximum length. A feed connection is untrusted: a
+//! This module owns the per-connection receive buffer of a line protocol and
+//! the rule that a line has a maximum length. A connection is untrusted: a
 //! peer that never sends a newline must not make the engine buffer without
 //! bound, and one overlong line must not poison the lines after it. So:
 //!
-//! * the buffer is allocated once, in [`LineReader::new`], and never grows;
+//! * the buffer (a [`BytesMut`] of fixed length) is allocated once, in
+//!   [`LineReader::new`], and never grows;
 //!   nothing is allocated per read or per line;
 //! * a line longer than the limit is reported once, as soon as the limit is
 //!   exceeded ([`LineEvent::TooLong`]), then skipped up to its newline, and
@@ -16,7 +18,7 @@
 //! Typical use in a non-blocking event loop:
 //!
 //! ```
-//! use tickfan::feed::lines::{LineEvent, LineReader};
+//! use tickfan::net::lines::{LineEvent, LineReader};
 //!
 //! let mut reader = LineReader::new(256, 64 * 1024);
 //! let mut socket: &[u8] = b"1,EURUSD,1.1,1.2,1,1\r\nts_ns,partial";
@@ -39,6 +41,8 @@
 //! ```
 
 use std::io;
+
+use bytes::BytesMut;
 
 /// Default longest accepted line, in bytes, excluding the `'\n'`.
 pub const DEFAULT_MAX_LINE_LEN: usize = 256;
@@ -90,7 +94,8 @@ pub enum LineEvent<'a> {
 ///   already reported as [`LineEvent::TooLong`] and are dropped.
 #[derive(Debug)]
 pub struct LineReader {
-    buf: Box<[u8]>,
+    /// Fixed length `capacity`, used as a plain slice (never resized).
+    buf: BytesMut,
     max_line_len: usize,
     read_chunk: usize,
     start: usize,
@@ -124,7 +129,7 @@ impl LineReader {
             .checked_add(read_chunk)
             .expect("LineReader: max_line_len + read_chunk overflows usize");
         LineReader {
-            buf: vec![0u8; capacity].into_boxed_slice(),
+            buf: BytesMut::zeroed(capacity),
             max_line_len,
             read_chunk,
             start: 0,

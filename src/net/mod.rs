@@ -1,0 +1,96 @@
+//! The connection kit: the TCP plumbing of the engine's three ports (feed,
+//! subscribers, orders), written once below them.
+//!
+//! A port's event loop is a *handler* over this kit. The kit owns what every
+//! port does the same way; the handler owns only its protocol and its stage
+//! (the feed: parse, intern, slot write; the gateway: orders and replies).
+//!
+//! | piece | file | owns |
+//! |---|---|---|
+//! | [`Listener`] | `listener.rs` | the accept loop, the per-port limit and its refusal line, `TCP_NODELAY`/`SO_SNDBUF`, the accepted/refused/open counters |
+//! | [`Conns`], [`Conn`], [`ConnId`] | `conns.rs` | the slab of open sockets, registered in the poller under `Token(key)`; ids that survive slab reuse |
+//! | [`AuthGate`] | `auth_gate.rs` | the token, the queue of authentication deadlines and its expiry, the `AUTH <token>` first-line step |
+//! | [`LineReader`] | `lines.rs` | the bounded read buffer with line hand-off (feed, orders) |
+//! | [`ReadBuf`] | `read_buf.rs` | the bounded read buffer with frame hand-off (RESP) |
+//! | [`WriteBuf`] | `write_buf.rs` | the bounded write buffer: high-water mark, non-blocking flush |
+//! | [`TurnLists`], [`KeyList`] | `fairness.rs` | ready/turn fairness; the flush and attention lists |
+//! | [`LoopCtx`] | `loop_ctx.rs` | the poller, counters, recorder, clock and stop flag a loop thread holds |
+//!
+//! Buffers are [`bytes::BytesMut`], allocated per connection once; nothing
+//! here allocates per message. Socket idioms below this (`accept_one`,
+//! `poll_events`) stay in [`crate::sys::net`], which the admin endpoint and
+//! the tools share.
+//!
+//! # A handler
+//!
+//! A handler keeps a [`Listener`], a `Conns<S>` of its own per-connection
+//! state `S`, an [`AuthGate`], a [`TurnLists`] and a [`LoopCtx`], and runs
+//! this turn:
+//!
+//! 1. wait: `ctx.wait(&mut events, timeout, "feed")`, with a zero timeout
+//!    while `turns.has_ready()`;
+//! 2. `turns.begin()`; for each event: [`LISTENER`] → `listener.accept_all`
+//!    (its closure builds `S` and calls `auth.arm(id, now)`), a connection
+//!    → `turns.reported(key)` (and, for a writable event, mark it for flush
+//!    on a [`KeyList`]);
+//! 3. `while let Some(key) = turns.next_in_turn()`: read the connection at most
+//!    `READS_PER_TURN` times; if it may hold more, `turns.again(key)`; then
+//!    `turns.end()`;
+//! 4. `while let Some(id) = auth.next_expired(now)`: if
+//!    `conns.get_live(id)` is still not `authed`, answer and close it;
+//! 5. flush what was marked; flush the recorder.
+//!
+//! ```ignore
+//! for ev in events.iter() {
+//!     match ev.token() {
+//!         LISTENER => {
+//!             let (auth, clock) = (&mut self.auth, self.ctx.clock);
+//!             let authed = !auth.required();
+//!             self.listener.accept_all(self.ctx.registry(), &mut self.conns,
+//!                 counters, authed, |id| { auth.arm(id, clock.now_ns()); MyState::new() });
+//!         }
+//!         WAKER => {}
+//!         Token(key) => self.turns.reported(key),
+//!     }
+//! }
+//! while let Some(key) = self.turns.next_in_turn() {
+//!     let Some(conn) = self.conns.get_mut(key) else { continue };
+//!     // read conn.stream into conn.state's LineReader / ReadBuf, handle it,
+//!     // append replies to a WriteBuf; self.turns.again(key) if not drained
+//! }
+//! self.turns.end();
+//! ```
+//!
+//! # Invariants
+//!
+//! * **Bounds.** A port holds at most `max_conns` connections; the next
+//!   is refused with the port's line and counted. Read buffers have a fixed
+//!   size; a write buffer past its mark stops its connection being read.
+//! * **Fairness.** A connection is served at most once per turn, at most
+//!   `READS_PER_TURN` reads; one put back is served next turn without a new
+//!   event.
+//! * **Ids.** A [`ConnId`] names one connection for the engine's life (slab
+//!   key + generation); anything that outlives a connection (a deadline, an
+//!   order's reply) finds it through [`Conns::get_live`] or not at all.
+//! * **Time** comes from the loop's clock as `now_ns` arguments, so tests
+//!   drive deadlines without waiting.
+
+mod auth_gate;
+mod conns;
+mod fairness;
+pub mod lines;
+mod listener;
+mod loop_ctx;
+mod read_buf;
+#[cfg(test)]
+mod test_util;
+mod write_buf;
+
+pub use auth_gate::{AuthGate, AuthStep};
+pub use conns::{Conn, ConnId, Conns};
+pub use fairness::{KeyList, TurnLists};
+pub use lines::{LineEvent, LineReader};
+pub use listener::{ConnCounters, Listener, PortPolicy, LISTENER};
+pub use loop_ctx::LoopCtx;
+pub use read_buf::{ReadBuf, ReadOutcome};
+pub use write_buf::{Flushed, WriteBuf};
