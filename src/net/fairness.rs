@@ -129,6 +129,26 @@ impl KeyList {
         self.keys.len()
     }
 
+    /// The `i`-th listed key, for a visit that walks the list in place so
+    /// that a key marked during the walk is visited in the same walk (the
+    /// publisher's attention list).
+    ///
+    /// # Panics
+    /// When `i >= len()`.
+    #[inline]
+    pub fn key(&self, i: usize) -> usize {
+        self.keys[i]
+    }
+
+    /// Unlists the `i`-th key (the last takes its place); the caller clears
+    /// its flag.
+    ///
+    /// # Panics
+    /// When `i >= len()`.
+    pub fn swap_remove(&mut self, i: usize) -> usize {
+        self.keys.swap_remove(i)
+    }
+
     /// True when nothing is listed.
     pub fn is_empty(&self) -> bool {
         self.keys.is_empty()
@@ -195,5 +215,27 @@ mod tests {
         l.restore(taken);
         assert_eq!(l.take(), [7]);
         assert!(cap >= 2);
+    }
+
+    #[test]
+    fn a_walk_in_place_sees_keys_marked_during_it() {
+        let mut l = KeyList::with_capacity(4);
+        let mut flags = [false; 4];
+        l.mark(&mut flags[1], 1);
+        l.mark(&mut flags[2], 2);
+        let mut seen = Vec::new();
+        // Index 0 each time: the visit unlists the key it reads.
+        while !l.is_empty() {
+            let i = 0;
+            let k = l.key(i);
+            seen.push(k);
+            flags[k] = false;
+            assert_eq!(l.swap_remove(i), k);
+            if k == 1 {
+                l.mark(&mut flags[3], 3);
+            }
+        }
+        assert_eq!(seen, [1, 2, 3]);
+        assert!(l.is_empty());
     }
 }

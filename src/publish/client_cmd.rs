@@ -188,9 +188,9 @@ fn info_line(sess: &Session, ctx: &CommandCtx<'_>, cmd: &str) -> String {
          ssub=0 multi=-1 qbuf=0 qbuf-free=0 argv-mem=0 multi-mem=0 rbs=0 rbp=0 obl={} oll=0 \
          omem=0 tot-mem=0 events=r cmd={cmd} user=default redir=-1 resp={} lib-name={} lib-ver={}",
         sess.id,
-        sess.peer,
+        ctx.peer,
         ctx.server.laddr,
-        std::os::fd::AsRawFd::as_raw_fd(&sess.stream),
+        ctx.fd,
         show(&sess.name),
         ctx.now_ns.saturating_sub(sess.created_ns) / 1_000_000_000,
         ctx.now_ns.saturating_sub(sess.last_cmd_ns) / 1_000_000_000,

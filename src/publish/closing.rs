@@ -1,4 +1,5 @@
-//! Closing a subscriber: deregister its socket, remove its subscriptions
+//! Closing a subscriber: take it out of the kit's connection slab (which
+//! deregisters its socket), remove its subscriptions
 //! from the routes, keep its final figures for reports, and update the open
 //! count. The socket is closed when the session is dropped.
 //!
@@ -10,11 +11,10 @@ use crate::publish::publisher::Publisher;
 impl Publisher {
     /// Closes session `key` (nothing when it is gone already).
     pub(super) fn close(&mut self, key: usize) {
-        if !self.sessions.contains(key) {
+        let Some(conn) = self.sessions.remove(self.ctx.poll.registry(), key) else {
             return;
-        }
-        let mut sess = self.sessions.remove(key);
-        let _ = self.poll.registry().deregister(&mut sess.stream);
+        };
+        let sess = &conn.state;
         // The key may be reused by the next accept while it is still on the
         // flush or attention list; both tolerate that (a spurious visit finds
         // nothing to do).
@@ -25,9 +25,10 @@ impl Publisher {
             self.routes.punsubscribe(key, p);
         }
         self.routes.forget(key);
-        self.stats.closed(sess.stats(self.clock.now_ns()));
+        self.stats
+            .closed(sess.stats(&conn.peer, self.ctx.clock.now_ns()));
         set(
-            &self.counters.publish.subscribers_open,
+            &self.ctx.counters.publish.subscribers_open,
             self.sessions.len() as u64,
         );
     }

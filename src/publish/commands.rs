@@ -69,13 +69,18 @@ pub struct CommandCtx<'a> {
     pub server: &'a ServerInfo,
     /// Subscribers connected now (`INFO`'s `connected_clients`).
     pub connected_clients: usize,
+    /// The connection's peer address (`CLIENT INFO addr=`, log lines).
+    pub peer: &'a str,
+    /// The connection's socket descriptor (`CLIENT INFO fd=`).
+    pub fd: std::os::fd::RawFd,
 }
 
 /// Handles every complete command in the session's input buffer, stopping
 /// early when its output buffer passes the high-water mark.
 pub fn handle_buffered(sess: &mut Session, key: SubKey, ctx: &mut CommandCtx<'_>) -> Outcome {
     let mut out = Outcome::default();
-    let inbuf = std::mem::take(&mut sess.inbuf);
+    // The buffer leaves the session while commands borrow both.
+    let inbuf = std::mem::take(&mut sess.input);
     let mut args = std::mem::take(&mut sess.args);
     let mut pos = 0;
     while sess.state().serves_commands() {
@@ -83,7 +88,7 @@ pub fn handle_buffered(sess: &mut Session, key: SubKey, ctx: &mut CommandCtx<'_>
             out.backpressure = true;
             break;
         }
-        let input = &inbuf[pos..sess.in_len];
+        let input = &inbuf.filled()[pos..];
         if input.is_empty() {
             break;
         }
@@ -110,9 +115,9 @@ pub fn handle_buffered(sess: &mut Session, key: SubKey, ctx: &mut CommandCtx<'_>
             }
         }
     }
-    sess.inbuf = inbuf;
+    sess.input = inbuf;
     sess.args = args;
-    sess.consume_input(pos);
+    sess.input.consume(pos);
     sess.buf.note_level();
     out
 }
@@ -323,7 +328,7 @@ fn auth(sess: &mut Session, input: &[u8], args: &[Range<usize>], ctx: &CommandCt
     );
     sess.close_after_flush();
     bump(&ctx.counters.publish.auth_failures, 1);
-    log::warn!("subscriber {}: wrong token; closing", sess.peer);
+    log::warn!("subscriber {}: wrong token; closing", ctx.peer);
     false
 }
 

@@ -203,7 +203,7 @@ pub(crate) fn check_credentials(
             resp::append_error(sess.out(), WRONGPASS);
             sess.close_after_flush();
             bump(&ctx.counters.publish.auth_failures, 1);
-            log::warn!("subscriber {}: wrong token; closing", sess.peer);
+            log::warn!("subscriber {}: wrong token; closing", ctx.peer);
             false
         }
     }

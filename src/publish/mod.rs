@@ -7,9 +7,9 @@
 //! | loop | [`publisher`] | the event-loop turn and the state the parts share |
 //! | slots | [`slot_drain`], [`rate`] | learning symbols, taking dirty updates, the rate cap |
 //! | fan-out | [`fanout`], [`encode`], [`routes`], [`glob`] | one update encoded once and offered to each subscriber (socket-free); who receives what |
-//! | sessions | [`session`], [`outbuf`], [`work_list`], [`slow_revisit`] | one connection's state, its bounded buffer and own conflation, the flush and attention lists, the slow-subscriber refill |
+//! | sessions | [`session`], [`outbuf`], [`slow_revisit`] | one connection's state, its bounded buffer and own conflation, the slow-subscriber refill |
 //! | commands | [`input`], [`commands`], [`housekeeping`], [`client_cmd`] | reading a subscriber's input and answering it as Redis 7 does |
-//! | sockets | [`intake`], [`flush`], [`closing`] | accept, admission and auth deadlines; writing buffers; closing |
+//! | sockets | [`intake`], [`flush`], [`closing`] | admission and auth expiry, writing buffers, closing — over the connection kit ([`crate::net`]: listener, connection slab, auth deadlines, input buffer, flush/attention lists, loop context) |
 //! | reports | [`stats`] | per-subscriber figures for reports and the admin endpoint |
 //!
 //! Single owner of everything here: the publisher thread.
@@ -32,4 +32,3 @@ pub mod session;
 pub mod slot_drain;
 pub mod slow_revisit;
 pub mod stats;
-pub mod work_list;

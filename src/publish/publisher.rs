@@ -18,42 +18,44 @@
 //!    ([`super::intake`]), flush the histograms, refresh the figures
 //!    reports read ([`super::stats`]).
 //!
+//! The connection plumbing is the kit's ([`crate::net`]): the listener with
+//! the limit and its refusal line, the connection slab whose ids survive
+//! reuse, the authentication deadlines, the input buffer, the flush and
+//! attention lists, and the loop context. What stays here is the
+//! subscriber's: RESP commands, subscriptions, and the conflating output
+//! buffer.
+//!
 //! Single owner: everything here belongs to the publisher thread; the slot
 //! reader is the dirty queue's single consumer.
 
-use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 use std::time::Duration;
 
 use mio::net::TcpListener;
-use mio::{Events, Interest, Poll, Token};
+use mio::{Events, Interest, Token};
 use parking_lot::Mutex;
-use slab::Slab;
 
 use crate::auth::Token as AuthToken;
 use crate::idle::IdleStrategy;
-use crate::metrics::counters::Counters;
 use crate::metrics::report::SubscriberStats;
-use crate::metrics::StageRecorder;
+use crate::net::{AuthGate, Conns, KeyList, Listener, LoopCtx, PortPolicy, LISTENER};
 use crate::publish::fanout::Fanout;
 use crate::publish::housekeeping::ServerInfo;
-use crate::publish::intake::PendingAuth;
 use crate::publish::rate::RateCap;
 use crate::publish::routes::Routes;
 use crate::publish::session::Session;
 use crate::publish::stats::StatsBoard;
-use crate::publish::work_list::WorkList;
 use crate::slots::SlotReader;
 use crate::symbols::{SymbolId, SymbolTable};
-use crate::sys::clock::MonoClock;
-use crate::sys::net::{poll_events, Polled};
+use crate::sys::net::Polled;
 
-pub(super) const LISTENER: Token = Token(usize::MAX - 1);
 /// Token of the waker the feed (new data) and the runtime (stop) use.
 pub const WAKER: Token = Token(usize::MAX);
 /// Most updates taken per turn, so sockets are served between batches.
 pub(super) const MAX_BATCH: usize = 1024;
 const MAX_PARK: Duration = Duration::from_millis(100);
+/// What a subscriber over the limit reads before its socket is closed (Redis's words).
+const REFUSAL: &[u8] = b"-ERR max number of clients reached\r\n";
 
 /// Settings of the publisher.
 #[derive(Debug, Clone)]
@@ -81,87 +83,88 @@ pub struct PublisherSettings {
 /// Everything the publisher thread owns.
 #[derive(Debug)]
 pub struct Publisher {
-    pub(super) poll: Poll,
-    pub(super) listener: TcpListener,
-    pub(super) sessions: Slab<Session>,
+    /// Poller, counters, recorder, clock and stop flag of this thread.
+    pub(super) ctx: LoopCtx,
+    /// The subscriber port: limit, refusal line, socket options.
+    pub(super) listener: Listener,
+    /// Open subscribers: the kit's connection (socket, id, peer) around the session.
+    pub(super) sessions: Conns<Session>,
+    /// The token and the deadlines of subscribers that have not authenticated.
+    pub(super) auth: AuthGate,
     pub(super) routes: Routes,
     pub(super) slots: SlotReader,
     pub(super) table: Arc<SymbolTable>,
     /// Latest encoded value and last taken sequence number per symbol.
     pub(super) fanout: Fanout,
-    pub(super) counters: Arc<Counters>,
-    pub(super) recorder: StageRecorder,
-    pub(super) clock: MonoClock,
     pub(super) settings: PublisherSettings,
     pub(super) rate: RateCap,
     /// Sessions with output to write this turn.
-    pub(super) flush_list: WorkList,
+    pub(super) flush_list: KeyList,
     /// Sessions with pending symbols or unhandled input, revisited when they drain.
-    pub(super) attention: WorkList,
+    pub(super) attention: KeyList,
     /// Receive times of this turn's updates, for the end-to-end stage.
     pub(super) batch_recv: Vec<u64>,
     /// Scratch list of pattern matches for `PSUBSCRIBE` snapshots.
     pub(super) matched: Vec<SymbolId>,
+    /// The next subscriber's client id (`CLIENT ID`), from 1.
     pub(super) next_session_id: u64,
     /// Figures for reports, and the last closed subscribers'.
     pub(super) stats: StatsBoard,
-    /// Subscribers waiting to authenticate, in deadline order.
-    pub(super) pending_auth: PendingAuth,
     /// What `HELLO`, `INFO` and `CLIENT INFO` report.
     pub(super) server: ServerInfo,
-    stop: Arc<AtomicBool>,
 }
 
 impl Publisher {
-    /// Builds the loop around a bound listener and the poller whose waker the feed holds.
+    /// Builds the loop around a bound listener; `ctx.poll` is the poller
+    /// whose waker (under [`WAKER`]) the feed and the runtime hold.
     ///
     /// # Errors
     /// When the listener cannot be registered.
-    #[allow(clippy::too_many_arguments)] // reason: the wiring hands each stage its parts once
     pub fn new(
-        poll: Poll,
-        mut listener: TcpListener,
+        listener: TcpListener,
+        ctx: LoopCtx,
         slots: SlotReader,
         table: Arc<SymbolTable>,
-        counters: Arc<Counters>,
-        recorder: StageRecorder,
-        clock: MonoClock,
         settings: PublisherSettings,
         stats: Arc<Mutex<Vec<SubscriberStats>>>,
-        stop: Arc<AtomicBool>,
     ) -> std::io::Result<Self> {
-        poll.registry()
-            .register(&mut listener, LISTENER, Interest::READABLE)?;
+        let policy = PortPolicy {
+            max_conns: settings.max_conns,
+            refusal: REFUSAL,
+            log_refusals: true,
+            sndbuf: settings.sndbuf,
+            interest: Interest::READABLE | Interest::WRITABLE,
+            name: "subscriber",
+            peer_label: "subscriber",
+        };
+        let listener = Listener::register(ctx.registry(), listener, policy)?;
         let cap = table.capacity();
-        let laddr = listener.local_addr()?;
+        let laddr = listener.local_addr();
         let server = ServerInfo {
             tcp_port: laddr.port(),
             laddr: laddr.to_string(),
-            started_ns: clock.now_ns(),
+            started_ns: ctx.clock.now_ns(),
             max_clients: settings.max_conns,
         };
+        let room = settings.max_conns.min(1024);
         Ok(Publisher {
-            poll,
             listener,
-            sessions: Slab::with_capacity(settings.max_conns.min(1024)),
+            sessions: Conns::with_capacity(room),
+            auth: AuthGate::new(settings.token.clone(), settings.auth_timeout_ns),
             routes: Routes::new(),
             slots,
             table,
             fanout: Fanout::new(cap),
-            counters,
-            recorder,
-            clock,
             rate: RateCap::new(settings.max_rate),
-            flush_list: WorkList::with_capacity(settings.max_conns.min(1024)),
-            attention: WorkList::with_capacity(settings.max_conns.min(1024)),
+            flush_list: KeyList::with_capacity(room),
+            attention: KeyList::with_capacity(room),
             batch_recv: Vec::with_capacity(MAX_BATCH),
             matched: Vec::with_capacity(cap),
             next_session_id: 1,
             stats: StatsBoard::new(stats),
-            pending_auth: PendingAuth::default(),
             server,
             settings,
-            stop,
+            ctx,
         })
     }
 
@@ -169,9 +172,9 @@ impl Publisher {
     pub fn run(mut self) {
         let mut events = Events::with_capacity(1024);
         let mut work = 0usize;
-        while !self.stop.load(Ordering::Acquire) {
-            let now = self.clock.now_ns();
-            let mut max_park = Duration::from_nanos(self.recorder.ns_until_flush(now))
+        while !self.ctx.stopping() {
+            let now = self.ctx.clock.now_ns();
+            let mut max_park = Duration::from_nanos(self.ctx.recorder.ns_until_flush(now))
                 .min(Duration::from_nanos(self.stats.ns_until_due(now)))
                 .min(MAX_PARK);
             let rate_wait = self.rate.wait();
@@ -181,7 +184,7 @@ impl Publisher {
                 max_park = Duration::ZERO;
             }
             let timeout = self.settings.idle.poll_timeout(work, max_park);
-            match poll_events(&mut self.poll, &mut events, timeout, "publisher") {
+            match self.ctx.wait(&mut events, timeout, "publisher") {
                 Polled::Ready => {}
                 Polled::Interrupted => continue,
                 Polled::Failed => break,
@@ -205,9 +208,9 @@ impl Publisher {
             work += self.drain_slots();
             work += self.flush();
             work += self.serve_attention();
-            let now = self.clock.now_ns();
+            let now = self.ctx.clock.now_ns();
             self.expire_unauthenticated(now);
-            self.recorder.maybe_flush(now);
+            self.ctx.recorder.maybe_flush(now);
             if self.stats.due(now) {
                 self.publish_stats(now);
                 self.stats.next_due(now, self.settings.stats_interval_ns);
@@ -217,8 +220,8 @@ impl Publisher {
         self.learn_symbols();
         while self.drain_slots() > 0 {}
         self.flush();
-        let now = self.clock.now_ns();
+        let now = self.ctx.clock.now_ns();
         self.publish_stats(now);
-        self.recorder.finish(self.clock.now_ns());
+        self.ctx.recorder.finish(self.ctx.clock.now_ns());
     }
 }

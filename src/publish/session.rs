@@ -1,6 +1,8 @@
-//! One subscriber connection: its socket, its input buffer, its
-//! subscriptions, its bounded output buffer (see [`super::outbuf`]) and
-//! where it is in its life ([`SessionState`], [`WriteState`]).
+//! What the publisher keeps per subscriber connection (the handler state
+//! of a [`crate::net::Conn`], whose socket, id and peer the connection kit
+//! keeps): its input buffer, its subscriptions, its bounded output buffer
+//! (see [`super::outbuf`]) and where it is in its life ([`SessionState`],
+//! [`WriteState`]).
 //!
 //! ```text
 //!   Open(Pending) ──AUTH ok──▶ Open(Passed)        (no token: starts Passed;
@@ -14,37 +16,24 @@
 //!
 //! The state changes only through the methods below, so a session can not be,
 //! say, closing and awaiting its input at once. Whether the session is on the
-//! publisher's flush or attention list is kept by those lists
-//! ([`super::work_list`]), not here.
+//! publisher's flush or attention list is the lists' flag
+//! ([`crate::net::KeyList`]), set only by their `mark`.
 //!
 //! Single owner: the publisher thread.
 
-use std::io::{ErrorKind, Read};
 use std::ops::Range;
 
 use indexmap::IndexSet;
 use mio::net::TcpStream;
 
 use crate::metrics::report::SubscriberStats;
+use crate::net::{ReadBuf, ReadOutcome};
 use crate::protocol::resp3::Proto;
+
 use crate::publish::outbuf::SubscriberBuffer;
-use crate::publish::work_list::Mark;
 
 /// Bytes of the input buffer: one command must fit in it.
 pub const INBUF_LEN: usize = 64 * 1024;
-
-/// Result of reading the socket.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum ReadOutcome {
-    /// Read this many bytes; there may be more.
-    Data(usize),
-    /// Nothing more to read now.
-    WouldBlock,
-    /// The input buffer is full (commands must be consumed first).
-    BufferFull,
-    /// The peer closed its sending side.
-    Eof,
-}
 
 /// Whether the client has authenticated.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -164,15 +153,11 @@ pub enum WriteState {
 /// A subscriber connection.
 #[derive(Debug)]
 pub struct Session {
-    /// Engine-assigned number (1-based, never reused).
+    /// The client id `CLIENT ID` and `HELLO` report (1-based, counted per
+    /// accepted subscriber, never reused).
     pub id: u64,
-    /// The socket.
-    pub stream: TcpStream,
-    /// Peer address as text.
-    pub peer: String,
-    /// Input bytes; `..in_len` are unconsumed.
-    pub(crate) inbuf: Box<[u8]>,
-    pub(crate) in_len: usize,
+    /// Input bytes not handled yet (one command must fit).
+    pub(crate) input: ReadBuf,
     /// Argument ranges of the command being handled (reused).
     pub args: Vec<Range<usize>>,
     /// Output buffer and slow-subscriber state.
@@ -185,10 +170,10 @@ pub struct Session {
     state: SessionState,
     /// The socket's write side.
     write: WriteState,
-    /// On the publisher's flush list.
-    pub(crate) flush_mark: Mark,
+    /// On the publisher's flush list (the list's flag).
+    pub(crate) on_flush_list: bool,
     /// On the publisher's attention list (pending symbols or held-back input).
-    pub(crate) attention_mark: Mark,
+    pub(crate) on_attention: bool,
     /// The protocol it speaks: RESP2 until `HELLO 3`, again after `HELLO 2` or `RESET`.
     pub proto: Proto,
     /// `CLIENT SETNAME` / `HELLO … SETNAME` (validated: printable, no spaces).
@@ -207,29 +192,18 @@ pub struct Session {
 
 impl Session {
     /// A session for a freshly accepted socket.
-    pub fn new(
-        id: u64,
-        stream: TcpStream,
-        peer: String,
-        hwm: usize,
-        max_symbols: usize,
-        authed: bool,
-        now_ns: u64,
-    ) -> Self {
+    pub fn new(id: u64, hwm: usize, max_symbols: usize, authed: bool, now_ns: u64) -> Self {
         Session {
             id,
-            stream,
-            peer,
-            inbuf: vec![0u8; INBUF_LEN].into_boxed_slice(),
-            in_len: 0,
+            input: ReadBuf::new(INBUF_LEN),
             args: Vec::with_capacity(16),
             buf: SubscriberBuffer::new(hwm, max_symbols),
             channels: IndexSet::new(),
             patterns: IndexSet::new(),
             state: SessionState::new(authed),
             write: WriteState::Ready,
-            flush_mark: Mark::default(),
-            attention_mark: Mark::default(),
+            on_flush_list: false,
+            on_attention: false,
             proto: Proto::Resp2,
             name: None,
             lib_name: None,
@@ -299,44 +273,25 @@ impl Session {
         self.buf.replies()
     }
 
-    /// Reads from the socket into the input buffer.
+    /// Reads once from the socket into the input buffer; notes the end of
+    /// the peer's input ([`SessionState::InputEnded`]).
     ///
     /// # Errors
     /// A socket error other than `WouldBlock`/`Interrupted`.
-    pub fn read_some(&mut self) -> std::io::Result<ReadOutcome> {
-        if self.in_len == self.inbuf.len() {
-            return Ok(ReadOutcome::BufferFull);
+    pub fn read_some(&mut self, stream: &mut TcpStream) -> std::io::Result<ReadOutcome> {
+        let outcome = self.input.read_from(stream)?;
+        if outcome == ReadOutcome::Eof {
+            self.end_input();
         }
-        loop {
-            match self.stream.read(&mut self.inbuf[self.in_len..]) {
-                Ok(0) => {
-                    self.end_input();
-                    return Ok(ReadOutcome::Eof);
-                }
-                Ok(n) => {
-                    self.in_len += n;
-                    return Ok(ReadOutcome::Data(n));
-                }
-                Err(e) if e.kind() == ErrorKind::WouldBlock => return Ok(ReadOutcome::WouldBlock),
-                Err(e) if e.kind() == ErrorKind::Interrupted => continue,
-                Err(e) => return Err(e),
-            }
-        }
+        Ok(outcome)
     }
 
-    /// Drops `n` bytes of handled input from the front.
-    pub fn consume_input(&mut self, n: usize) {
-        let n = n.min(self.in_len);
-        self.inbuf.copy_within(n..self.in_len, 0);
-        self.in_len -= n;
-    }
-
-    /// The figures reports show, as of `now_ns`.
-    pub fn stats(&self, now_ns: u64) -> SubscriberStats {
+    /// The figures reports show, as of `now_ns`, for the peer at `peer`.
+    pub fn stats(&self, peer: &str, now_ns: u64) -> SubscriberStats {
         let b = &self.buf.stats;
         SubscriberStats {
             id: self.id,
-            peer: self.peer.clone(),
+            peer: peer.to_string(),
             client_name: self
                 .name
                 .as_deref()

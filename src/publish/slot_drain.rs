@@ -29,9 +29,9 @@ impl Publisher {
 
     /// Takes dirty updates and fans them out; returns how many were published.
     pub(super) fn drain_slots(&mut self) -> usize {
-        let t_pick = self.clock.now_ns();
+        let t_pick = self.ctx.clock.now_ns();
         set(
-            &self.counters.publish.dirty_depth,
+            &self.ctx.counters.publish.dirty_depth,
             self.slots.dirty_len() as u64,
         );
         let budget = self.rate.available(t_pick);
@@ -53,20 +53,21 @@ impl Publisher {
             let Some(skipped) = self.fanout.take(id, v.seq) else {
                 continue; // re-queued by a write that raced the take; already published
             };
-            let p = &self.counters.publish;
+            let p = &self.ctx.counters.publish;
             bump(&p.conflated, skipped);
             bump(&p.published, 1);
             published += 1;
-            self.recorder
+            self.ctx
+                .recorder
                 .record_span(Stage::SlotWait, v.recv_mono_ns, t_pick);
             self.fanout.encode(id, self.routes.name(id), &v);
             let mut outlets = SessionOutlets {
                 sessions: &mut self.sessions,
                 flush_list: &mut self.flush_list,
                 attention: &mut self.attention,
-                clock: &self.clock,
-                recorder: &mut self.recorder,
-                counters: &self.counters,
+                clock: &self.ctx.clock,
+                recorder: &mut self.ctx.recorder,
+                counters: &self.ctx.counters,
             };
             let d = self.fanout.offer(id, &self.routes, &mut outlets, t0);
             bump(&p.frames, d.frames);
@@ -74,8 +75,8 @@ impl Publisher {
                 bump(&p.subscriber_conflations, d.conflations);
                 bump(&p.slow_episodes, d.slow_episodes);
             }
-            let t1 = self.clock.now_ns();
-            self.recorder.record_span(Stage::Publish, t0, t1);
+            let t1 = self.ctx.clock.now_ns();
+            self.ctx.recorder.record_span(Stage::Publish, t0, t1);
             t0 = t1;
             self.batch_recv.push(v.recv_mono_ns);
         }

@@ -1,6 +1,7 @@
 //! The slow-subscriber revisit: sessions on the attention list (symbols
 //! pending after a slow episode, or input held back under backpressure)
-//! are looked at every turn; once a buffer is under half the mark it gets
+//! (the kit's [`crate::net::KeyList`], walked in place so a session marked
+//! again during the walk is revisited in the same walk) are looked at every turn; once a buffer is under half the mark it gets
 //! the latest value of each symbol it missed ([`super::fanout::Fanout::refill`])
 //! and its commands are read again.
 //!
@@ -8,13 +9,12 @@
 
 use crate::metrics::counters::bump;
 use crate::publish::publisher::Publisher;
-use crate::publish::work_list::WorkList;
 
 impl Publisher {
     /// Puts `key` on the attention list (once).
     pub(super) fn mark_attention(&mut self, key: usize) {
-        if let Some(s) = self.sessions.get_mut(key) {
-            self.attention.push(&mut s.attention_mark, key);
+        if let Some(c) = self.sessions.get_mut(key) {
+            self.attention.mark(&mut c.state.on_attention, key);
         }
     }
 
@@ -27,7 +27,7 @@ impl Publisher {
         let mut i = 0;
         while i < self.attention.len() {
             let key = self.attention.key(i);
-            let Some(sess) = self.sessions.get_mut(key) else {
+            let Some(sess) = self.sessions.get_mut(key).map(|c| &mut c.state) else {
                 self.attention.swap_remove(i);
                 continue;
             };
@@ -38,9 +38,9 @@ impl Publisher {
             let sent = self.fanout.refill(key, &mut sess.buf, &self.routes);
             let done = sess.buf.pending_len() == 0;
             if done {
-                WorkList::leave(&mut sess.attention_mark);
+                sess.on_attention = false;
             }
-            bump(&self.counters.publish.frames, sent);
+            bump(&self.ctx.counters.publish.frames, sent);
             if sent > 0 {
                 self.queue_flush(key);
                 work += 1;

@@ -71,12 +71,12 @@ impl Publisher {
     pub(super) fn publish_stats(&mut self, now_ns: u64) {
         let mut all: Vec<SubscriberStats> = self.stats.closed.iter().cloned().collect();
         let mut buffered = 0u64;
-        for (_, s) in self.sessions.iter() {
-            buffered += s.buf.buffered() as u64;
-            all.push(s.stats(now_ns));
+        for (_, c) in self.sessions.iter() {
+            buffered += c.state.buf.buffered() as u64;
+            all.push(c.state.stats(&c.peer, now_ns));
         }
         all.sort_by_key(|s| s.id);
-        set(&self.counters.publish.buffered_bytes, buffered);
+        set(&self.ctx.counters.publish.buffered_bytes, buffered);
         *self.stats.shared.lock() = all;
     }
 }
