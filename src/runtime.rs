@@ -227,21 +227,24 @@ impl Engine {
             Arc::new(Waker::new(feed_poll.registry(), STOP_WAKER).map_err(os("feed waker"))?);
 
         let publisher = Publisher::new(
-            publish_poll,
             sub_listener,
+            LoopCtx {
+                poll: publish_poll,
+                counters: Arc::clone(&counters),
+                recorder: StageRecorder::new(
+                    &[
+                        Stage::SlotWait,
+                        Stage::Publish,
+                        Stage::SocketWrite,
+                        Stage::EngineE2e,
+                    ],
+                    link.clone(),
+                ),
+                clock,
+                stop: Arc::clone(&publish_stop),
+            },
             slot_reader,
             Arc::clone(&symbols),
-            Arc::clone(&counters),
-            StageRecorder::new(
-                &[
-                    Stage::SlotWait,
-                    Stage::Publish,
-                    Stage::SocketWrite,
-                    Stage::EngineE2e,
-                ],
-                link.clone(),
-            ),
-            clock,
             PublisherSettings {
                 hwm: config.sub_hwm,
                 max_conns: config.max_conns_per_port,
@@ -254,7 +257,6 @@ impl Engine {
                 sndbuf: config.sub_sndbuf,
             },
             Arc::clone(&subscribers),
-            Arc::clone(&publish_stop),
         )
         .map_err(os("publisher"))?;
         let feed = FeedLoop::new(

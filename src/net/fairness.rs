@@ -124,19 +124,6 @@ impl KeyList {
         self.keys = taken;
     }
 
-    /// The `i`-th listed key, for a visit that walks the list in place
-    /// (keys marked during the walk are visited in the same walk).
-    #[inline]
-    pub fn key_at(&self, i: usize) -> Option<usize> {
-        self.keys.get(i).copied()
-    }
-
-    /// Unlists the `i`-th key (the last one takes its place); the caller
-    /// clears that connection's flag.
-    pub fn swap_remove(&mut self, i: usize) -> usize {
-        self.keys.swap_remove(i)
-    }
-
     /// Unlists every key (the caller has cleared their flags).
     pub fn clear(&mut self) {
         self.keys.clear();
@@ -145,6 +132,26 @@ impl KeyList {
     /// Listed keys.
     pub fn len(&self) -> usize {
         self.keys.len()
+    }
+
+    /// The `i`-th listed key, for a visit that walks the list in place so
+    /// that a key marked during the walk is visited in the same walk (the
+    /// publisher's attention list).
+    ///
+    /// # Panics
+    /// When `i >= len()`.
+    #[inline]
+    pub fn key(&self, i: usize) -> usize {
+        self.keys[i]
+    }
+
+    /// Unlists the `i`-th key (the last takes its place); the caller clears
+    /// its flag.
+    ///
+    /// # Panics
+    /// When `i >= len()`.
+    pub fn swap_remove(&mut self, i: usize) -> usize {
+        self.keys.swap_remove(i)
     }
 
     /// True when nothing is listed.
@@ -216,23 +223,24 @@ mod tests {
     }
 
     #[test]
-    fn an_in_place_walk_sees_keys_marked_during_it() {
-        let mut l = KeyList::default();
+    fn a_walk_in_place_sees_keys_marked_during_it() {
+        let mut l = KeyList::with_capacity(4);
         let mut flags = [false; 4];
         l.mark(&mut flags[1], 1);
+        l.mark(&mut flags[2], 2);
         let mut seen = Vec::new();
-        let mut i = 0;
-        while let Some(k) = l.key_at(i) {
+        // Index 0 each time: the visit unlists the key it reads.
+        while !l.is_empty() {
+            let i = 0;
+            let k = l.key(i);
             seen.push(k);
+            flags[k] = false;
+            assert_eq!(l.swap_remove(i), k);
             if k == 1 {
                 l.mark(&mut flags[3], 3);
             }
-            i += 1;
         }
-        assert_eq!(seen, [1, 3]);
-        assert_eq!(l.swap_remove(0), 1);
-        assert_eq!(l.key_at(0), Some(3));
-        l.clear();
+        assert_eq!(seen, [1, 2, 3]);
         assert!(l.is_empty());
     }
 }

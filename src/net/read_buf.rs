@@ -35,6 +35,13 @@ pub struct ReadBuf {
     len: usize,
 }
 
+impl Default for ReadBuf {
+    /// [`ReadBuf::empty`].
+    fn default() -> Self {
+        ReadBuf::empty()
+    }
+}
+
 impl ReadBuf {
     /// A buffer of `capacity` bytes, allocated now.
     ///
@@ -44,6 +51,17 @@ impl ReadBuf {
         assert!(capacity > 0, "ReadBuf: capacity must be at least 1");
         ReadBuf {
             buf: BytesMut::zeroed(capacity),
+            len: 0,
+        }
+    }
+
+    /// A placeholder of no capacity that allocates nothing: what
+    /// `std::mem::take` leaves while a parser reads the real buffer and its
+    /// handler borrows the buffer's owner. Every read of it is
+    /// [`ReadOutcome::BufferFull`].
+    pub fn empty() -> Self {
+        ReadBuf {
+            buf: BytesMut::new(),
             len: 0,
         }
     }
@@ -112,6 +130,21 @@ mod tests {
         assert_eq!(b.read_from(&mut src).unwrap(), ReadOutcome::Data(2));
         assert_eq!(b.read_from(&mut src).unwrap(), ReadOutcome::Eof);
         assert_eq!(b.capacity(), 8);
+    }
+
+    #[test]
+    fn the_empty_placeholder_holds_nothing_and_takes_nothing() {
+        let mut b = ReadBuf::default();
+        assert_eq!(b.capacity(), 0);
+        assert_eq!(
+            b.read_from(&mut &b"PING"[..]).unwrap(),
+            ReadOutcome::BufferFull
+        );
+        assert!(b.filled().is_empty());
+        let mut real = ReadBuf::new(8);
+        real.read_from(&mut &b"PING"[..]).unwrap();
+        let taken = std::mem::take(&mut real);
+        assert_eq!((taken.filled(), real.capacity()), (&b"PING"[..], 0));
     }
 
     #[test]

@@ -12,7 +12,7 @@
 use std::fmt::Write as _;
 use std::ops::Range;
 
-use crate::protocol::resp::framing as resp3;
+use crate::protocol::resp::framing;
 use crate::protocol::resp::{self, string2ll};
 use crate::publish::commands::CommandCtx;
 use crate::publish::housekeeping::{valid_attr, BAD_NAME};
@@ -68,7 +68,7 @@ pub(crate) fn client(
             let proto = sess.proto;
             match sess.name.clone() {
                 Some(n) => resp::append_bulk(sess.out(), &n),
-                None => resp3::append_null(sess.out(), proto),
+                None => framing::append_null(sess.out(), proto),
             }
         }
         "client|setinfo" => {
@@ -103,7 +103,7 @@ pub(crate) fn client(
         "client|info" => {
             let line = info_line(sess, ctx, "client|info");
             let proto = sess.proto;
-            resp3::append_verbatim_txt(sess.out(), proto, line.as_bytes());
+            framing::append_verbatim_txt(sess.out(), proto, line.as_bytes());
         }
         _ => return client_list(sess, input, args, ctx),
     }
@@ -164,7 +164,7 @@ fn client_list(
         String::new()
     };
     let proto = sess.proto;
-    resp3::append_verbatim_txt(sess.out(), proto, text.as_bytes());
+    framing::append_verbatim_txt(sess.out(), proto, text.as_bytes());
     true
 }
 
@@ -188,9 +188,9 @@ fn info_line(sess: &Session, ctx: &CommandCtx<'_>, cmd: &str) -> String {
          ssub=0 multi=-1 qbuf=0 qbuf-free=0 argv-mem=0 multi-mem=0 rbs=0 rbp=0 obl={} oll=0 \
          omem=0 tot-mem=0 events=r cmd={cmd} user=default redir=-1 resp={} lib-name={} lib-ver={}",
         sess.id,
-        sess.peer,
+        ctx.peer,
         ctx.server.laddr,
-        std::os::fd::AsRawFd::as_raw_fd(&sess.stream),
+        ctx.fd,
         show(&sess.name),
         ctx.now_ns.saturating_sub(sess.created_ns) / 1_000_000_000,
         ctx.now_ns.saturating_sub(sess.last_cmd_ns) / 1_000_000_000,

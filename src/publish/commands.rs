@@ -23,7 +23,7 @@ use std::sync::Arc;
 
 use crate::auth::Token;
 use crate::metrics::counters::{bump, Counters};
-use crate::protocol::resp::framing::{self as resp3, Proto};
+use crate::protocol::resp::framing::{self, Proto};
 use crate::protocol::resp::{self, Parsed, SubscriptionKind as Kind, Verb};
 use crate::publish::housekeeping::{self, ServerInfo};
 use crate::publish::routes::{Routes, SubKey};
@@ -69,21 +69,26 @@ pub struct CommandCtx<'a> {
     pub server: &'a ServerInfo,
     /// Subscribers connected now (`INFO`'s `connected_clients`).
     pub connected_clients: usize,
+    /// The connection's peer address (`CLIENT INFO addr=`, log lines).
+    pub peer: &'a str,
+    /// The connection's socket descriptor (`CLIENT INFO fd=`).
+    pub fd: std::os::fd::RawFd,
 }
 
 /// Handles every complete command in the session's input buffer, stopping
 /// early when its output buffer passes the high-water mark.
 pub fn handle_buffered(sess: &mut Session, key: SubKey, ctx: &mut CommandCtx<'_>) -> Outcome {
     let mut out = Outcome::default();
-    let inbuf = std::mem::take(&mut sess.inbuf);
+    // The buffer leaves the session while commands borrow both.
+    let inbuf = std::mem::take(&mut sess.input);
     let mut args = std::mem::take(&mut sess.args);
     let mut pos = 0;
-    while !sess.closing {
+    while sess.state().serves_commands() {
         if sess.buf.buffered() >= ctx.hwm {
             out.backpressure = true;
             break;
         }
-        let input = &inbuf[pos..sess.in_len];
+        let input = &inbuf.filled()[pos..];
         if input.is_empty() {
             break;
         }
@@ -110,9 +115,9 @@ pub fn handle_buffered(sess: &mut Session, key: SubKey, ctx: &mut CommandCtx<'_>
             }
         }
     }
-    sess.inbuf = inbuf;
+    sess.input = inbuf;
     sess.args = args;
-    sess.consume_input(pos);
+    sess.input.consume(pos);
     sess.buf.note_level();
     out
 }
@@ -138,7 +143,7 @@ fn execute(
         return housekeeping::execute(sess, key, input, args, ctx).unwrap_or(false);
     }
     let verb = resp::classify(name);
-    if !sess.authed && verb != Verb::Quit {
+    if !sess.state().is_authed() && verb != Verb::Quit {
         resp::append_error(sess.out(), b"NOAUTH Authentication required.");
         return false;
     }
@@ -163,7 +168,7 @@ fn execute(
                 let count = sess.subscription_count();
                 confirm(sess, Kind::Subscribe, Some(ch), count);
             }
-            let prefix = resp3::message_prefix(sess.proto);
+            let prefix = framing::message_prefix(sess.proto);
             for id in snapshots {
                 offer_snapshot(sess, id, prefix, ctx);
             }
@@ -219,11 +224,11 @@ fn execute(
             let subscribed = sess.subscription_count() > 0;
             let msg = (args.len() == 2).then(|| arg(1));
             let proto = sess.proto;
-            resp3::append_ping_reply(sess.out(), proto, msg, subscribed);
+            framing::append_ping_reply(sess.out(), proto, msg, subscribed);
         }
         Verb::Quit => {
             resp::append_ok(sess.out());
-            sess.closing = true;
+            sess.close_after_flush();
         }
         Verb::Reset => {
             // Like Redis RESET: leave every subscription, back to RESP2,
@@ -241,7 +246,11 @@ fn execute(
             ctx.routes.set_proto(key, Proto::Resp2);
             sess.db = 0;
             sess.name = None;
-            sess.authed = ctx.token.is_none();
+            if ctx.token.is_some() {
+                sess.require_auth();
+            } else {
+                sess.authenticate();
+            }
             resp::append_reset_reply(sess.out());
         }
         Verb::Other => {
@@ -309,7 +318,7 @@ fn auth(sess: &mut Session, input: &[u8], args: &[Range<usize>], ctx: &CommandCt
         return false;
     };
     if user_ok && token.verify(arg(args.len() - 1)) {
-        sess.authed = true;
+        sess.authenticate();
         resp::append_ok(sess.out());
         return true;
     }
@@ -317,9 +326,9 @@ fn auth(sess: &mut Session, input: &[u8], args: &[Range<usize>], ctx: &CommandCt
         sess.out(),
         b"WRONGPASS invalid username-password pair or user is disabled.",
     );
-    sess.closing = true;
+    sess.close_after_flush();
     bump(&ctx.counters.publish.auth_failures, 1);
-    log::warn!("subscriber {}: wrong token; closing", sess.peer);
+    log::warn!("subscriber {}: wrong token; closing", ctx.peer);
     false
 }
 
@@ -333,7 +342,7 @@ fn offer_snapshot(sess: &mut Session, id: SymbolId, prefix: &[u8], ctx: &Command
 /// One (p)(un)subscribe confirmation in the session's protocol.
 fn confirm(sess: &mut Session, kind: Kind, channel: Option<&[u8]>, count: usize) {
     let proto = sess.proto;
-    resp3::append_subscription_reply(sess.out(), proto, kind, channel, count);
+    framing::append_subscription_reply(sess.out(), proto, kind, channel, count);
 }
 
 fn unsubscribe_all(sess: &mut Session, key: SubKey, routes: &mut Routes) {

@@ -19,7 +19,7 @@ use std::fmt::Write as _;
 use std::ops::Range;
 
 use crate::metrics::counters::bump;
-use crate::protocol::resp::framing::{self as resp3, Proto};
+use crate::protocol::resp::framing::{self, Proto};
 use crate::protocol::resp::{self, string2ll};
 use crate::publish::client_cmd;
 use crate::publish::commands::CommandCtx;
@@ -141,7 +141,7 @@ fn hello(
             return false;
         }
     }
-    if !sess.authed {
+    if !sess.state().is_authed() {
         resp::append_error(
             sess.out(),
             b"NOAUTH HELLO must be called with the client already authenticated, otherwise the \
@@ -159,7 +159,7 @@ fn hello(
     }
     let (id, proto) = (sess.id, sess.proto);
     let out = sess.out();
-    resp3::append_map_header(out, proto, 7);
+    framing::append_map_header(out, proto, 7);
     for (k, v) in [("server", "redis"), ("version", REDIS_VERSION)] {
         resp::append_bulk(out, k.as_bytes());
         resp::append_bulk(out, v.as_bytes());
@@ -196,14 +196,14 @@ pub(crate) fn check_credentials(
             false
         }
         Some(token) if user_ok && token.verify(pass) => {
-            sess.authed = true;
+            sess.authenticate();
             true
         }
         Some(_) => {
             resp::append_error(sess.out(), WRONGPASS);
-            sess.closing = true;
+            sess.close_after_flush();
             bump(&ctx.counters.publish.auth_failures, 1);
-            log::warn!("subscriber {}: wrong token; closing", sess.peer);
+            log::warn!("subscriber {}: wrong token; closing", ctx.peer);
             false
         }
     }
@@ -260,7 +260,7 @@ fn info(sess: &mut Session, input: &[u8], args: &[Range<usize>], ctx: &CommandCt
     }
     let text = info_text(wanted, ctx);
     let proto = sess.proto;
-    resp3::append_verbatim_txt(sess.out(), proto, text.as_bytes());
+    framing::append_verbatim_txt(sess.out(), proto, text.as_bytes());
     true
 }
 

@@ -1,13 +1,34 @@
-//! The publish path: the publisher event loop that drains the slots, the
-//! subscription registry, the subscriber sessions with their bounded buffers
-//! and slow-subscriber conflation, and the payload encoding.
+//! The publish path: from the symbol slots to the subscribers' sockets.
+//!
+//! Module map, in data-flow order (slots → fan-out → sessions → sockets):
+//!
+//! | step | module | owns |
+//! |---|---|---|
+//! | loop | [`publisher`] | the event-loop turn and the state the parts share |
+//! | slots | [`slot_drain`], [`rate`] | learning symbols, taking dirty updates, the rate cap |
+//! | fan-out | [`fanout`], [`encode`], [`routes`], [`glob`] | one update encoded once and offered to each subscriber (socket-free); who receives what |
+//! | sessions | [`session`], [`outbuf`], [`slow_revisit`] | one connection's state, its bounded buffer and own conflation, the slow-subscriber refill |
+//! | commands | [`input`], [`commands`], [`housekeeping`], [`client_cmd`] | reading a subscriber's input and answering it as Redis 7 does |
+//! | sockets | [`intake`], [`flush`], [`closing`] | admission and auth expiry, writing buffers, closing — over the connection kit ([`crate::net`]: listener, connection slab, auth deadlines, input buffer, flush/attention lists, loop context) |
+//! | reports | [`stats`] | per-subscriber figures for reports and the admin endpoint |
+//!
+//! Single owner of everything here: the publisher thread.
 
 pub mod client_cmd;
+pub mod closing;
 pub mod commands;
 pub mod encode;
+pub mod fanout;
+pub mod flush;
 pub mod glob;
 pub mod housekeeping;
+pub mod input;
+pub mod intake;
 pub mod outbuf;
 pub mod publisher;
+pub mod rate;
 pub mod routes;
 pub mod session;
+pub mod slot_drain;
+pub mod slow_revisit;
+pub mod stats;

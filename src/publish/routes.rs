@@ -16,7 +16,7 @@
 use std::collections::{HashMap, HashSet};
 use std::sync::Arc;
 
-use crate::protocol::resp::framing::{self as resp3, Proto};
+use crate::protocol::resp::framing::{self, Proto};
 use crate::publish::glob::glob_match;
 use crate::symbols::SymbolId;
 
@@ -84,8 +84,8 @@ impl Routes {
             channels: HashMap::new(),
             patterns: HashMap::new(),
             message_prefix: [
-                Arc::from(resp3::message_prefix(Proto::Resp2)),
-                Arc::from(resp3::message_prefix(Proto::Resp3)),
+                Arc::from(framing::message_prefix(Proto::Resp2)),
+                Arc::from(framing::message_prefix(Proto::Resp3)),
             ],
             resp3: HashSet::new(),
         }
@@ -225,7 +225,7 @@ impl Routes {
         let entry = self.patterns.entry(pattern.into()).or_insert_with(|| {
             let build = |proto| {
                 let mut prefix = Vec::with_capacity(pattern.len() + 32);
-                resp3::append_pmessage_prefix(&mut prefix, proto, pattern);
+                framing::append_pmessage_prefix(&mut prefix, proto, pattern);
                 Arc::from(prefix)
             };
             PatternEntry {

@@ -1,46 +1,163 @@
-//! One subscriber connection: its socket, its input buffer, its
-//! subscriptions, and its bounded output buffer (see [`super::outbuf`]).
+//! What the publisher keeps per subscriber connection (the handler state
+//! of a [`crate::net::Conn`], whose socket, id and peer the connection kit
+//! keeps): its input buffer, its subscriptions, its bounded output buffer
+//! (see [`super::outbuf`]) and where it is in its life ([`SessionState`],
+//! [`WriteState`]).
+//!
+//! ```text
+//!   Open(Pending) ──AUTH ok──▶ Open(Passed)        (no token: starts Passed;
+//!        ▲                          │               RESET with a token: back to Pending)
+//!        └──────────RESET───────────┘
+//!   Open(a) ── peer EOF ──▶ InputEnded(a) ── its input answered ──┐
+//!   Open / InputEnded ── QUIT, wrong token, auth timeout,          ▼
+//!                        oversized command ─────────────────▶ Closing ── written ──▶ closed
+//!   any state ── a write failed ──▶ Failed ── next flush ──▶ closed
+//! ```
+//!
+//! The state changes only through the methods below, so a session can not be,
+//! say, closing and awaiting its input at once. Whether the session is on the
+//! publisher's flush or attention list is the lists' flag
+//! ([`crate::net::KeyList`]), set only by their `mark`.
 //!
 //! Single owner: the publisher thread.
 
-use std::io::{ErrorKind, Read};
 use std::ops::Range;
 
 use indexmap::IndexSet;
 use mio::net::TcpStream;
 
 use crate::metrics::report::SubscriberStats;
+use crate::net::{ReadBuf, ReadOutcome};
 use crate::protocol::resp::framing::Proto;
+
 use crate::publish::outbuf::SubscriberBuffer;
 
 /// Bytes of the input buffer: one command must fit in it.
 pub const INBUF_LEN: usize = 64 * 1024;
 
-/// Result of reading the socket.
+/// Whether the client has authenticated.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum ReadOutcome {
-    /// Read this many bytes; there may be more.
-    Data(usize),
-    /// Nothing more to read now.
-    WouldBlock,
-    /// The input buffer is full (commands must be consumed first).
-    BufferFull,
-    /// The peer closed its sending side.
-    Eof,
+pub enum Auth {
+    /// A token is configured and the client has not presented it: only
+    /// `AUTH`, `HELLO … AUTH` and `QUIT` run.
+    Pending,
+    /// Authenticated, or no token is configured.
+    Passed,
+}
+
+/// Where a session is in its life (the read side and the close).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum SessionState {
+    /// Reading and answering commands.
+    Open(Auth),
+    /// The peer will send nothing more: like Redis, answer what it sent,
+    /// then close (an idle closed socket must not hold a slot).
+    InputEnded(Auth),
+    /// It was answered for the last time (`QUIT`, a fatal protocol error, a
+    /// wrong token, the auth timeout, end of input): nothing more is read;
+    /// close once the output buffer is written.
+    Closing,
+    /// A write failed: the peer is gone; close at the next flush.
+    Failed,
+}
+
+impl SessionState {
+    /// Accepted and, when `authed`, already authenticated.
+    pub fn new(authed: bool) -> Self {
+        SessionState::Open(if authed { Auth::Passed } else { Auth::Pending })
+    }
+
+    /// Commands may still be read and answered.
+    pub fn serves_commands(self) -> bool {
+        matches!(self, SessionState::Open(_) | SessionState::InputEnded(_))
+    }
+
+    /// Passed `AUTH` (or needs none) and still serving commands.
+    pub fn is_authed(self) -> bool {
+        matches!(
+            self,
+            SessionState::Open(Auth::Passed) | SessionState::InputEnded(Auth::Passed)
+        )
+    }
+
+    /// Still serving commands without having authenticated.
+    pub fn awaits_auth(self) -> bool {
+        matches!(
+            self,
+            SessionState::Open(Auth::Pending) | SessionState::InputEnded(Auth::Pending)
+        )
+    }
+
+    /// The peer sent EOF and the session has not started closing yet.
+    pub fn input_ended(self) -> bool {
+        matches!(self, SessionState::InputEnded(_))
+    }
+
+    /// Closes once the buffer is written.
+    pub fn is_closing(self) -> bool {
+        self == SessionState::Closing
+    }
+
+    /// A write failed.
+    pub fn is_failed(self) -> bool {
+        self == SessionState::Failed
+    }
+
+    /// `AUTH` passed (a closing or failed session stays so).
+    pub fn authenticate(&mut self) {
+        self.set_auth(Auth::Passed);
+    }
+
+    /// `RESET` with a token configured: authenticate again first.
+    pub fn require_auth(&mut self) {
+        self.set_auth(Auth::Pending);
+    }
+
+    fn set_auth(&mut self, auth: Auth) {
+        match self {
+            SessionState::Open(a) | SessionState::InputEnded(a) => *a = auth,
+            SessionState::Closing | SessionState::Failed => {}
+        }
+    }
+
+    /// The peer closed its sending side (a closing or failed session stays so).
+    pub fn end_input(&mut self) {
+        if let SessionState::Open(auth) = *self {
+            *self = SessionState::InputEnded(auth);
+        }
+    }
+
+    /// Answered for the last time: close once the buffer is written (a
+    /// failed session stays failed).
+    pub fn close_after_flush(&mut self) {
+        if !self.is_failed() {
+            *self = SessionState::Closing;
+        }
+    }
+
+    /// A write failed: the peer is gone.
+    pub fn fail(&mut self) {
+        *self = SessionState::Failed;
+    }
+}
+
+/// The socket's write side as last seen.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum WriteState {
+    /// The socket took everything offered, or has not been written yet.
+    Ready,
+    /// The last write hit `WouldBlock`: wait for a writable event.
+    Blocked,
 }
 
 /// A subscriber connection.
 #[derive(Debug)]
 pub struct Session {
-    /// Engine-assigned number (1-based, never reused).
+    /// The client id `CLIENT ID` and `HELLO` report (1-based, counted per
+    /// accepted subscriber, never reused).
     pub id: u64,
-    /// The socket.
-    pub stream: TcpStream,
-    /// Peer address as text.
-    pub peer: String,
-    /// Input bytes; `..in_len` are unconsumed.
-    pub(crate) inbuf: Box<[u8]>,
-    pub(crate) in_len: usize,
+    /// Input bytes not handled yet (one command must fit).
+    pub(crate) input: ReadBuf,
     /// Argument ranges of the command being handled (reused).
     pub args: Vec<Range<usize>>,
     /// Output buffer and slow-subscriber state.
@@ -49,20 +166,14 @@ pub struct Session {
     pub channels: IndexSet<Box<[u8]>>,
     /// Subscribed patterns, in subscription order.
     pub patterns: IndexSet<Box<[u8]>>,
-    /// The peer will send nothing more.
-    pub read_eof: bool,
-    /// Close once the output buffer is written (after QUIT or a fatal protocol error).
-    pub closing: bool,
-    /// The last write hit `WouldBlock`; wait for a writable event.
-    pub write_blocked: bool,
-    /// A write failed: the peer is gone; close at the next flush.
-    pub failed: bool,
-    /// On the publisher's flush list.
-    pub queued_for_flush: bool,
+    /// Where it is in its life; changed only through the transition methods.
+    state: SessionState,
+    /// The socket's write side.
+    write: WriteState,
+    /// On the publisher's flush list (the list's flag).
+    pub(crate) on_flush_list: bool,
     /// On the publisher's attention list (pending symbols or held-back input).
-    pub on_attention: bool,
-    /// Passed `AUTH` (true from the start when no token is configured).
-    pub authed: bool,
+    pub(crate) on_attention: bool,
     /// The protocol it speaks: RESP2 until `HELLO 3`, again after `HELLO 2` or `RESET`.
     pub proto: Proto,
     /// `CLIENT SETNAME` / `HELLO … SETNAME` (validated: printable, no spaces).
@@ -81,32 +192,18 @@ pub struct Session {
 
 impl Session {
     /// A session for a freshly accepted socket.
-    pub fn new(
-        id: u64,
-        stream: TcpStream,
-        peer: String,
-        hwm: usize,
-        max_symbols: usize,
-        authed: bool,
-        now_ns: u64,
-    ) -> Self {
+    pub fn new(id: u64, hwm: usize, max_symbols: usize, authed: bool, now_ns: u64) -> Self {
         Session {
             id,
-            stream,
-            peer,
-            inbuf: vec![0u8; INBUF_LEN].into_boxed_slice(),
-            in_len: 0,
+            input: ReadBuf::new(INBUF_LEN),
             args: Vec::with_capacity(16),
             buf: SubscriberBuffer::new(hwm, max_symbols),
             channels: IndexSet::new(),
             patterns: IndexSet::new(),
-            read_eof: false,
-            closing: false,
-            write_blocked: false,
-            failed: false,
-            queued_for_flush: false,
+            state: SessionState::new(authed),
+            write: WriteState::Ready,
+            on_flush_list: false,
             on_attention: false,
-            authed,
             proto: Proto::Resp2,
             name: None,
             lib_name: None,
@@ -115,6 +212,55 @@ impl Session {
             created_ns: now_ns,
             last_cmd_ns: now_ns,
         }
+    }
+
+    /// Where it is in its life.
+    pub fn state(&self) -> SessionState {
+        self.state
+    }
+
+    /// `AUTH` (or `HELLO … AUTH`) passed; see [`SessionState::authenticate`].
+    pub fn authenticate(&mut self) {
+        self.state.authenticate();
+    }
+
+    /// See [`SessionState::require_auth`].
+    pub fn require_auth(&mut self) {
+        self.state.require_auth();
+    }
+
+    /// See [`SessionState::end_input`].
+    pub fn end_input(&mut self) {
+        self.state.end_input();
+    }
+
+    /// See [`SessionState::close_after_flush`].
+    pub fn close_after_flush(&mut self) {
+        self.state.close_after_flush();
+    }
+
+    /// See [`SessionState::fail`].
+    pub fn fail(&mut self) {
+        self.state.fail();
+    }
+
+    /// The socket's write side.
+    pub fn write_state(&self) -> WriteState {
+        self.write
+    }
+
+    /// A write ended with (`blocked`) or without `WouldBlock`.
+    pub fn wrote(&mut self, blocked: bool) {
+        self.write = if blocked {
+            WriteState::Blocked
+        } else {
+            WriteState::Ready
+        };
+    }
+
+    /// A writable event arrived.
+    pub fn writable(&mut self) {
+        self.write = WriteState::Ready;
     }
 
     /// Channels plus patterns: the count Redis reports in subscribe replies.
@@ -127,44 +273,25 @@ impl Session {
         self.buf.replies()
     }
 
-    /// Reads from the socket into the input buffer.
+    /// Reads once from the socket into the input buffer; notes the end of
+    /// the peer's input ([`SessionState::InputEnded`]).
     ///
     /// # Errors
     /// A socket error other than `WouldBlock`/`Interrupted`.
-    pub fn read_some(&mut self) -> std::io::Result<ReadOutcome> {
-        if self.in_len == self.inbuf.len() {
-            return Ok(ReadOutcome::BufferFull);
+    pub fn read_some(&mut self, stream: &mut TcpStream) -> std::io::Result<ReadOutcome> {
+        let outcome = self.input.read_from(stream)?;
+        if outcome == ReadOutcome::Eof {
+            self.end_input();
         }
-        loop {
-            match self.stream.read(&mut self.inbuf[self.in_len..]) {
-                Ok(0) => {
-                    self.read_eof = true;
-                    return Ok(ReadOutcome::Eof);
-                }
-                Ok(n) => {
-                    self.in_len += n;
-                    return Ok(ReadOutcome::Data(n));
-                }
-                Err(e) if e.kind() == ErrorKind::WouldBlock => return Ok(ReadOutcome::WouldBlock),
-                Err(e) if e.kind() == ErrorKind::Interrupted => continue,
-                Err(e) => return Err(e),
-            }
-        }
+        Ok(outcome)
     }
 
-    /// Drops `n` bytes of handled input from the front.
-    pub fn consume_input(&mut self, n: usize) {
-        let n = n.min(self.in_len);
-        self.inbuf.copy_within(n..self.in_len, 0);
-        self.in_len -= n;
-    }
-
-    /// The figures reports show, as of `now_ns`.
-    pub fn stats(&self, now_ns: u64) -> SubscriberStats {
+    /// The figures reports show, as of `now_ns`, for the peer at `peer`.
+    pub fn stats(&self, peer: &str, now_ns: u64) -> SubscriberStats {
         let b = &self.buf.stats;
         SubscriberStats {
             id: self.id,
-            peer: self.peer.clone(),
+            peer: peer.to_string(),
             client_name: self
                 .name
                 .as_deref()
@@ -183,5 +310,40 @@ impl Session {
                 .oldest_pending_ns()
                 .map_or(0, |t| now_ns.saturating_sub(t) / 1_000),
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn auth_is_kept_across_the_end_of_input_and_lost_on_close() {
+        let mut s = SessionState::new(false);
+        assert!(s.awaits_auth() && s.serves_commands() && !s.is_authed());
+        s.end_input();
+        assert_eq!(s, SessionState::InputEnded(Auth::Pending));
+        s.authenticate();
+        assert!(s.is_authed() && s.input_ended() && s.serves_commands());
+        s.close_after_flush();
+        assert!(s.is_closing() && !s.serves_commands() && !s.is_authed());
+        // Closing is final for the read side: neither auth nor EOF reopen it.
+        s.authenticate();
+        s.end_input();
+        assert_eq!(s, SessionState::Closing);
+    }
+
+    #[test]
+    fn reset_requires_auth_again_and_a_failed_session_stays_failed() {
+        let mut s = SessionState::new(true);
+        assert_eq!(s, SessionState::Open(Auth::Passed));
+        s.require_auth();
+        assert!(s.awaits_auth());
+        s.fail();
+        s.close_after_flush();
+        s.end_input();
+        s.authenticate();
+        assert_eq!(s, SessionState::Failed);
+        assert!(!s.serves_commands() && !s.is_closing());
     }
 }

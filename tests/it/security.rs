@@ -406,3 +406,26 @@ fn admin_replay_authenticates_on_the_order_port_itself() {
     assert!(raw.starts_with("HTTP/1.1 200"), "{raw}");
     assert!(raw.contains("\"replayed\":1"), "{raw}");
 }
+
+#[test]
+fn a_subscribers_auth_deadline_never_closes_a_later_one_on_its_slot() {
+    // The first subscriber leaves before authenticating; the next one takes
+    // its slot and authenticates. The first one's deadline must find no
+    // connection (connection ids outlive slab reuse), not close the newcomer.
+    let e = secured();
+    let open = || e.counters().snapshot().subscriber_connections.2;
+    let first = TcpStream::connect(e.subscriber_addr()).unwrap();
+    wait_until("first subscriber open", || open() == 1);
+    drop(first);
+    wait_until("first subscriber closed", || open() == 0);
+    let mut later = Sub::connect(e.subscriber_addr());
+    later.cmd(&["AUTH", "s3cret-t0ken"]);
+    assert_eq!(later.frame(), Frame::Simple(b"OK".to_vec()));
+    // A silent subscriber accepted after `later`: its deadline comes after
+    // the first one's, so once it is closed the first deadline was handled.
+    let silent = TcpStream::connect(e.subscriber_addr()).unwrap();
+    assert_eq!(read_all(silent), "-ERR authentication timeout\r\n");
+    later.cmd(&["PING"]);
+    assert_eq!(later.frame(), Frame::Simple(b"PONG".to_vec()));
+    assert_eq!(e.counters().snapshot().auth_failures.1, 1);
+}

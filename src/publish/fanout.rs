@@ -1,0 +1,285 @@
+//! The fan-out step, apart from the loop and from sockets: take one update
+//! of one symbol, encode it once, offer it to every subscriber of that
+//! symbol, each with its own conflation state.
+//!
+//! ```text
+//!  slot value ─▶ take (seq accounting) ─▶ encode once ─▶ tail ─┬─▶ prefix₁+tail ─▶ buffer₁ (offer)
+//!                                         (payload +         ├─▶ prefix₂+tail ─▶ buffer₂ (offer)
+//!                                          RESP tail)         └─▶ …  one per delivery (routes)
+//! ```
+//!
+//! - **Accounting is exact.** [`Fanout`] remembers per symbol the sequence
+//!   number it last took, so `published + conflated` equals the valid ticks
+//!   of that symbol once the slots are drained; a value re-queued by a write
+//!   that raced the take is skipped, never published twice.
+//! - **Encoded once.** The payload ([`super::encode`]) and the RESP tail are
+//!   built once per update and kept as the symbol's latest value (for
+//!   snapshots and for slow subscribers); each delivery adds only its
+//!   prefix (`*3`/`>3` message, `*4`/`>4` pmessage, from [`super::routes`]).
+//! - **Conflation per subscriber.** Each subscriber's
+//!   [`SubscriberBuffer::offer`] appends the frame or marks the symbol
+//!   pending; before an offer would cross the mark the step asks the
+//!   subscriber's [`Outlet`] to hand what it holds to the peer first, so
+//!   only a subscriber whose socket is full too is slow. [`Fanout::refill`]
+//!   sends a drained slow subscriber the latest value of each symbol it
+//!   missed.
+//!
+//! The sessions and their sockets are behind [`Outlets`]; unit tests drive
+//! the step with plain buffers. No allocation per update once every symbol
+//! was seen (the latest-value buffers are sized for the largest payload).
+//!
+//! Single owner: the publisher thread.
+
+use crate::model::tick::SlotValue;
+use crate::protocol::resp;
+use crate::publish::encode::{append_payload, max_payload_len};
+use crate::publish::outbuf::{Offer, SubscriberBuffer};
+use crate::publish::routes::{Routes, SubKey};
+use crate::symbols::SymbolId;
+
+/// One subscriber as the fan-out sees it.
+pub trait Outlet {
+    /// Its output buffer.
+    fn buffer(&mut self) -> &mut SubscriberBuffer;
+    /// The next offer would take the buffer past its mark: hand what it
+    /// holds to the peer now, if the peer can take it.
+    fn make_room(&mut self);
+    /// A frame was appended: the buffer has output to write.
+    fn has_output(&mut self);
+    /// The subscriber began a slow episode: revisit it once it drains.
+    fn became_slow(&mut self);
+}
+
+/// The subscribers, by key.
+pub trait Outlets {
+    /// The view of one subscriber.
+    type Outlet<'a>: Outlet
+    where
+        Self: 'a;
+    /// The subscriber with key `sub` (routes name only open subscribers).
+    fn outlet(&mut self, sub: SubKey) -> Self::Outlet<'_>;
+}
+
+/// What offering one update did.
+#[derive(Debug, Default, Clone, Copy, PartialEq, Eq)]
+pub struct Delivered {
+    /// Frames appended to buffers.
+    pub frames: u64,
+    /// Offers conflated (the subscriber's symbol was or became pending).
+    pub conflations: u64,
+    /// Subscribers that began a slow episode.
+    pub slow_episodes: u64,
+}
+
+/// What publishing one update did.
+#[derive(Debug, Default, Clone, Copy, PartialEq, Eq)]
+pub struct Published {
+    /// Updates of the symbol the slot overwrote since the last take.
+    pub conflated: u64,
+    /// The offers.
+    pub delivered: Delivered,
+}
+
+/// Per-symbol state of the fan-out: the latest encoded value and the
+/// sequence number last taken.
+#[derive(Debug)]
+pub struct Fanout {
+    /// Encoded RESP tail of the latest taken value, per known symbol (empty = none yet).
+    latest: Vec<Vec<u8>>,
+    /// Sequence number last taken, per symbol id below the capacity.
+    last_seq: Vec<u64>,
+    /// Scratch for the payload of the update being encoded.
+    payload: Vec<u8>,
+}
+
+impl Fanout {
+    /// State for up to `max_symbols` symbols.
+    pub fn new(max_symbols: usize) -> Self {
+        Fanout {
+            latest: Vec::with_capacity(max_symbols),
+            last_seq: vec![0; max_symbols],
+            payload: Vec::with_capacity(1024),
+        }
+    }
+
+    /// Symbols learnt so far (ids `0..known()`).
+    pub fn known(&self) -> usize {
+        self.latest.len()
+    }
+
+    /// Learns the next symbol id, named `name` (ids arrive densely, in order).
+    pub fn learn(&mut self, name: &[u8]) {
+        self.latest.push(Vec::with_capacity(
+            max_payload_len(name.len()) + name.len() + 32,
+        ));
+    }
+
+    /// Encoded tail of each known symbol's latest value (empty = none yet).
+    pub fn latest(&self) -> &[Vec<u8>] {
+        &self.latest
+    }
+
+    /// Takes update `seq` of symbol `id`: returns how many earlier updates
+    /// the slot conflated, or `None` when `seq` was taken already (a write
+    /// that raced the take re-queued it).
+    #[inline]
+    pub fn take(&mut self, id: SymbolId, seq: u64) -> Option<u64> {
+        let last = &mut self.last_seq[id as usize];
+        if seq <= *last {
+            return None;
+        }
+        let skipped = seq - *last - 1;
+        *last = seq;
+        Some(skipped)
+    }
+
+    /// Encodes `v` as the latest value of symbol `id`, named `name`.
+    #[inline]
+    pub fn encode(&mut self, id: SymbolId, name: &[u8], v: &SlotValue) {
+        self.payload.clear();
+        append_payload(&mut self.payload, name, v);
+        let tail = &mut self.latest[id as usize];
+        tail.clear();
+        resp::append_message_tail(tail, name, &self.payload);
+    }
+
+    /// Offers the latest value of `id` to each of its deliveries at `now_ns`.
+    #[inline]
+    pub fn offer<O: Outlets>(
+        &self,
+        id: SymbolId,
+        routes: &Routes,
+        outlets: &mut O,
+        now_ns: u64,
+    ) -> Delivered {
+        let tail = &self.latest[id as usize];
+        let mut done = Delivered::default();
+        for d in routes.deliveries(id) {
+            let mut out = outlets.outlet(d.sub);
+            let frame_len = d.prefix.len() + tail.len();
+            let buf = out.buffer();
+            if buf.buffered() + frame_len > buf.hwm() && !buf.is_pending(id) {
+                // Past the mark in user space: hand what we have to the
+                // kernel first; only a subscriber whose socket is full too
+                // is slow.
+                out.make_room();
+            }
+            match out.buffer().offer(id, &d.prefix, tail, now_ns) {
+                Offer::Appended => {
+                    done.frames += 1;
+                    out.has_output();
+                }
+                Offer::Conflated { entered_slow } => {
+                    done.conflations += 1;
+                    if entered_slow {
+                        done.slow_episodes += 1;
+                        out.became_slow();
+                    }
+                }
+            }
+        }
+        done
+    }
+
+    /// The whole step for one taken slot value: accounting, encoding, offers.
+    /// `None` when the value was taken already.
+    pub fn publish<O: Outlets>(
+        &mut self,
+        id: SymbolId,
+        v: &SlotValue,
+        routes: &Routes,
+        outlets: &mut O,
+        now_ns: u64,
+    ) -> Option<Published> {
+        let conflated = self.take(id, v.seq)?;
+        self.encode(id, routes.name(id), v);
+        let delivered = self.offer(id, routes, outlets, now_ns);
+        Some(Published {
+            conflated,
+            delivered,
+        })
+    }
+
+    /// Sends subscriber `sub`'s buffer the latest value of each symbol it
+    /// missed, oldest mark first, while the frames fit under the mark (or
+    /// the buffer is empty: a frame larger than the mark still goes out
+    /// alone). Returns the frames appended.
+    pub fn refill(&self, sub: SubKey, buf: &mut SubscriberBuffer, routes: &Routes) -> u64 {
+        let mut sent = 0u64;
+        while let Some(id) = buf.peek_pending() {
+            let tail = &self.latest[id as usize];
+            let mine = || routes.deliveries(id).iter().filter(|d| d.sub == sub);
+            let need: usize = mine().map(|d| d.prefix.len() + tail.len()).sum();
+            if buf.buffered() + need > buf.hwm() && buf.buffered() > 0 {
+                break;
+            }
+            buf.pop_pending();
+            for d in mine() {
+                buf.append_frame(&d.prefix, tail);
+                sent += 1;
+            }
+        }
+        sent
+    }
+}
+
+/// Plain buffers as outlets, for tests and benches: `make_room` writes
+/// nothing (every socket is full), the flags record what the step asked.
+#[derive(Debug)]
+pub struct PlainOutlets {
+    /// Buffer per subscriber key.
+    pub buffers: Vec<SubscriberBuffer>,
+    /// Per key: a frame was appended since the flag was cleared.
+    pub has_output: Vec<bool>,
+    /// Per key: `became_slow` was called since the flag was cleared.
+    pub slow: Vec<bool>,
+    /// Per key: `make_room` calls.
+    pub room_asked: Vec<u64>,
+}
+
+impl PlainOutlets {
+    /// `n` subscribers with high-water mark `hwm` for `max_symbols` ids.
+    pub fn new(n: usize, hwm: usize, max_symbols: usize) -> Self {
+        PlainOutlets {
+            buffers: (0..n)
+                .map(|_| SubscriberBuffer::new(hwm, max_symbols))
+                .collect(),
+            has_output: vec![false; n],
+            slow: vec![false; n],
+            room_asked: vec![0; n],
+        }
+    }
+}
+
+/// One of [`PlainOutlets`].
+#[derive(Debug)]
+pub struct PlainOutlet<'a> {
+    owner: &'a mut PlainOutlets,
+    sub: SubKey,
+}
+
+impl Outlet for PlainOutlet<'_> {
+    fn buffer(&mut self) -> &mut SubscriberBuffer {
+        &mut self.owner.buffers[self.sub]
+    }
+    fn make_room(&mut self) {
+        self.owner.room_asked[self.sub] += 1;
+    }
+    fn has_output(&mut self) {
+        self.owner.has_output[self.sub] = true;
+    }
+    fn became_slow(&mut self) {
+        self.owner.slow[self.sub] = true;
+    }
+}
+
+impl Outlets for PlainOutlets {
+    type Outlet<'a> = PlainOutlet<'a>;
+    fn outlet(&mut self, sub: SubKey) -> PlainOutlet<'_> {
+        PlainOutlet { owner: self, sub }
+    }
+}
+
+#[cfg(test)]
+#[path = "fanout_tests.rs"]
+mod tests;

@@ -1,0 +1,189 @@
+//! Subscriber output toward the sockets: the flush list (the kit's
+//! [`KeyList`]), the non-blocking write of each queued buffer (each `write`
+//! call timed in the socket-write stage), closing sessions whose last
+//! answer is written or whose peer is gone, and the sessions as [`Outlets`]
+//! of the fan-out (a session asked to make room writes what it holds, if
+//! its socket is not known to be full).
+//!
+//! The output buffer is the publisher's own conflating
+//! [`SubscriberBuffer`], not the kit's `WriteBuf`: the RESP encoders append
+//! to a `Vec<u8>`, and past its mark the buffer conflates per symbol
+//! instead of only pausing the reads.
+//!
+//! Single owner: the publisher thread.
+
+use crate::metrics::counters::{bump, Counters};
+use crate::metrics::{Stage, StageRecorder};
+use crate::net::{Conn, Conns, KeyList};
+use crate::publish::fanout::{Outlet, Outlets};
+use crate::publish::outbuf::SubscriberBuffer;
+use crate::publish::publisher::Publisher;
+use crate::publish::routes::SubKey;
+use crate::publish::session::{Session, WriteState};
+use crate::sys::clock::MonoClock;
+
+impl Publisher {
+    /// A writable event for `key`: its socket takes bytes again.
+    pub(super) fn writable(&mut self, key: usize) {
+        if let Some(c) = self.sessions.get_mut(key) {
+            c.state.writable();
+            self.flush_list.mark(&mut c.state.on_flush_list, key);
+        }
+    }
+
+    /// Puts `key` on the flush list (once).
+    pub(super) fn queue_flush(&mut self, key: usize) {
+        if let Some(c) = self.sessions.get_mut(key) {
+            self.flush_list.mark(&mut c.state.on_flush_list, key);
+        }
+    }
+
+    /// Writes every queued buffer; returns how many sessions wrote something.
+    pub(super) fn flush(&mut self) -> usize {
+        let mut wrote = 0;
+        // Nothing is marked for flush while the list is walked (a close
+        // only unlists), so the walk takes the keys out and gives them back.
+        let keys = self.flush_list.take();
+        for &key in &keys {
+            let Some(conn) = self.sessions.get_mut(key) else {
+                continue;
+            };
+            let sess = &mut conn.state;
+            sess.on_flush_list = false;
+            if sess.state().is_failed() {
+                self.close(key);
+                continue;
+            }
+            if sess.write_state() == WriteState::Blocked || sess.buf.buffered() == 0 {
+                if sess.state().is_closing() && sess.buf.buffered() == 0 {
+                    self.close(key);
+                }
+                continue;
+            }
+            match write_session(
+                conn,
+                &self.ctx.clock,
+                &mut self.ctx.recorder,
+                &self.ctx.counters,
+            ) {
+                Ok(n) => {
+                    if n > 0 {
+                        wrote += 1;
+                    }
+                    if conn.state.state().is_closing() && conn.state.buf.buffered() == 0 {
+                        self.close(key);
+                    }
+                }
+                Err(e) => {
+                    log::debug!("subscriber {}: write failed: {e}; closing", conn.peer);
+                    self.close(key);
+                }
+            }
+        }
+        self.flush_list.restore(keys);
+        if !self.batch_recv.is_empty() {
+            let end = self.ctx.clock.now_ns();
+            for &r in &self.batch_recv {
+                self.ctx.recorder.record_span(Stage::EngineE2e, r, end);
+            }
+            self.batch_recv.clear();
+        }
+        wrote
+    }
+}
+
+/// Writes a session's buffer to its socket without blocking, recording each
+/// `write` call in the socket-write stage. Returns the bytes written.
+fn write_session(
+    conn: &mut Conn<Session>,
+    clock: &MonoClock,
+    recorder: &mut StageRecorder,
+    counters: &Counters,
+) -> std::io::Result<usize> {
+    let mut t = clock.now_ns();
+    let sess = &mut conn.state;
+    let (n, blocked) = sess.buf.write_to(&mut conn.stream, |_| {
+        let now = clock.now_ns();
+        recorder.record_span(Stage::SocketWrite, t, now);
+        t = now;
+    })?;
+    sess.wrote(blocked);
+    bump(&counters.publish.bytes_written, n as u64);
+    Ok(n)
+}
+
+/// The sessions as the fan-out's outlets, for one update.
+#[derive(Debug)]
+pub(super) struct SessionOutlets<'a> {
+    pub(super) sessions: &'a mut Conns<Session>,
+    pub(super) flush_list: &'a mut KeyList,
+    pub(super) attention: &'a mut KeyList,
+    pub(super) clock: &'a MonoClock,
+    pub(super) recorder: &'a mut StageRecorder,
+    pub(super) counters: &'a Counters,
+}
+
+/// One session as an outlet.
+#[derive(Debug)]
+pub(super) struct SessionOutlet<'s, 'a> {
+    key: SubKey,
+    conn: &'s mut Conn<Session>,
+    flush_list: &'s mut KeyList,
+    attention: &'s mut KeyList,
+    clock: &'a MonoClock,
+    recorder: &'s mut StageRecorder,
+    counters: &'a Counters,
+}
+
+impl<'a> Outlets for SessionOutlets<'a> {
+    type Outlet<'s>
+        = SessionOutlet<'s, 'a>
+    where
+        Self: 's;
+
+    #[inline]
+    fn outlet(&mut self, sub: SubKey) -> SessionOutlet<'_, 'a> {
+        SessionOutlet {
+            key: sub,
+            conn: self
+                .sessions
+                .get_mut(sub)
+                .expect("routes name open subscribers only"),
+            flush_list: self.flush_list,
+            attention: self.attention,
+            clock: self.clock,
+            recorder: self.recorder,
+            counters: self.counters,
+        }
+    }
+}
+
+impl Outlet for SessionOutlet<'_, '_> {
+    #[inline]
+    fn buffer(&mut self) -> &mut SubscriberBuffer {
+        &mut self.conn.state.buf
+    }
+
+    fn make_room(&mut self) {
+        let s = &self.conn.state;
+        if s.write_state() == WriteState::Blocked || s.state().is_failed() {
+            return;
+        }
+        if write_session(self.conn, self.clock, self.recorder, self.counters).is_err() {
+            let s = &mut self.conn.state;
+            s.fail();
+            self.flush_list.mark(&mut s.on_flush_list, self.key);
+        }
+    }
+
+    #[inline]
+    fn has_output(&mut self) {
+        self.flush_list
+            .mark(&mut self.conn.state.on_flush_list, self.key);
+    }
+
+    fn became_slow(&mut self) {
+        self.attention
+            .mark(&mut self.conn.state.on_attention, self.key);
+    }
+}

@@ -1,0 +1,61 @@
+//! The slow-subscriber revisit: sessions on the attention list (symbols
+//! pending after a slow episode, or input held back under backpressure)
+//! (the kit's [`crate::net::KeyList`], walked in place so a session marked
+//! again during the walk is revisited in the same walk) are looked at every turn; once a buffer is under half the mark it gets
+//! the latest value of each symbol it missed ([`super::fanout::Fanout::refill`])
+//! and its commands are read again.
+//!
+//! Single owner: the publisher thread.
+
+use crate::metrics::counters::bump;
+use crate::publish::publisher::Publisher;
+
+impl Publisher {
+    /// Puts `key` on the attention list (once).
+    pub(super) fn mark_attention(&mut self, key: usize) {
+        if let Some(c) = self.sessions.get_mut(key) {
+            self.attention.mark(&mut c.state.on_attention, key);
+        }
+    }
+
+    /// Revisits sessions that were slow or stopped reading: once a buffer is
+    /// under half the mark, sends the latest value of each pending symbol and
+    /// resumes reading its commands.
+    pub(super) fn serve_attention(&mut self) -> usize {
+        let mut work = 0;
+        let low_water = self.settings.hwm / 2;
+        let mut i = 0;
+        while i < self.attention.len() {
+            let key = self.attention.key(i);
+            let Some(sess) = self.sessions.get_mut(key).map(|c| &mut c.state) else {
+                self.attention.swap_remove(i);
+                continue;
+            };
+            if sess.buf.buffered() > low_water {
+                i += 1;
+                continue;
+            }
+            let sent = self.fanout.refill(key, &mut sess.buf, &self.routes);
+            let done = sess.buf.pending_len() == 0;
+            if done {
+                sess.on_attention = false;
+            }
+            bump(&self.ctx.counters.publish.frames, sent);
+            if sent > 0 {
+                self.queue_flush(key);
+                work += 1;
+            }
+            if done {
+                self.attention.swap_remove(i);
+                // It may have stopped reading commands under backpressure.
+                work += self.serve_input(key);
+            } else {
+                i += 1;
+            }
+        }
+        if work > 0 {
+            work += self.flush();
+        }
+        work
+    }
+}
