@@ -10,8 +10,8 @@
 //! data, subscribers, orders, retry, lanes, fills, alerts, dead letters,
 //! reporting); the README's flag table is checked against it by a test.
 
-pub mod config_file;
-pub mod order_args;
+pub(crate) mod config_file;
+pub(crate) mod order_args;
 
 use std::net::SocketAddr;
 use std::path::PathBuf;

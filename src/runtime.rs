@@ -206,7 +206,6 @@ impl Engine {
             dlq_store: Arc::clone(&dlq_store),
             dlq: dlq_tx.clone(),
             link: link.clone(),
-            interval_ns: config.report_interval.as_nanos() as u64,
             mono: clock,
             clock: injected.clock.unwrap_or_else(|| Arc::new(clock)),
             bridges: injected.bridges,

@@ -16,16 +16,16 @@
 //! a thread per connection without bound, and reads a request's whole
 //! announced body when the request is dropped (see `docs/decisions.md`).
 
-pub mod conn;
-pub mod counters;
-pub mod event_loop;
-pub mod exposition;
-pub mod http;
-pub mod latency_buckets;
-pub mod prometheus;
-pub mod replay;
-pub mod routes;
-pub mod server;
+pub(crate) mod conn;
+pub(crate) mod counters;
+pub(crate) mod event_loop;
+pub(crate) mod exposition;
+pub(crate) mod http;
+pub(crate) mod latency_buckets;
+pub(crate) mod prometheus;
+pub(crate) mod replay;
+pub(crate) mod routes;
+pub(crate) mod server;
 pub mod subscriber_series;
 
 pub use http::Limits;

@@ -28,8 +28,6 @@ use crate::metrics::report::SubscriberStats;
 use crate::metrics::reporter::Totals;
 use crate::metrics::Counters;
 
-pub use super::replay::DLQ_PAGE_MAX;
-
 /// What the endpoint reads.
 #[derive(Debug, Clone)]
 pub struct AdminState {

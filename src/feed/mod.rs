@@ -2,5 +2,5 @@
 //! which splits it into lines), parsed, validated and written into the
 //! symbol slots. Poison lines go to the DLQ.
 
-pub mod ingest;
+pub(crate) mod ingest;
 pub mod parse;

@@ -35,6 +35,7 @@ use std::collections::VecDeque;
 use hdrhistogram::Histogram;
 
 use super::recorder::{Handoff, StageHists};
+#[cfg(test)]
 use super::stage::Stage;
 
 /// Most intervals kept open at once.
@@ -43,7 +44,8 @@ pub const WINDOW: usize = 64;
 /// One released interval.
 #[derive(Debug)]
 pub struct Released {
-    /// Its index `k`.
+    /// Its index `k` (the tests check the release order by it).
+    #[cfg(test)]
     pub index: u64,
     /// Start (engine clock, ns): `k·I`.
     pub start_ns: u64,
@@ -61,6 +63,7 @@ pub struct Released {
 
 impl Released {
     /// Samples of one stage in this interval.
+    #[cfg(test)]
     pub fn count(&self, stage: Stage) -> u64 {
         self.hists[stage.index()].as_ref().map_or(0, |h| h.len())
     }
@@ -117,11 +120,6 @@ impl IntervalWindow {
         (interval_ns / 2).clamp(100_000_000, 2_000_000_000)
     }
 
-    /// Interval length (ns).
-    pub fn interval_ns(&self) -> u64 {
-        self.interval_ns
-    }
-
     /// Samples that arrived after their interval was released, so far.
     pub fn late_samples(&self) -> u64 {
         self.late_total
@@ -133,6 +131,7 @@ impl IntervalWindow {
     }
 
     /// Index of the next interval to be released.
+    #[cfg(test)]
     pub fn next_release(&self) -> u64 {
         self.first
     }
@@ -292,6 +291,7 @@ impl IntervalWindow {
         let index = self.first;
         self.first += 1;
         Released {
+            #[cfg(test)]
             index,
             start_ns: index.saturating_mul(self.interval_ns),
             length_ns,

@@ -6,14 +6,14 @@
 //! single writer each.
 
 pub mod alerts;
-pub mod counters;
+pub(crate) mod counters;
 pub mod hlog;
-pub mod intervals;
-pub mod order_counters;
-pub mod recorder;
+pub(crate) mod intervals;
+pub(crate) mod order_counters;
+pub(crate) mod recorder;
 pub mod report;
-pub mod reporter;
-pub mod stage;
+pub(crate) mod reporter;
+pub(crate) mod stage;
 
 pub use counters::{Counters, CountersSnapshot};
 pub use recorder::StageRecorder;

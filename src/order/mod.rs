@@ -37,9 +37,9 @@
 //! reasons, lots/price/amount/side) is in `crate::model`; the client side of
 //! the protocol is `crate::client::orders`.
 
-pub mod accepted;
-pub mod config;
-pub mod fills;
+pub(crate) mod accepted;
+pub(crate) mod config;
+pub(crate) mod fills;
 pub mod gateway;
 pub mod lanes;
-pub mod wiring;
+pub(crate) mod wiring;

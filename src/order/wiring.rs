@@ -106,8 +106,6 @@ pub struct OrderPathInputs {
     pub dlq: DlqSender,
     /// Histogram hand-off to the reporter.
     pub link: RecorderLink,
-    /// Histogram hand-off interval.
-    pub interval_ns: u64,
     /// Measurement clock.
     pub mono: MonoClock,
     /// Engine clock (deadlines, retries, dedup retention, outages).
@@ -438,11 +436,6 @@ impl OrderPath {
                 }
             }
         }
-    }
-
-    /// Has it been stopped?
-    pub fn is_stopped(&self) -> bool {
-        self.gateway.is_none()
     }
 }
 

@@ -14,21 +14,21 @@
 //!
 //! Single owner of everything here: the publisher thread.
 
-pub mod client_cmd;
-pub mod closing;
-pub mod commands;
+pub(crate) mod client_cmd;
+pub(crate) mod closing;
+pub(crate) mod commands;
 pub mod encode;
 pub mod fanout;
-pub mod flush;
+pub(crate) mod flush;
 pub mod glob;
-pub mod housekeeping;
-pub mod input;
-pub mod intake;
+pub(crate) mod housekeeping;
+pub(crate) mod input;
+pub(crate) mod intake;
 pub mod outbuf;
-pub mod publisher;
-pub mod rate;
+pub(crate) mod publisher;
+pub(crate) mod rate;
 pub mod routes;
-pub mod session;
-pub mod slot_drain;
-pub mod slow_revisit;
-pub mod stats;
+pub(crate) mod session;
+pub(crate) mod slot_drain;
+pub(crate) mod slow_revisit;
+pub(crate) mod stats;

@@ -7,11 +7,11 @@
 //! without holding up the orders behind it. Nothing here knows about orders:
 //! the timer loop hands due items to a [`timer::Fire`] implementation.
 
-pub mod backoff;
-pub mod clock;
-pub mod delay_queue;
-pub mod permits;
-pub mod timer;
+pub(crate) mod backoff;
+pub(crate) mod clock;
+pub(crate) mod delay_queue;
+pub(crate) mod permits;
+pub(crate) mod timer;
 
 pub use backoff::{Backoff, Jitter};
 pub use clock::{Clock, SharedClock, SimClock};

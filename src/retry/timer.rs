@@ -157,18 +157,15 @@ impl<T, F: Fire<T>> TimerLoop<T, F> {
     }
 
     /// The handler (tests).
+    #[cfg(test)]
     pub fn handler(&self) -> &F {
         &self.fire
     }
 
     /// Items waiting.
+    #[cfg(test)]
     pub fn len(&self) -> usize {
         self.queue.len()
-    }
-
-    /// True when nothing waits.
-    pub fn is_empty(&self) -> bool {
-        self.queue.is_empty()
     }
 }
 

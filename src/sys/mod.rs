@@ -1,8 +1,8 @@
 //! The only code that touches the operating system directly: thread pinning,
 //! clocks, signals and the process's own figures (`/proc/self`). Everything above it is portable Rust.
 
-pub mod affinity;
+pub(crate) mod affinity;
 pub mod clock;
 pub mod net;
-pub mod process;
+pub(crate) mod process;
 pub mod signals;

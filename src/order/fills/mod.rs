@@ -24,7 +24,7 @@
 //! can never be applied twice by a race between the timer and an arrival (no
 //! lock needed; a lock both took would serialise the same work anyway).
 
-pub mod fill_book;
-pub mod fill_thread;
-pub mod position;
-pub mod sequencer;
+pub(crate) mod fill_book;
+pub(crate) mod fill_thread;
+pub(crate) mod position;
+pub(crate) mod sequencer;

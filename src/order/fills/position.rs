@@ -74,12 +74,8 @@ impl<K: Eq + Hash + Clone, Q: Copy + Default> Positions<K, Q> {
         self.by_order.remove(order)
     }
 
-    /// Orders with a position.
-    pub fn len(&self) -> usize {
-        self.by_order.len()
-    }
-
     /// True when no order has a position.
+    #[cfg(test)]
     pub fn is_empty(&self) -> bool {
         self.by_order.is_empty()
     }

@@ -202,16 +202,6 @@ impl<K: Eq + Hash + Clone + Debug, T> Sequencers<K, T> {
             self.held_total -= seq.held.len();
         }
     }
-
-    /// Orders tracked.
-    pub fn len(&self) -> usize {
-        self.orders.len()
-    }
-
-    /// True when no order is tracked.
-    pub fn is_empty(&self) -> bool {
-        self.orders.is_empty()
-    }
 }
 
 /// Applies held fills from `seq.next` on while they are consecutive; returns

@@ -70,7 +70,7 @@ use rate::RateLimit;
 pub mod codec;
 pub mod dedup;
 mod ledger;
-pub mod rate;
+pub(crate) mod rate;
 use ledger::Ledger;
 
 /// Token of the waker workers, the timer and the runtime ring.

@@ -38,10 +38,10 @@
 //! * [`events`]: the link back to the gateway ([`events::Event`],
 //!   [`events::EventSender`]).
 
-pub mod admission;
-pub mod bridge_calls;
-pub mod events;
-pub mod outlet;
-pub mod retry_handoff;
+pub(crate) mod admission;
+pub(crate) mod bridge_calls;
+pub(crate) mod events;
+pub(crate) mod outlet;
+pub(crate) mod retry_handoff;
 pub mod routing;
-pub mod worker;
+pub(crate) mod worker;
