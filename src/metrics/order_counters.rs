@@ -1,6 +1,6 @@
 //! Counters and gauges of the order path.
 //!
-//! Two groups, each with one writer thread:
+//! Three groups, each with one writer thread:
 //! * [`OrderCounters`]: the order gateway. Every reply passes through it, so
 //!   it counts admissions, rejects and every terminal outcome (done, dead,
 //!   expired) in one place, and `accepted = done + dead + expired +
