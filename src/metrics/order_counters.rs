@@ -45,7 +45,7 @@ pub struct OrderCounters {
     pub replays: AtomicU64,
     /// Replies whose client had disconnected (the order still ran to its end).
     pub undeliverable: AtomicU64,
-    /// Gauge: orders in the main queue.
+    /// Gauge: orders in the lane queues, both lanes together.
     pub queue_depth: AtomicU64,
     /// Gauge: age of the oldest queued order, µs.
     pub queue_oldest_age_us: AtomicU64,
