@@ -1,6 +1,7 @@
 //! Benchmarks of the feed hot path: parsing one tick line
-//! (`feed/parse_line`) and splitting a 64 KiB receive buffer into lines
-//! (`feed/lines`).
+//! (`feed/parse_line`, `feed::parse`) and splitting a 64 KiB receive buffer
+//! into lines (`feed/lines`: the connection kit's `net::LineReader`, which
+//! the feed reads with; the group keeps its name so results compare).
 //!
 //! Throughput is per line (`elements`), so criterion's time per iteration in
 //! `feed/lines` divided by the line count is the cost per line; inputs are

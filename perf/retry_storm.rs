@@ -11,9 +11,9 @@
 //! engine's own parts: `retry::Backoff` draws the delays, `retry::DelayQueue`
 //! holds the waiting orders (capacity 10,000), `bridge::sim::SimBridge`
 //! decides each attempt (its scheduled outage). Workers take due retries
-//! first, then the main queue, as `order::lanes::worker` does. An attempt occupies a
-//! worker for 1 ms when the bridge is up and 0.333 ms when it is down (a fast
-//! 503), so 4 workers make ~12,000 failing attempts per second.
+//! first, then the main queue, as `order::lanes::worker` does. An attempt
+//! occupies a worker for 1 ms when the bridge is up and 0.333 ms when it is
+//! down (a fast 503), so 4 workers make ~12,000 failing attempts per second.
 //!
 //! Policies (the delayed ones have the engine's budget of 4 retries, then
 //! the DLQ; immediate requeue has no budget, as a broker's requeue):

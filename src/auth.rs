@@ -2,9 +2,9 @@
 //! where `ps` would show it), compared in constant time.
 //!
 //! Who presents it: feeds and order clients (first line `AUTH <token>`;
-//! the order gateway checks it with [`check_line`]), subscribers (RESP
-//! `AUTH <token>` or `AUTH default <token>`, as in Redis), the admin
-//! endpoint (`Authorization: Bearer <token>`). A wrong token gets one error
+//! the connection kit's `net::AuthGate` checks it with [`check_line`]),
+//! subscribers (RESP `AUTH <token>` or `AUTH default <token>`, as in
+//! Redis), the admin endpoint (`Authorization: Bearer <token>`). A wrong token gets one error
 //! and the connection is closed; a connection that has not authenticated
 //! within the timeout is closed too.
 

@@ -10,7 +10,7 @@
 //! * the **order path** blocks on its own channel ([`DlqSender::send_order`]):
 //!   a dead-lettered order is an accepted order the client was promised an
 //!   answer for and that may be replayed, so it is never dropped. A slow disk
-//!   slows the workers down, the main queue fills and new orders get
+//!   slows the workers down, the lane queues fill and new orders get
 //!   `SYSTEM_BUSY`: backpressure ends at the admission bound, not in a lost
 //!   record. The separate channel means a feed flood cannot take its room.
 //!

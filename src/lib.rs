@@ -5,24 +5,28 @@
 //! own pace, to subscribers speaking the Redis pub/sub protocol. Every stage
 //! is measured with HDR histograms.
 //!
-//! Data flow (and module dependencies) run one way:
+//! The data flows left to right. The stages import the layers below the
+//! line; the market-data side and the order side import nothing of each
+//! other:
 //!
 //! ```text
-//! feed (ingest loop, parser) ──▶ slots (conflation) ──▶ publish (publisher, sessions)
-//!        │ poison                     ▲ symbols
-//!        ▼
-//!       dlq ◀── order (gateway, queue, workers) ──▶ bridge (venues)
-//!                      │ transient ▲
-//!                      ▼           │
-//!                      retry (backoff, delay queue, timer, clock)
-//!
-//!   net (connection kit), metrics, protocol, config, sys: shared leaves;
-//!   model: the vocabulary below them all; client: what tools and tests
-//!   read replies with
+//!  market data:  feed ──▶ slots ──▶ publish ──▶ subscribers
+//!                 │ poison  (symbols: the interner both share)
+//!                 ▼
+//!  orders:       dlq ◀── order: gateway ──▶ lanes ──▶ bridge ──▶ fills ──▶ gateway ──▶ replies
+//!                                 transient │ ▲
+//!                                           ▼ │
+//!                                          retry (backoff, delay queue, timer)
+//!  ─────────────────────────────────────────────────────────────────────────────
+//!  net        the connection kit under the three TCP ports (feed, publish, gateway)
+//!  protocol   the RESP server codec;  client: the client side, for tools and tests
+//!  metrics, admin, sys: telemetry and the OS, importing no stage
+//!  model      the vocabulary at the bottom: tick, decimal, units, reasons, lanes
 //! ```
 //!
-//! [`runtime`] wires the stages into threads; only the binary, the tools and
-//! the tests use it.
+//! [`cli`] and [`config`] turn flags into validated configs; [`runtime`]
+//! wires the stages into threads; only the binary, the tools and the tests
+//! use it.
 #![deny(missing_docs, missing_debug_implementations)]
 
 pub mod admin;

@@ -2,15 +2,16 @@
 //! threads, pins them, and stops them in order. Nothing imports this module
 //! but the binary, the tools and the tests.
 //!
-//! Threads: `feed` (ingest loop), `publish` (publisher loop), `reporter`
-//! (histogram merge + report lines), `dlq` (dead-letter store), and the
-//! order path (`order-gw` gateway, `order-wN`/`order-LN` small/large-lane
-//! workers, `retry` timer, `fills` fill thread; see
-//! [`crate::order::wiring`]). Shutdown order: the order path first (it stops
-//! taking orders and gives every accepted one its terminal reply) → stop
-//! flag → wake feed and publisher → join them (they flush their histograms;
-//! the publisher drains the slots once more) → the DLQ and the reporter stop
-//! when their last producer is gone.
+//! Threads (each named `tickfan-…`): `feed` (ingest loop), `publish`
+//! (publisher loop), `reporter` (histogram merge + report lines), `dlq`
+//! (dead-letter store), the admin endpoint (`admin-io`, its workers and
+//! `admin-replay`; see [`crate::admin`]), and the order path (`order-gw`
+//! gateway, `order-wN`/`order-LN` small/large-lane workers, `retry` timer,
+//! `fills` fill thread; see [`crate::order::wiring`]). Shutdown order: the
+//! admin endpoint → the order path (it stops taking orders and gives every
+//! accepted one its terminal reply) → the feed (stop flag, wake, join: it
+//! flushes its histograms) → the publisher (its final drain sees every
+//! tick) → the DLQ and the reporter, when their last producer is gone.
 
 use std::net::SocketAddr;
 use std::sync::atomic::{AtomicBool, Ordering};

@@ -1,5 +1,6 @@
-//! Fuzz the feed's line reader with arbitrary bytes in arbitrary read sizes:
-//! never panics, never grows, never yields a line longer than the limit.
+//! Fuzz the line reader (`net::lines`, under the feed and the order gateway)
+//! with arbitrary bytes in arbitrary read sizes: never panics, never grows,
+//! never yields a line longer than the limit.
 #![no_main]
 
 use std::io::Read;

@@ -1,5 +1,6 @@
-//! Fuzz the order-line parser: never panics; an accepted `NEW` re-encodes
-//! (through the tools' encoder) to a line that parses to the same order.
+//! Fuzz the order-line parser (`order::gateway::codec`): never panics; an
+//! accepted `NEW` re-encodes (through the client side's encoder,
+//! `client::orders`) to a line that parses to the same order.
 #![no_main]
 
 use libfuzzer_sys::fuzz_target;

@@ -12,9 +12,8 @@
 //! socket and reads each request under a size and time bound, a fixed pool
 //! of workers builds the answers, and replays run on a thread of their own
 //! (see [`event_loop`]). HTTP is hand-rolled on mio with `httparse` for the
-//! parsing, because `tiny_http` (used before) has no read timeouts, spawns
-//! a thread per connection without bound, and reads a request's whole
-//! announced body when the request is dropped (see `docs/decisions.md`).
+//! parsing, so every read has a size bound and a deadline and no thread is
+//! spawned per connection (why no HTTP server crate: `docs/decisions.md`).
 
 pub(crate) mod conn;
 pub(crate) mod counters;

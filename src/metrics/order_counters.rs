@@ -1,6 +1,6 @@
 //! Counters and gauges of the order path.
 //!
-//! Two groups, each with one writer thread:
+//! Three groups, each with one writer thread:
 //! * [`OrderCounters`]: the order gateway. Every reply passes through it, so
 //!   it counts admissions, rejects and every terminal outcome (done, dead,
 //!   expired) in one place, and `accepted = done + dead + expired +
@@ -45,7 +45,7 @@ pub struct OrderCounters {
     pub replays: AtomicU64,
     /// Replies whose client had disconnected (the order still ran to its end).
     pub undeliverable: AtomicU64,
-    /// Gauge: orders in the main queue.
+    /// Gauge: orders in the lane queues, both lanes together.
     pub queue_depth: AtomicU64,
     /// Gauge: age of the oldest queued order, µs.
     pub queue_oldest_age_us: AtomicU64,

@@ -19,10 +19,10 @@ pub enum Stage {
     EngineE2e,
     /// Order line received → its `REJECT` handed to the kernel (order gateway).
     OrderReject,
-    /// Order offered to the main queue → taken by a worker.
+    /// Order offered to its lane's queue → taken by a worker (both lanes).
     OrderQueueWait,
     /// One attempt of one order in a worker: deadline check, bridge call,
-    /// outcome handling (fills, DLQ hand-off or parking for a retry).
+    /// outcome handling (fills, DLQ hand-off or hand-off to the retry timer).
     OrderProcess,
     /// Order line received → its terminal reply handed to the kernel
     /// (retries and their delays included).

@@ -3,7 +3,8 @@
 //!
 //! A port's event loop is a *handler* over this kit. The kit owns what every
 //! port does the same way; the handler owns only its protocol and its stage
-//! (the feed: parse, intern, slot write; the gateway: orders and replies).
+//! (the feed: parse, intern, slot write; the gateway: orders and replies;
+//! the publisher: RESP commands, subscriptions, its conflating output).
 //!
 //! | piece | file | owns |
 //! |---|---|---|
@@ -61,39 +62,54 @@
 //! self.turns.end();
 //! ```
 //!
-//! The feed (`feed/ingest.rs`) and the order gateway
-//! (`order/gateway/mod.rs`) are the two handlers to read first: the feed
-//! writes straight to its socket (it only ever answers `AUTH`), the gateway
-//! appends replies to a [`WriteBuf`] per connection, marks the connection
-//! on a [`KeyList`] and flushes once per turn.
+//! Three handlers use it: the feed (`feed/ingest.rs`), the order gateway
+//! (`order/gateway/mod.rs`) and the publisher (`publish/`). Read the feed
+//! and the gateway first: the feed writes straight to its socket (it only
+//! ever answers `AUTH`), the gateway appends replies to a [`WriteBuf`] per
+//! connection, marks the connection on a [`KeyList`] and flushes once per
+//! turn.
 //!
-//! # Notes for a RESP port (the publisher)
+//! # The publisher, the RESP handler
 //!
-//! * Its [`PortPolicy`]: `refusal: b"-ERR max number of clients
-//!   reached\r\n"`, `log_refusals: true`, `sndbuf` from its settings,
-//!   `interest: READABLE | WRITABLE`, `name: "subscriber"`, `peer_label:
-//!   "subscriber"`. [`Listener::local_addr`] gives `INFO`'s address.
-//! * Input: a [`ReadBuf`] per connection (`read_from`, parse `filled()`,
-//!   `consume(n)`; `BufferFull` is a command larger than the buffer).
-//! * `AUTH` is a RESP command there: check it against
-//!   [`AuthGate::token`], set [`Conn::authed`]; the deadlines are still
-//!   [`AuthGate::arm`] / [`AuthGate::next_expired`].
-//! * [`ConnId::serial`] counts admitted connections from 1, like the
-//!   publisher's client ids; [`ConnId::as_u64`] is not such a number.
-//! * Flush and attention lists: [`KeyList`] with a flag per connection;
-//!   `key_at`/`swap_remove` walk it in place (keys marked during the walk
-//!   are visited in the same walk), `take`/`restore` walk a snapshot.
-//! * A conflating output buffer is the publisher's own policy; it can keep
-//!   its bytes in a [`WriteBuf`] or write with its own `write_to`.
+//! The publisher (`publish/publisher.rs` for the loop) speaks RESP and
+//! differs from the two line handlers where its protocol does:
+//!
+//! * **Port** (`publish/publisher.rs`, `publish/intake.rs`): its
+//!   [`PortPolicy`] refuses with Redis's `-ERR max number of clients
+//!   reached\r\n` and logs refusals, sets `sndbuf` from `--sub-sndbuf`,
+//!   wants `READABLE | WRITABLE`; [`Listener::local_addr`] gives `INFO`'s
+//!   address. Each admitted
+//!   connection gets the publisher's own client id (`CLIENT ID`, from 1)
+//!   and its deadline armed with [`AuthGate::arm`].
+//! * **Input** (`publish/input.rs`): a [`ReadBuf`] per session, served on
+//!   its readable event until `WouldBlock` (no [`TurnLists`]: the session's
+//!   output mark is its limit); complete commands are parsed from
+//!   `filled()` and `consume`d; `BufferFull` is a command larger than the
+//!   64 KiB buffer, answered as a protocol error before the close.
+//! * **Auth**: `AUTH`/`HELLO … AUTH` are RESP commands, checked against
+//!   [`AuthGate::token`]; the handler mirrors the result in
+//!   [`Conn::authed`]. Expiry is still [`AuthGate::next_expired`]
+//!   (`publish/intake.rs`).
+//! * **Output** (`publish/flush.rs`): its own conflating buffer
+//!   (`publish/outbuf.rs`), not a [`WriteBuf`]: past `--sub-hwm` it keeps
+//!   one pending value per symbol instead of only pausing reads. A
+//!   [`KeyList`] flush list is walked as a snapshot (`take`/`restore`:
+//!   nothing is marked during the walk).
+//! * **Slow subscribers** (`publish/slow_revisit.rs`): a second
+//!   [`KeyList`], the attention list, walked in place with
+//!   [`KeyList::key`] and [`KeyList::swap_remove`] (a key marked during
+//!   the walk is visited in the same walk); a session drained under half
+//!   its mark gets the latest value of each symbol it missed, then its
+//!   input is read again.
 //!
 //! # Invariants
 //!
 //! * **Bounds.** A port holds at most `max_conns` connections; the next
 //!   is refused with the port's line and counted. Read buffers have a fixed
 //!   size; a write buffer past its mark stops its connection being read.
-//! * **Fairness.** A connection is served at most once per turn, at most
-//!   `READS_PER_TURN` reads; one put back is served next turn without a new
-//!   event.
+//! * **Fairness** (the line handlers, through [`TurnLists`]). A connection
+//!   is served at most once per turn, at most `READS_PER_TURN` reads; one
+//!   put back is served next turn without a new event.
 //! * **Ids.** A [`ConnId`] names one connection for the engine's life (slab
 //!   key + generation); anything that outlives a connection (a deadline, an
 //!   order's reply) finds it through [`Conns::get_live`] or not at all.

@@ -1,7 +1,6 @@
 //! Closing a subscriber: take it out of the kit's connection slab (which
-//! deregisters its socket), remove its subscriptions
-//! from the routes, keep its final figures for reports, and update the open
-//! count. The socket is closed when the session is dropped.
+//! deregisters its socket), remove its subscriptions from the routes, keep
+//! its final figures for reports, and update the open count. The socket is closed when the session is dropped.
 //!
 //! Single owner: the publisher thread.
 

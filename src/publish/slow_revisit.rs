@@ -1,9 +1,12 @@
 //! The slow-subscriber revisit: sessions on the attention list (symbols
 //! pending after a slow episode, or input held back under backpressure)
-//! (the kit's [`crate::net::KeyList`], walked in place so a session marked
-//! again during the walk is revisited in the same walk) are looked at every turn; once a buffer is under half the mark it gets
-//! the latest value of each symbol it missed ([`super::fanout::Fanout::refill`])
-//! and its commands are read again.
+//! are looked at every turn; once a buffer is under half the mark it gets
+//! the latest value of each symbol it missed
+//! ([`super::fanout::Fanout::refill`]) and its commands are read again.
+//!
+//! The list is the kit's [`crate::net::KeyList`], walked in place
+//! (`key(i)`, `swap_remove(i)`), so a session marked again during the walk
+//! is revisited in the same walk.
 //!
 //! Single owner: the publisher thread.
 

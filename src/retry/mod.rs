@@ -3,7 +3,7 @@
 //! clock all of it reads.
 //!
 //! The order path uses it to take an order that met a transient failure out
-//! of the main queue and hand it back to the workers when its delay is over,
+//! of its lane and hand it back to the lane's workers when its delay is over,
 //! without holding up the orders behind it. Nothing here knows about orders:
 //! the timer loop hands due items to a [`timer::Fire`] implementation.
 

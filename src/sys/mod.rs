@@ -1,5 +1,8 @@
 //! The only code that touches the operating system directly: thread pinning,
-//! clocks, signals and the process's own figures (`/proc/self`). Everything above it is portable Rust.
+//! clocks, signals, the process's own figures (`/proc/self`) and the
+//! non-blocking socket idioms (`accept_one`, `poll_events`) the connection
+//! kit, the admin endpoint and the tools share. Everything above it is
+//! portable Rust.
 
 pub(crate) mod affinity;
 pub mod clock;

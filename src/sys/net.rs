@@ -1,4 +1,5 @@
-//! Socket idioms written once: accepting from a non-blocking listener.
+//! Socket idioms written once: accepting from a non-blocking listener,
+//! waiting on a poller, parsing a listen address.
 //!
 //! mio sockets are non-blocking: `WouldBlock` means "nothing more now",
 //! `Interrupted` means "try again". Every event loop needs the same handling.

@@ -8,8 +8,8 @@
 //!
 //! # Portability
 //! Linux only. Elsewhere [`ProcessStats::read`] returns
-//! [`ProcessStatsError::Unsupported`] and `/metrics` simply has no
-//! `process_*` series.
+//! `ProcessStatsError::Unsupported` (a variant that exists only there, so
+//! not linked here) and `/metrics` simply has no `process_*` series.
 
 /// A snapshot of the process's figures.
 #[derive(Debug, Clone, Copy, PartialEq)]

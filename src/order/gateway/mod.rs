@@ -1,5 +1,5 @@
 //! The order gateway: a handler over the [`crate::net`] kit that parses
-//! order lines, applies idempotency, offers orders to the bounded main
+//! order lines, applies idempotency, offers orders to their lane's bounded
 //! queue (full → `SYSTEM_BUSY` at once), and writes every reply.
 //!
 //! The kit accepts (limit and refusal line `REJECT - SYSTEM_BUSY too many

@@ -3,8 +3,10 @@
 //! fill thread, dead letters to the DLQ; every send waits for room, so
 //! nothing after `ACK` is dropped.
 //!
-//! It has its own file because three threads use it: the lane workers, the
-//! retry timer ([`super::retry_handoff`]) and the wiring that builds both.
+//! It has its own file because three parts use it: the lane workers, the
+//! retry timer ([`super::retry_handoff`]) and the wiring, which builds both
+//! and dead-letters through it what is still queued at a shutdown's
+//! deadline (`order/wiring.rs`).
 
 use std::sync::Arc;
 
