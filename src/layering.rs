@@ -1,20 +1,35 @@
-//! Tests of the direction of dependencies between folders: the vocabulary
-//! (`model/`) imports no other engine module, and telemetry (`metrics/`)
-//! imports no stage (`feed/`, `order/`, `publish/`). They read the sources,
-//! so a new file in either folder is checked without being listed here.
+//! Tests of the direction of dependencies, as `lib.rs` draws it: the
+//! vocabulary (`model/`) imports no other engine module; telemetry and the
+//! OS (`metrics/`, `admin/`, `sys/`) and the connection kit (`net/`) import
+//! no stage; the market-data side and the order side import nothing of each
+//! other. They read the sources (folders recursively), so a new file is
+//! checked without being listed here.
 
-use std::path::Path;
+use std::path::{Path, PathBuf};
+
+/// The Rust files at `rel` (a file, or a folder walked recursively).
+fn rust_files(rel: &str) -> Vec<PathBuf> {
+    let root = Path::new(env!("CARGO_MANIFEST_DIR")).join(rel);
+    let mut files = Vec::new();
+    let mut todo = vec![root];
+    while let Some(p) = todo.pop() {
+        if p.is_dir() {
+            for entry in std::fs::read_dir(&p).expect("source folder") {
+                todo.push(entry.expect("dir entry").path());
+            }
+        } else if p.extension().is_some_and(|e| e == "rs") {
+            files.push(p);
+        }
+    }
+    assert!(!files.is_empty(), "{rel}: no source read");
+    files
+}
 
 /// Every `crate::…` path written in the code (not the comments) of the
-/// Rust files of `folder`, as `(file:line, path after "crate::")`.
-fn crate_paths(folder: &str) -> Vec<(String, String)> {
-    let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join(folder);
+/// Rust files at each of `places`, as `(file:line, path after "crate::")`.
+fn crate_paths(places: &[&str]) -> Vec<(String, String)> {
     let mut found = Vec::new();
-    for entry in std::fs::read_dir(&dir).expect("source folder") {
-        let path = entry.expect("dir entry").path();
-        if path.extension().is_none_or(|e| e != "rs") {
-            continue;
-        }
+    for path in places.iter().flat_map(|p| rust_files(p)) {
         let text = std::fs::read_to_string(&path).expect("source file");
         for (n, line) in text.lines().enumerate() {
             let code = line.split("//").next().unwrap_or("");
@@ -24,16 +39,26 @@ fn crate_paths(folder: &str) -> Vec<(String, String)> {
             }
         }
     }
-    assert!(
-        !found.is_empty() || folder == "src/model",
-        "{folder}: no source read"
-    );
     found
 }
 
+/// The paths of `places` that start with one of `forbidden`.
+fn imports_of(places: &[&str], forbidden: &[&str]) -> Vec<(String, String)> {
+    crate_paths(places)
+        .into_iter()
+        .filter(|(_, p)| {
+            forbidden
+                .iter()
+                .any(|m| p.starts_with(&format!("{m}::")) || p.starts_with(&format!("{m};")))
+        })
+        .collect()
+}
+
+const STAGES: &[&str] = &["feed", "order", "publish"];
+
 #[test]
 fn model_imports_no_other_engine_module() {
-    let bad: Vec<_> = crate_paths("src/model")
+    let bad: Vec<_> = crate_paths(&["src/model"])
         .into_iter()
         .filter(|(_, p)| !p.starts_with("model::"))
         .collect();
@@ -41,23 +66,43 @@ fn model_imports_no_other_engine_module() {
 }
 
 #[test]
-fn metrics_import_no_stage() {
-    let bad: Vec<_> = crate_paths("src/metrics")
-        .into_iter()
-        .filter(|(_, p)| {
-            ["feed::", "order::", "publish::"]
-                .iter()
-                .any(|s| p.starts_with(s))
-        })
-        .collect();
-    assert!(bad.is_empty(), "metrics/ must not import a stage: {bad:#?}");
+fn telemetry_and_the_os_import_no_stage() {
+    let bad = imports_of(&["src/metrics", "src/admin", "src/sys"], STAGES);
+    assert!(
+        bad.is_empty(),
+        "metrics/admin/sys must not import a stage: {bad:#?}"
+    );
+}
+
+#[test]
+fn the_connection_kit_imports_no_stage_and_no_codec() {
+    let mut forbidden = STAGES.to_vec();
+    forbidden.extend(["protocol", "client", "slots", "symbols"]);
+    let bad = imports_of(&["src/net"], &forbidden);
+    assert!(bad.is_empty(), "net/ sits below the ports: {bad:#?}");
+}
+
+#[test]
+fn market_data_and_orders_import_nothing_of_each_other() {
+    let md = ["src/feed", "src/publish", "src/slots.rs", "src/symbols.rs"];
+    let orders = ["src/order", "src/bridge", "src/retry"];
+    let bad = imports_of(&md, &["order", "bridge", "retry"]);
+    assert!(
+        bad.is_empty(),
+        "market data imports the order side: {bad:#?}"
+    );
+    let bad = imports_of(&orders, &["feed", "publish", "slots", "symbols"]);
+    assert!(
+        bad.is_empty(),
+        "the order side imports market data: {bad:#?}"
+    );
 }
 
 #[test]
 fn the_check_sees_an_import() {
-    // The scan itself works: metrics do import the model (and the line
-    // splitting keeps code before a trailing comment).
-    assert!(crate_paths("src/metrics")
-        .iter()
-        .any(|(_, p)| p.starts_with("model::")));
+    // The scan itself works: it walks subfolders (order/gateway/…), finds
+    // the imports there, and keeps code before a trailing comment.
+    assert!(imports_of(&["src/metrics"], &["model"]).len() > 1);
+    assert!(!imports_of(&["src/order"], &["net"]).is_empty());
+    assert!(!imports_of(&["src/feed", "src/publish"], &["slots"]).is_empty());
 }
