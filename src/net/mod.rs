@@ -83,8 +83,9 @@
 //! * Flush and attention lists: [`KeyList`] with a flag per connection;
 //!   `key_at`/`swap_remove` walk it in place (keys marked during the walk
 //!   are visited in the same walk), `take`/`restore` walk a snapshot.
-//! * A conflating output buffer is the publisher's own policy; it can keep
-//!   its bytes in a [`WriteBuf`] or write with its own `write_to`.
+//! * A conflating output buffer is the publisher's own policy on top of a
+//!   [`WriteBuf`] (`publish/outbuf.rs`): [`WriteBuf::room_for`] to append
+//!   in place, [`WriteBuf::write_counted`] for its per-write figures.
 //!
 //! # Invariants
 //!
