@@ -132,6 +132,7 @@ impl SubscriberBuffer {
 
     /// Appends a frame without the mark check (the caller sends a pending
     /// symbol's latest value and checked the room itself).
+    #[inline]
     pub fn append_frame(&mut self, prefix: &[u8], tail: &[u8]) {
         let out = self.out.room_for(prefix.len() + tail.len());
         out.extend_from_slice(prefix);
