@@ -90,11 +90,13 @@
 //!   [`AuthGate::token`]; the handler mirrors the result in
 //!   [`Conn::authed`]. Expiry is still [`AuthGate::next_expired`]
 //!   (`publish/intake.rs`).
-//! * **Output** (`publish/flush.rs`): its own conflating buffer
-//!   (`publish/outbuf.rs`), not a [`WriteBuf`]: past `--sub-hwm` it keeps
-//!   one pending value per symbol instead of only pausing reads. A
-//!   [`KeyList`] flush list is walked as a snapshot (`take`/`restore`:
-//!   nothing is marked during the walk).
+//! * **Output** (`publish/flush.rs`): a conflating buffer
+//!   (`publish/outbuf.rs`) on top of a [`WriteBuf`]
+//!   ([`WriteBuf::room_for`] to append in place,
+//!   [`WriteBuf::write_counted`] for its per-write figures): past
+//!   `--sub-hwm` it keeps one pending value per symbol instead of only
+//!   pausing reads. A [`KeyList`] flush list is walked as a snapshot
+//!   (`take`/`restore`: nothing is marked during the walk).
 //! * **Slow subscribers** (`publish/slow_revisit.rs`): a second
 //!   [`KeyList`], the attention list, walked in place with
 //!   [`KeyList::key`] and [`KeyList::swap_remove`] (a key marked during

@@ -6,17 +6,25 @@
 //! reading must not make the engine buffer without bound); once a write
 //! brings it under half the mark ([`WriteBuf::under_low_water`]) reading
 //! resumes. So the bytes held are at most the mark plus what the requests
-//! already accepted will still answer.
+//! already accepted will still answer. The publisher's conflating
+//! subscriber buffer (`publish/outbuf.rs`) keeps its bytes here too, with
+//! its own policy on top.
 //!
-//! The bytes live in one [`BytesMut`]: a write advances past what the
-//! socket took, and the space is reclaimed in place when the buffer
-//! empties, so steady traffic allocates nothing.
+//! The bytes live in one [`BytesMut`], allocated once with the capacity
+//! the owner asks for. A write moves an offset past what the socket took
+//! instead of `advance`-ing the `BytesMut`: its `reserve` reclaims a
+//! consumed prefix in place only when that prefix is at least as long as
+//! what is still unwritten (bytes' `BytesMut::reserve` docs), and grows the
+//! allocation otherwise. Here the buffer empties to its start when
+//! everything is written, and an append that would not fit the capacity
+//! first moves the unwritten bytes to the front ([`WriteBuf::room_for`]),
+//! so steady traffic, partial writes included, neither allocates nor grows.
 //!
 //! Single owner: the event loop thread of the connection.
 
 use std::io::{ErrorKind, Write};
 
-use bytes::{Buf, BytesMut};
+use bytes::BytesMut;
 
 /// What a [`WriteBuf::write_to`] left.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -30,8 +38,11 @@ pub enum Flushed {
 /// The buffer.
 #[derive(Debug)]
 pub struct WriteBuf {
-    /// The bytes not written yet.
+    /// `out[pos..]` waits to be written; `out[..pos]` was written.
     out: BytesMut,
+    /// Bytes of `out` already written; `pos <= out.len()`, and `0` whenever
+    /// nothing waits.
+    pos: usize,
     hwm: usize,
 }
 
@@ -40,6 +51,7 @@ impl WriteBuf {
     pub fn new(initial: usize, hwm: usize) -> Self {
         WriteBuf {
             out: BytesMut::with_capacity(initial),
+            pos: 0,
             hwm,
         }
     }
@@ -47,12 +59,18 @@ impl WriteBuf {
     /// Bytes waiting to be written.
     #[inline]
     pub fn pending(&self) -> usize {
-        self.out.len()
+        self.out.len() - self.pos
     }
 
     /// The high-water mark.
+    #[inline]
     pub fn hwm(&self) -> usize {
         self.hwm
+    }
+
+    /// Bytes the buffer holds without allocating (written prefix included).
+    pub fn capacity(&self) -> usize {
+        self.out.capacity()
     }
 
     /// True past the mark: stop reading this connection.
@@ -72,12 +90,27 @@ impl WriteBuf {
     /// not reading past the mark).
     #[inline]
     pub fn append(&mut self, bytes: &[u8]) {
-        self.out.extend_from_slice(bytes);
+        self.room_for(bytes.len()).extend_from_slice(bytes);
     }
 
-    /// The buffer itself, for encoders that append in place.
+    /// The buffer, for encoders that append in place, after making room for
+    /// `extra` bytes by reclaiming the written prefix when they would not
+    /// fit otherwise. Only append to it: the bytes before its end belong to
+    /// this buffer. An encoder that writes more than `extra` still works
+    /// (the `BytesMut` grows), so pass the most one append can take.
     #[inline]
-    pub fn bytes_mut(&mut self) -> &mut BytesMut {
+    pub fn room_for(&mut self, extra: usize) -> &mut BytesMut {
+        if self.pos > 0 {
+            if self.pos == self.out.len() {
+                self.out.clear();
+                self.pos = 0;
+            } else if self.out.len() + extra > self.out.capacity() {
+                let len = self.out.len();
+                self.out.copy_within(self.pos..len, 0);
+                self.out.truncate(len - self.pos);
+                self.pos = 0;
+            }
+        }
         &mut self.out
     }
 
@@ -87,18 +120,45 @@ impl WriteBuf {
     /// # Errors
     /// Any other write error, or `WriteZero` when the socket took nothing;
     /// the connection should be closed.
+    #[inline]
     pub fn write_to<W: Write>(&mut self, w: &mut W) -> std::io::Result<Flushed> {
-        while !self.out.is_empty() {
-            match w.write(&self.out) {
+        self.write_counted(w, |_| {}).map(|(_, flushed)| flushed)
+    }
+
+    /// [`write_to`](Self::write_to), calling `on_write(n)` after each
+    /// successful `write` of `n` bytes; also returns the bytes written.
+    ///
+    /// # Errors
+    /// As [`write_to`](Self::write_to); the bytes written before the error
+    /// are not reported.
+    pub fn write_counted<W: Write>(
+        &mut self,
+        w: &mut W,
+        mut on_write: impl FnMut(usize),
+    ) -> std::io::Result<(usize, Flushed)> {
+        let mut total = 0;
+        let mut flushed = Flushed::All;
+        while self.pos < self.out.len() {
+            match w.write(&self.out[self.pos..]) {
                 Ok(0) => return Err(ErrorKind::WriteZero.into()),
-                Ok(n) => self.out.advance(n),
-                Err(e) if e.kind() == ErrorKind::WouldBlock => return Ok(Flushed::Blocked),
+                Ok(n) => {
+                    self.pos += n;
+                    total += n;
+                    on_write(n);
+                }
+                Err(e) if e.kind() == ErrorKind::WouldBlock => {
+                    flushed = Flushed::Blocked;
+                    break;
+                }
                 Err(e) if e.kind() == ErrorKind::Interrupted => continue,
                 Err(e) => return Err(e),
             }
         }
-        self.out.clear();
-        Ok(Flushed::All)
+        if self.pos == self.out.len() {
+            self.out.clear();
+            self.pos = 0;
+        }
+        Ok((total, flushed))
     }
 }
 
@@ -159,13 +219,94 @@ mod tests {
         let mut sink = Vec::new();
         b.append(&[b'x'; 48]);
         b.write_to(&mut sink).unwrap();
-        let cap = b.bytes_mut().capacity();
+        let cap = b.capacity();
         for _ in 0..1000 {
             b.append(&[b'y'; 48]);
             assert_eq!(b.write_to(&mut sink).unwrap(), Flushed::All);
         }
-        assert_eq!(b.bytes_mut().capacity(), cap);
+        assert_eq!(b.capacity(), cap);
         assert_eq!(sink.len(), 48 * 1001);
+    }
+
+    /// Takes `take` bytes per write call, then would block once, forever.
+    struct Drip {
+        got: Vec<u8>,
+        take: usize,
+        blocked: bool,
+    }
+
+    impl Write for Drip {
+        fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
+            if std::mem::take(&mut self.blocked) {
+                return Err(ErrorKind::WouldBlock.into());
+            }
+            self.blocked = true;
+            let n = buf.len().min(self.take);
+            self.got.extend_from_slice(&buf[..n]);
+            Ok(n)
+        }
+        fn flush(&mut self) -> std::io::Result<()> {
+            Ok(())
+        }
+    }
+
+    #[test]
+    fn partial_writes_reclaim_the_written_prefix_in_place() {
+        // A written prefix shorter than what still waits: `BytesMut::reserve`
+        // alone would grow here (it reclaims only a prefix at least as long
+        // as the rest); `room_for` moves the rest to the front instead.
+        let mut b = WriteBuf::new(100, 80);
+        b.append(&[b'a'; 90]);
+        let mut w = Drip {
+            got: Vec::new(),
+            take: 10,
+            blocked: false,
+        };
+        assert_eq!(
+            b.write_counted(&mut w, |_| {}).unwrap(),
+            (10, Flushed::Blocked)
+        );
+        let cap = b.capacity();
+        b.append(&[b'b'; 20]);
+        assert_eq!(b.capacity(), cap);
+        assert_eq!(b.pending(), 100);
+        w.take = 1000;
+        w.blocked = false;
+        assert_eq!(b.write_to(&mut w).unwrap(), Flushed::All);
+        assert_eq!(b.pending(), 0);
+        assert_eq!(w.got, [&[b'a'; 90][..], &[b'b'; 20]].concat());
+    }
+
+    #[test]
+    fn many_cycles_with_partial_writes_keep_the_capacity() {
+        let hwm = 1000;
+        let mut b = WriteBuf::new(hwm + 100, hwm);
+        let cap = b.capacity();
+        let mut w = Drip {
+            got: Vec::new(),
+            take: 0,
+            blocked: false,
+        };
+        let mut sent = Vec::new();
+        let mut calls = Vec::new();
+        for i in 0..20_000usize {
+            // Fill up to the mark with frames of varying size, as a
+            // subscriber's offers do, then let the socket take a varying part.
+            let frame = vec![b'0' + (i % 10) as u8; 1 + i % 97];
+            while b.pending() + frame.len() <= hwm {
+                b.append(&frame);
+                sent.extend_from_slice(&frame);
+            }
+            w.take = 1 + (i * 37) % 700;
+            w.blocked = false;
+            let (n, _) = b.write_counted(&mut w, |n| calls.push(n)).unwrap();
+            assert_eq!(n, calls.drain(..).sum::<usize>());
+            assert_eq!(b.capacity(), cap, "cycle {i}");
+        }
+        w.take = usize::MAX;
+        w.blocked = false;
+        b.write_to(&mut w).unwrap();
+        assert_eq!(w.got, sent);
     }
 
     #[test]

@@ -5,10 +5,10 @@
 //! of the fan-out (a session asked to make room writes what it holds, if
 //! its socket is not known to be full).
 //!
-//! The output buffer is the publisher's own conflating
-//! [`SubscriberBuffer`], not the kit's `WriteBuf`: the RESP encoders append
-//! to a `Vec<u8>`, and past its mark the buffer conflates per symbol
-//! instead of only pausing the reads.
+//! The output buffer is the publisher's conflating [`SubscriberBuffer`]:
+//! its bytes live in the kit's `WriteBuf` (the RESP encoders append to its
+//! `BytesMut` in place), and past its mark it conflates per symbol instead
+//! of only pausing the reads.
 //!
 //! Single owner: the publisher thread.
 

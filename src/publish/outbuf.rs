@@ -9,12 +9,20 @@
 //! command's replies), a bitset of `max_symbols` bits and, from its first
 //! slow episode on, a list of `max_symbols` entries (16 bytes each).
 //!
+//! The bytes live in the connection kit's [`WriteBuf`] (one `BytesMut`,
+//! `hwm + REPLY_ROOM` allocated once, the written prefix reclaimed in
+//! place), so steady traffic, partial writes included, neither allocates
+//! nor grows it; the policy above is this file's own.
+//!
 //! Single owner: the publisher thread. No socket here, so the policy is
 //! tested and benchmarked on its own.
 
 use std::collections::VecDeque;
-use std::io::{ErrorKind, Write};
+use std::io::Write;
 
+use bytes::BytesMut;
+
+use crate::net::{Flushed, WriteBuf};
 use crate::symbols::SymbolId;
 
 /// What an offered data frame became.
@@ -47,10 +55,8 @@ pub struct BufferStats {
 /// The buffer.
 #[derive(Debug)]
 pub struct SubscriberBuffer {
-    /// Bytes `out_pos..` wait to be written.
-    out: Vec<u8>,
-    out_pos: usize,
-    hwm: usize,
+    /// The bytes waiting to be written; its mark is this buffer's mark.
+    out: WriteBuf,
     /// Bit `id` set ⇔ `id` is in `pending`.
     pending_bits: Vec<u64>,
     /// Pending ids with the monotonic ns they were marked, oldest first.
@@ -68,9 +74,7 @@ impl SubscriberBuffer {
     /// An empty buffer with high-water mark `hwm` for ids below `max_symbols`.
     pub fn new(hwm: usize, max_symbols: usize) -> Self {
         SubscriberBuffer {
-            out: Vec::with_capacity(hwm + Self::REPLY_ROOM),
-            out_pos: 0,
-            hwm,
+            out: WriteBuf::new(hwm + Self::REPLY_ROOM, hwm),
             pending_bits: vec![0; max_symbols.div_ceil(64)],
             pending: VecDeque::new(),
             max_symbols,
@@ -79,21 +83,21 @@ impl SubscriberBuffer {
     }
 
     /// The high-water mark.
+    #[inline]
     pub fn hwm(&self) -> usize {
-        self.hwm
+        self.out.hwm()
     }
 
     /// Bytes waiting to be written.
     #[inline]
     pub fn buffered(&self) -> usize {
-        self.out.len() - self.out_pos
+        self.out.pending()
     }
 
     /// The buffer, for appending command replies (never refused: replies are
     /// bounded by the command that asked for them).
-    pub fn replies(&mut self) -> &mut Vec<u8> {
-        self.compact_for(1024);
-        &mut self.out
+    pub fn replies(&mut self) -> &mut BytesMut {
+        self.out.room_for(1024)
     }
 
     /// Records the current level in `max_buffered` (after replies were appended).
@@ -101,18 +105,6 @@ impl SubscriberBuffer {
         let b = self.buffered() as u64;
         if b > self.stats.max_buffered {
             self.stats.max_buffered = b;
-        }
-    }
-
-    /// Makes room for `extra` bytes by reclaiming the written prefix instead
-    /// of growing the buffer.
-    fn compact_for(&mut self, extra: usize) {
-        if self.out_pos == self.out.len() {
-            self.out.clear();
-            self.out_pos = 0;
-        } else if self.out_pos > 0 && self.out.len() + extra > self.out.capacity() {
-            self.out.drain(..self.out_pos);
-            self.out_pos = 0;
         }
     }
 
@@ -125,7 +117,7 @@ impl SubscriberBuffer {
                 entered_slow: false,
             };
         }
-        if self.buffered() + prefix.len() + tail.len() > self.hwm {
+        if self.buffered() + prefix.len() + tail.len() > self.hwm() {
             let entered_slow = self.pending.is_empty();
             self.mark_pending(id, now_ns);
             self.stats.conflations += 1;
@@ -140,10 +132,11 @@ impl SubscriberBuffer {
 
     /// Appends a frame without the mark check (the caller sends a pending
     /// symbol's latest value and checked the room itself).
+    #[inline]
     pub fn append_frame(&mut self, prefix: &[u8], tail: &[u8]) {
-        self.compact_for(prefix.len() + tail.len());
-        self.out.extend_from_slice(prefix);
-        self.out.extend_from_slice(tail);
+        let out = self.out.room_for(prefix.len() + tail.len());
+        out.extend_from_slice(prefix);
+        out.extend_from_slice(tail);
         self.stats.frames += 1;
         self.note_level();
     }
@@ -202,38 +195,18 @@ impl SubscriberBuffer {
     pub fn write_to<W: Write>(
         &mut self,
         w: &mut W,
-        mut on_write: impl FnMut(usize),
+        on_write: impl FnMut(usize),
     ) -> std::io::Result<(usize, bool)> {
-        let mut total = 0;
-        let mut blocked = false;
-        while self.out_pos < self.out.len() {
-            match w.write(&self.out[self.out_pos..]) {
-                Ok(0) => return Err(ErrorKind::WriteZero.into()),
-                Ok(n) => {
-                    self.out_pos += n;
-                    total += n;
-                    on_write(n);
-                }
-                Err(e) if e.kind() == ErrorKind::WouldBlock => {
-                    blocked = true;
-                    break;
-                }
-                Err(e) if e.kind() == ErrorKind::Interrupted => continue,
-                Err(e) => return Err(e),
-            }
-        }
-        if self.out_pos == self.out.len() {
-            self.out.clear();
-            self.out_pos = 0;
-        }
+        let (total, flushed) = self.out.write_counted(w, on_write)?;
         self.stats.bytes_written += total as u64;
-        Ok((total, blocked))
+        Ok((total, flushed == Flushed::Blocked))
     }
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+    use std::io::ErrorKind;
 
     /// A writer that takes at most `room` bytes, then would block.
     struct Sink {
@@ -343,5 +316,52 @@ mod tests {
         assert!(b.buffered() <= 1000);
         assert_eq!(b.out.capacity(), cap, "no growth");
         assert!(b.pending_len() <= 100);
+    }
+
+    #[test]
+    fn offer_and_partial_write_cycles_keep_the_capacity() {
+        let hwm = 2000;
+        let mut b = SubscriberBuffer::new(hwm, 64);
+        let cap = b.out.capacity();
+        assert_eq!(cap, hwm + SubscriberBuffer::REPLY_ROOM);
+        let mut sink = Sink {
+            got: Vec::new(),
+            room: 0,
+        };
+        let mut expected = Vec::new();
+        let mut written = 0u64;
+        for i in 0..20_000u32 {
+            // Four offers per cycle, more than the socket takes on average.
+            for k in 0..4 {
+                let id = (i * 4 + k) % 64;
+                let tail = vec![b'a' + (id % 26) as u8; 30 + (i as usize * 7 + k as usize) % 90];
+                if !b.is_pending(id) && b.buffered() + 1 + tail.len() <= hwm {
+                    expected.push(b'<');
+                    expected.extend_from_slice(&tail);
+                }
+                b.offer(id, b"<", &tail, 0);
+            }
+            if i % 5 == 0 {
+                // A reply now and then, as commands add them.
+                b.replies().extend_from_slice(b"+OK\r\n");
+                expected.extend_from_slice(b"+OK\r\n");
+            }
+            // The socket takes a varying part, sometimes nothing.
+            sink.room = (i as usize * 131) % 400;
+            let (n, _) = b.write_to(&mut sink, |_| {}).unwrap();
+            written += n as u64;
+            while let Some(id) = b.pop_pending() {
+                // Drop the conflated symbols: this test is about the bytes.
+                let _ = id;
+            }
+            assert_eq!(b.out.capacity(), cap, "cycle {i}");
+        }
+        sink.room = usize::MAX;
+        let (n, blocked) = b.write_to(&mut sink, |_| {}).unwrap();
+        written += n as u64;
+        assert!(!blocked);
+        assert_eq!(sink.got, expected);
+        assert_eq!(b.stats.bytes_written, written);
+        assert!(b.stats.conflations > 0, "the mark was reached");
     }
 }

@@ -23,6 +23,7 @@
 
 use std::ops::Range;
 
+use bytes::BytesMut;
 use indexmap::IndexSet;
 use mio::net::TcpStream;
 
@@ -269,7 +270,7 @@ impl Session {
     }
 
     /// Where command replies are appended.
-    pub fn out(&mut self) -> &mut Vec<u8> {
+    pub fn out(&mut self) -> &mut BytesMut {
         self.buf.replies()
     }
 

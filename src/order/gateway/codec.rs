@@ -1,6 +1,7 @@
 //! The order protocol, server side: text lines, one command or reply per
 //! line. The gateway parses requests ([`parse_request`]) and writes replies
-//! (`write_*`); the client side (the `NEW` encoder and the reply parser) is
+//! (`write_*`, into any [`BufMut`]: the gateway's connection buffer
+//! directly, no copy between); the client side (the `NEW` encoder and the reply parser) is
 //! `crate::client::orders`; the reasons are `crate::model::order_reasons`.
 //!
 //! Client → engine (`\n` or `\r\n`; fields separated by spaces):
@@ -34,6 +35,8 @@
 
 use std::fmt::Write as _;
 use std::time::Duration;
+
+use bytes::BufMut;
 
 use crate::model::order_reasons::{DeadReason, DoneStatus, InvalidReason, RejectReason};
 use crate::model::units::{Amount, Lots, LotsError, Side};
@@ -231,12 +234,12 @@ fn id_hint() -> String {
 }
 
 /// Appends `ACK <id>\n`.
-pub fn write_ack(out: &mut Vec<u8>, id: &str) {
+pub fn write_ack(out: &mut impl BufMut, id: &str) {
     line(out, format_args!("ACK {id}"));
 }
 
 /// Appends `REJECT <id> <reason> <detail>\n`.
-pub fn write_reject(out: &mut Vec<u8>, id: &str, reason: RejectReason, detail: &str) {
+pub fn write_reject(out: &mut impl BufMut, id: &str, reason: RejectReason, detail: &str) {
     line(
         out,
         format_args!("REJECT {id} {} {detail}", reason.as_str()),
@@ -244,7 +247,7 @@ pub fn write_reject(out: &mut Vec<u8>, id: &str, reason: RejectReason, detail: &
 }
 
 /// Appends a `FILL` line.
-pub fn write_fill(out: &mut Vec<u8>, id: &str, n: u32, cum: Lots, amount: Amount, left: Lots) {
+pub fn write_fill(out: &mut impl BufMut, id: &str, n: u32, cum: Lots, amount: Amount, left: Lots) {
     line(
         out,
         format_args!("FILL {id} n={n} cum={cum} amount={amount} left={left}"),
@@ -253,7 +256,7 @@ pub fn write_fill(out: &mut Vec<u8>, id: &str, n: u32, cum: Lots, amount: Amount
 
 /// Appends a `DONE` line.
 pub fn write_done(
-    out: &mut Vec<u8>,
+    out: &mut impl BufMut,
     id: &str,
     status: DoneStatus,
     cum: Lots,
@@ -270,7 +273,7 @@ pub fn write_done(
 }
 
 /// Appends a `DEAD` line.
-pub fn write_dead(out: &mut Vec<u8>, id: &str, reason: DeadReason, attempts: u32, last: &str) {
+pub fn write_dead(out: &mut impl BufMut, id: &str, reason: DeadReason, attempts: u32, last: &str) {
     if last.is_empty() {
         line(
             out,
@@ -287,16 +290,16 @@ pub fn write_dead(out: &mut Vec<u8>, id: &str, reason: DeadReason, attempts: u32
     }
 }
 
-fn line(out: &mut Vec<u8>, args: std::fmt::Arguments<'_>) {
-    struct W<'a>(&'a mut Vec<u8>);
-    impl std::fmt::Write for W<'_> {
+fn line<B: BufMut>(out: &mut B, args: std::fmt::Arguments<'_>) {
+    struct W<'a, B>(&'a mut B);
+    impl<B: BufMut> std::fmt::Write for W<'_, B> {
         fn write_str(&mut self, s: &str) -> std::fmt::Result {
-            self.0.extend_from_slice(s.as_bytes());
+            self.0.put_slice(s.as_bytes());
             Ok(())
         }
     }
     let _ = W(out).write_fmt(args);
-    out.push(b'\n');
+    out.put_u8(b'\n');
 }
 
 #[cfg(test)]

@@ -7,6 +7,7 @@
 
 use std::sync::Arc;
 
+use bytes::BytesMut;
 use crossbeam_channel::Receiver;
 
 use crate::dlq::{DlqSender, DlqStore};
@@ -56,7 +57,7 @@ impl Ledger {
         &mut self,
         conn: ConnId,
         peer: &Arc<str>,
-        out: &mut Vec<u8>,
+        out: &mut BytesMut,
         live: &mut u64,
         rate: &mut Option<RateLimit>,
         line: &[u8],
@@ -89,7 +90,7 @@ impl Ledger {
     /// Takes one order's budget; over the rate, writes the refusal and
     /// returns false. Before dedup: a refused order was not accepted, so
     /// its id may be sent again.
-    fn within_rate(&mut self, rate: &mut Option<RateLimit>, out: &mut Vec<u8>, id: &str) -> bool {
+    fn within_rate(&mut self, rate: &mut Option<RateLimit>, out: &mut BytesMut, id: &str) -> bool {
         let Some(r) = rate else { return true };
         if r.try_take(self.clock.now_ns()) {
             return true;
@@ -105,7 +106,7 @@ impl Ledger {
 
     pub(super) fn reject_invalid(
         &mut self,
-        out: &mut Vec<u8>,
+        out: &mut BytesMut,
         id: &str,
         reason: InvalidReason,
         detail: &str,
@@ -115,7 +116,7 @@ impl Ledger {
         self.reject(out, id, RejectReason::Invalid, &text);
     }
 
-    fn reject(&mut self, out: &mut Vec<u8>, id: &str, reason: RejectReason, detail: &str) {
+    fn reject(&mut self, out: &mut BytesMut, id: &str, reason: RejectReason, detail: &str) {
         bump(&self.counters.orders.rejected[reason.index()], 1);
         self.rejects += 1;
         write_reject(out, id, reason, detail);
@@ -126,7 +127,7 @@ impl Ledger {
         &mut self,
         conn: ConnId,
         peer: &Arc<str>,
-        out: &mut Vec<u8>,
+        out: &mut BytesMut,
         o: &NewOrder<'_>,
         raw: &str,
         replay: bool,
@@ -202,7 +203,7 @@ impl Ledger {
     }
 
     /// `REPLAY <id>`: admits the dead-lettered order again; true if accepted.
-    fn replay(&mut self, conn: ConnId, peer: &Arc<str>, out: &mut Vec<u8>, id: &str) -> bool {
+    fn replay(&mut self, conn: ConnId, peer: &Arc<str>, out: &mut BytesMut, id: &str) -> bool {
         let Some(mut rec) = self.dlq_store.take_replayable(id) else {
             let detail = match self.dedup.state(id, self.clock.now_ns()) {
                 Some(IdState::Live) => "order is in flight, not dead-lettered",
@@ -241,48 +242,32 @@ impl Ledger {
         true
     }
 
-    /// Counts an event, updates the dedup state and writes its line to `out`.
-    pub(super) fn apply(&mut self, ev: &Event, out: &mut Vec<u8>) {
+    /// Counts an event, updates the dedup state and records a terminal
+    /// event's latency. Its reply line is [`write_event`]'s, written when
+    /// the connection is still open.
+    pub(super) fn apply(&mut self, ev: &Event) {
         let o = &self.counters.orders;
         let id = &*ev.id;
         match &ev.kind {
-            EventKind::Fill {
-                n,
-                cum,
-                amount,
-                left,
-            } => {
-                bump(&o.fills, 1);
-                write_fill(out, id, *n, *cum, *amount, *left);
-            }
+            EventKind::Fill { .. } => bump(&o.fills, 1),
             EventKind::Done {
-                status,
-                cum,
-                amount,
-                attempts,
+                status, attempts, ..
             } => {
                 bump(&o.done[status.index()], 1);
                 bump(&o.attempts, u64::from(*attempts));
                 self.dedup.mark(id, IdState::Done, self.clock.now_ns());
-                write_done(out, id, *status, *cum, *amount, *attempts);
             }
             EventKind::Dead {
-                reason,
-                attempts,
-                last,
+                reason, attempts, ..
             } => {
                 bump(&o.dead[reason.index()], 1);
                 bump(&o.attempts, u64::from(*attempts));
                 self.dedup.mark(id, IdState::Dead, self.clock.now_ns());
-                write_dead(out, id, *reason, *attempts, last);
             }
             EventKind::Expired { attempts } => {
                 bump(&o.rejected[RejectReason::Expired.index()], 1);
                 bump(&o.attempts, u64::from(*attempts));
                 self.dedup.mark(id, IdState::Done, self.clock.now_ns());
-                let detail =
-                    format!("ttl passed before it could be sent (after {attempts} attempts)");
-                write_reject(out, id, RejectReason::Expired, &detail);
             }
         }
         if ev.kind.is_terminal() {
@@ -292,6 +277,34 @@ impl Ledger {
                 .record_span(Stage::OrderE2e, ev.recv_mono_ns, now);
             self.recorder
                 .record_span(e2e_stage(ev.lane), ev.recv_mono_ns, now);
+        }
+    }
+}
+
+/// Writes the reply line of an event to its connection's buffer.
+pub(super) fn write_event(out: &mut BytesMut, ev: &Event) {
+    let id = &*ev.id;
+    match &ev.kind {
+        EventKind::Fill {
+            n,
+            cum,
+            amount,
+            left,
+        } => write_fill(out, id, *n, *cum, *amount, *left),
+        EventKind::Done {
+            status,
+            cum,
+            amount,
+            attempts,
+        } => write_done(out, id, *status, *cum, *amount, *attempts),
+        EventKind::Dead {
+            reason,
+            attempts,
+            last,
+        } => write_dead(out, id, *reason, *attempts, last),
+        EventKind::Expired { attempts } => {
+            let detail = format!("ttl passed before it could be sent (after {attempts} attempts)");
+            write_reject(out, id, RejectReason::Expired, &detail);
         }
     }
 }

@@ -71,7 +71,7 @@ pub mod codec;
 pub mod dedup;
 mod ledger;
 pub(crate) mod rate;
-use ledger::Ledger;
+use ledger::{write_event, Ledger};
 
 /// Token of the waker workers, the timer and the runtime ring.
 pub const WAKER: Token = Token(usize::MAX);
@@ -81,6 +81,11 @@ const READ_CHUNK: usize = 16 * 1024;
 pub const OUT_HWM: usize = 1 << 20;
 /// Room a connection's reply buffer starts with.
 const OUT_INITIAL: usize = 4096;
+/// Room made in a connection's reply buffer before the replies of one order
+/// line or event are written into it: more than a reply line takes in
+/// practice (an id is at most 36 bytes, echoed input is cut to 16
+/// characters); a longer one still goes in, growing the buffer.
+const REPLY_ROOM: usize = 512;
 const MAX_PARK: Duration = Duration::from_millis(10);
 /// The line an order client over the connection limit reads before its close.
 const REFUSAL: &[u8] = b"REJECT - SYSTEM_BUSY too many order connections\n";
@@ -149,9 +154,6 @@ pub struct Gateway {
     /// Connections with replies to write this turn.
     dirty: KeyList,
     auth: AuthGate,
-    /// The reply lines of one order line or event, before they are appended
-    /// to their connection's buffer (the line encoders write to a `Vec`).
-    scratch: Vec<u8>,
     ledger: Ledger,
     /// Read every turn for the bridge-call gauges (written by the workers).
     bridge_calls: Arc<BridgeCalls>,
@@ -212,7 +214,6 @@ impl Gateway {
             turns: TurnLists::with_capacity(64),
             dirty: KeyList::with_capacity(64),
             auth: AuthGate::new(settings.token.clone(), settings.auth_timeout_ns),
-            scratch: Vec::with_capacity(1024),
             ledger: Ledger {
                 admission: Some(admission),
                 events,
@@ -397,21 +398,19 @@ impl Gateway {
                                 self.ledger.handle_line(
                                     id,
                                     &conn.peer,
-                                    &mut self.scratch,
+                                    st.out.room_for(REPLY_ROOM),
                                     live,
                                     rate,
                                     line,
                                 );
                             }
                             LineEvent::TooLong { .. } => self.ledger.reject_invalid(
-                                &mut self.scratch,
+                                st.out.room_for(REPLY_ROOM),
                                 "-",
                                 InvalidReason::LineTooLong,
                                 "line over the length limit",
                             ),
                         }
-                        st.out.append(&self.scratch);
-                        self.scratch.clear();
                     }
                     if st.out.pending() > 0 {
                         self.dirty.mark(&mut st.dirty, key);
@@ -480,10 +479,10 @@ impl Gateway {
                     n += 1;
                     let id = ConnId::from_u64(ev.conn);
                     let terminal = ev.kind.is_terminal();
-                    self.ledger.apply(&ev, &mut self.scratch);
+                    self.ledger.apply(&ev);
                     match self.conns.get_live(id) {
                         Some(c) => {
-                            c.state.out.append(&self.scratch);
+                            write_event(c.state.out.room_for(REPLY_ROOM), &ev);
                             if terminal {
                                 c.state.live = c.state.live.saturating_sub(1);
                             }
@@ -491,7 +490,6 @@ impl Gateway {
                         }
                         None => bump(&self.ledger.counters.orders.undeliverable, 1),
                     }
-                    self.scratch.clear();
                 }
                 Err(TryRecvError::Empty) => return (n, false),
                 Err(TryRecvError::Disconnected) => return (n, true),

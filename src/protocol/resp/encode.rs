@@ -1,6 +1,6 @@
 //! The RESP2 reply encoder: `append_*` functions that write one reply into
-//! a connection's output buffer (a `Vec<u8>`) and never allocate once the
-//! buffer has room.
+//! a [`RespBuf`] (a connection's `BytesMut` write buffer, or a `Vec<u8>`
+//! scratch) and never allocate once the buffer has room.
 //!
 //! * generic types: simple strings, errors, integers, bulk strings, the null
 //!   bulk, array headers (CR/LF inside a simple string or an error become
@@ -14,6 +14,35 @@
 //! Every frame was compared byte for byte with a live `redis-server`
 //! 7.0.15. The RESP3 forms of the replies that differ by protocol version
 //! are in [`super::framing`].
+
+use std::ops::DerefMut;
+
+use bytes::{BufMut, BytesMut};
+
+/// What the encoders append to: a subscriber's write buffer (a
+/// [`BytesMut`], so a reply goes straight into it) or a `Vec<u8>` (the
+/// fan-out's per-update tail and per-delivery prefixes, tests, clients).
+/// Appends go through [`BufMut`]; the bytes written are reachable as a
+/// slice for the two encoders that patch one they wrote (RESP3's `>`, an
+/// upper-cased container name).
+pub trait RespBuf: BufMut + DerefMut<Target = [u8]> {
+    /// Makes room for `additional` more bytes (`reserve` of the type).
+    fn reserve_room(&mut self, additional: usize);
+}
+
+impl RespBuf for Vec<u8> {
+    #[inline]
+    fn reserve_room(&mut self, additional: usize) {
+        self.reserve(additional);
+    }
+}
+
+impl RespBuf for BytesMut {
+    #[inline]
+    fn reserve_room(&mut self, additional: usize) {
+        self.reserve(additional);
+    }
+}
 
 /// The line terminator of every RESP frame.
 pub(super) const CRLF: &[u8] = b"\r\n";
@@ -29,55 +58,57 @@ pub(super) fn sanitize(b: u8) -> u8 {
 }
 
 /// Appends `s` with CR/LF mapped to spaces ([`sanitize`]).
-pub(super) fn extend_sanitized(out: &mut Vec<u8>, s: &[u8]) {
+pub(super) fn extend_sanitized(out: &mut impl RespBuf, s: &[u8]) {
     if memchr::memchr2(b'\r', b'\n', s).is_none() {
-        out.extend_from_slice(s);
+        out.put_slice(s);
     } else {
-        out.extend(s.iter().map(|&b| sanitize(b)));
+        for &b in s {
+            out.put_u8(sanitize(b));
+        }
     }
 }
 
 /// Appends a simple string, `+<s>\r\n` (CR/LF in `s` become spaces).
-pub fn append_simple_string(out: &mut Vec<u8>, s: &[u8]) {
-    out.push(b'+');
+pub fn append_simple_string(out: &mut impl RespBuf, s: &[u8]) {
+    out.put_u8(b'+');
     extend_sanitized(out, s);
-    out.extend_from_slice(CRLF);
+    out.put_slice(CRLF);
 }
 
 /// Appends an error, `-<msg>\r\n`; `msg` carries its own code, as in
 /// `b"ERR something"` (CR/LF in `msg` become spaces).
-pub fn append_error(out: &mut Vec<u8>, msg: &[u8]) {
-    out.push(b'-');
+pub fn append_error(out: &mut impl RespBuf, msg: &[u8]) {
+    out.put_u8(b'-');
     extend_sanitized(out, msg);
-    out.extend_from_slice(CRLF);
+    out.put_slice(CRLF);
 }
 
 /// Appends an integer, `:<v>\r\n`.
-pub fn append_integer(out: &mut Vec<u8>, v: i64) {
-    out.push(b':');
-    out.extend_from_slice(itoa::Buffer::new().format(v).as_bytes());
-    out.extend_from_slice(CRLF);
+pub fn append_integer(out: &mut impl RespBuf, v: i64) {
+    out.put_u8(b':');
+    out.put_slice(itoa::Buffer::new().format(v).as_bytes());
+    out.put_slice(CRLF);
 }
 
 /// Appends a bulk string, `$<len>\r\n<data>\r\n`.
-pub fn append_bulk(out: &mut Vec<u8>, data: &[u8]) {
-    out.push(b'$');
-    out.extend_from_slice(itoa::Buffer::new().format(data.len()).as_bytes());
-    out.extend_from_slice(CRLF);
-    out.extend_from_slice(data);
-    out.extend_from_slice(CRLF);
+pub fn append_bulk(out: &mut impl RespBuf, data: &[u8]) {
+    out.put_u8(b'$');
+    out.put_slice(itoa::Buffer::new().format(data.len()).as_bytes());
+    out.put_slice(CRLF);
+    out.put_slice(data);
+    out.put_slice(CRLF);
 }
 
 /// Appends the RESP2 null bulk string, `$-1\r\n`.
-pub fn append_null_bulk(out: &mut Vec<u8>) {
-    out.extend_from_slice(b"$-1\r\n");
+pub fn append_null_bulk(out: &mut impl RespBuf) {
+    out.put_slice(b"$-1\r\n");
 }
 
 /// Appends an array header, `*<len>\r\n`; the caller appends the elements.
-pub fn append_array_header(out: &mut Vec<u8>, len: usize) {
-    out.push(b'*');
-    out.extend_from_slice(itoa::Buffer::new().format(len).as_bytes());
-    out.extend_from_slice(CRLF);
+pub fn append_array_header(out: &mut impl RespBuf, len: usize) {
+    out.put_u8(b'*');
+    out.put_slice(itoa::Buffer::new().format(len).as_bytes());
+    out.put_slice(CRLF);
 }
 
 /// Encoded size of a bulk string with a `len`-byte payload.
@@ -95,27 +126,27 @@ fn decimal_digits(mut v: usize) -> usize {
 }
 
 /// Appends `+OK\r\n` (the reply to QUIT, sent before closing).
-pub fn append_ok(out: &mut Vec<u8>) {
-    out.extend_from_slice(b"+OK\r\n");
+pub fn append_ok(out: &mut impl RespBuf) {
+    out.put_slice(b"+OK\r\n");
 }
 
 /// Appends `+RESET\r\n` (the reply to RESET).
-pub fn append_reset_reply(out: &mut Vec<u8>) {
-    out.extend_from_slice(b"+RESET\r\n");
+pub fn append_reset_reply(out: &mut impl RespBuf) {
+    out.put_slice(b"+RESET\r\n");
 }
 
 /// Appends Redis's reply to `PING [arg]`. Outside the subscribed context:
 /// `+PONG\r\n`, or `arg` as a bulk string. In the RESP2 subscribed context
 /// (at least one channel or pattern): `*2\r\n$4\r\npong\r\n` followed by
 /// `arg` as a bulk string, or an empty bulk string without `arg`.
-pub fn append_ping_reply(out: &mut Vec<u8>, arg: Option<&[u8]>, subscribed: bool) {
+pub fn append_ping_reply(out: &mut impl RespBuf, arg: Option<&[u8]>, subscribed: bool) {
     if subscribed {
-        out.extend_from_slice(b"*2\r\n$4\r\npong\r\n");
+        out.put_slice(b"*2\r\n$4\r\npong\r\n");
         append_bulk(out, arg.unwrap_or(b""));
     } else {
         match arg {
             Some(a) => append_bulk(out, a),
-            None => out.extend_from_slice(b"+PONG\r\n"),
+            None => out.put_slice(b"+PONG\r\n"),
         }
     }
 }
@@ -152,19 +183,19 @@ impl SubscriptionKind {
 /// without arguments when there was nothing of that kind to drop, pass
 /// `channel = None`: Redis then sends a null bulk (`$-1`) in its place.
 pub fn append_subscription_reply(
-    out: &mut Vec<u8>,
+    out: &mut impl RespBuf,
     kind: SubscriptionKind,
     channel: Option<&[u8]>,
     count: usize,
 ) {
-    out.extend_from_slice(kind.header());
+    out.put_slice(kind.header());
     match channel {
         Some(c) => append_bulk(out, c),
         None => append_null_bulk(out),
     }
-    out.push(b':');
-    out.extend_from_slice(itoa::Buffer::new().format(count).as_bytes());
-    out.extend_from_slice(CRLF);
+    out.put_u8(b':');
+    out.put_slice(itoa::Buffer::new().format(count).as_bytes());
+    out.put_slice(CRLF);
 }
 
 /// Frame start of a message delivered to a SUBSCRIBE subscriber.
@@ -181,8 +212,8 @@ pub fn message_prefix() -> &'static [u8] {
 /// Appends `*4\r\n$8\r\npmessage\r\n$<n>\r\n<pattern>\r\n`: a pattern
 /// subscriber's frame is this prefix followed by the shared tail from
 /// [`append_message_tail`].
-pub fn append_pmessage_prefix(out: &mut Vec<u8>, pattern: &[u8]) {
-    out.extend_from_slice(PMESSAGE_HEAD);
+pub fn append_pmessage_prefix(out: &mut impl RespBuf, pattern: &[u8]) {
+    out.put_slice(PMESSAGE_HEAD);
     append_bulk(out, pattern);
 }
 
@@ -196,8 +227,8 @@ pub fn pmessage_prefix_len(pattern_len: usize) -> usize {
 /// `message` / `pmessage` frame that is identical for every subscriber of an
 /// update: encode it once and share it. Byte-identical to what Redis sends
 /// after the prefix for `PUBLISH channel payload`.
-pub fn append_message_tail(out: &mut Vec<u8>, channel: &[u8], payload: &[u8]) {
-    out.reserve(message_tail_len(channel.len(), payload.len()));
+pub fn append_message_tail(out: &mut impl RespBuf, channel: &[u8], payload: &[u8]) {
+    out.reserve_room(message_tail_len(channel.len(), payload.len()));
     append_bulk(out, channel);
     append_bulk(out, payload);
 }
@@ -362,5 +393,37 @@ mod tests {
         append_unknown_command(&mut out, b"foo", [&b"a"[..], b"b"]);
         append_integer(&mut out, i64::MAX);
         assert_eq!(out.as_ptr(), ptr);
+    }
+
+    /// Every encoder a subscriber's reply takes, into `out`.
+    fn all_replies<B: RespBuf>(out: &mut B) {
+        use crate::protocol::resp::framing::{self, Proto};
+        use crate::protocol::resp::{append_unknown_subcommand, ProtocolError};
+        append_message_tail(out, b"EURUSD", TICK);
+        append_pmessage_prefix(out, b"EUR*");
+        framing::append_pmessage_prefix(out, Proto::Resp3, b"EUR*");
+        append_subscription_reply(out, SubscriptionKind::Unsubscribe, None, 1);
+        framing::append_subscription_reply(out, Proto::Resp3, SubscriptionKind::Subscribe, None, 2);
+        append_ping_reply(out, Some(b"x"), true);
+        append_unknown_command(out, b"foo\r", [&b"a\nb"[..], b"c"]);
+        append_unknown_subcommand(out, b"config", b"nope");
+        ProtocolError::ExpectedDollar(b'x').append_reply(out);
+        append_simple_string(out, b"a\r\nb");
+        append_integer(out, i64::MIN);
+        framing::append_map_header(out, Proto::Resp3, 7);
+        framing::append_verbatim_txt(out, Proto::Resp3, b"id=1");
+        framing::append_null(out, Proto::Resp3);
+    }
+
+    #[test]
+    fn a_bytes_mut_gets_the_same_bytes_as_a_vec_without_allocating() {
+        let mut v = Vec::new();
+        all_replies(&mut v);
+        let mut b = bytes::BytesMut::with_capacity(4096);
+        let ptr = b.as_ptr();
+        all_replies(&mut b);
+        assert_eq!(&b[..], &v[..]);
+        assert_eq!(b.as_ptr(), ptr);
+        assert!(v.windows(6).any(|w| w == b"CONFIG"), "upper-cased in place");
     }
 }

@@ -18,7 +18,7 @@ use std::fmt;
 use std::ops::Range;
 
 use super::commands::{check_redis_command, eq_ignore_case, CommandCheck};
-use super::encode::{extend_sanitized, sanitize, CRLF};
+use super::encode::{extend_sanitized, sanitize, RespBuf, CRLF};
 
 /// A malformed request. [`fmt::Display`] and [`ProtocolError::append_reply`]
 /// give Redis 7.0's exact wording (all but the last variant).
@@ -52,21 +52,21 @@ pub enum ProtocolError {
 impl ProtocolError {
     /// Appends the error reply Redis sends for this error, e.g.
     /// `-ERR Protocol error: invalid bulk length\r\n`.
-    pub fn append_reply(&self, out: &mut Vec<u8>) {
-        out.extend_from_slice(b"-ERR ");
+    pub fn append_reply(&self, out: &mut impl RespBuf) {
+        out.put_slice(b"-ERR ");
         match *self {
             ProtocolError::ExpectedDollar(got) => {
-                out.extend_from_slice(b"Protocol error: expected '$', got '");
+                out.put_slice(b"Protocol error: expected '$', got '");
                 // Redis formats with `%c` into a C string and then maps CR/LF
                 // to spaces: a NUL therefore ends the message right here.
                 if got != 0 {
-                    out.push(sanitize(got));
-                    out.push(b'\'');
+                    out.put_u8(sanitize(got));
+                    out.put_u8(b'\'');
                 }
             }
-            other => out.extend_from_slice(other.static_text().as_bytes()),
+            other => out.put_slice(other.static_text().as_bytes()),
         }
-        out.extend_from_slice(b"\r\n");
+        out.put_slice(b"\r\n");
     }
 
     fn static_text(self) -> &'static str {
@@ -104,7 +104,7 @@ impl std::error::Error for ProtocolError {}
 /// Appends `s` the way C's `%.<max>s` prints it (at most `max` bytes,
 /// stopping at a NUL), with CR/LF mapped to spaces as Redis's
 /// `rejectCommandFormat()` does. Returns the number of bytes written.
-fn push_c_str(out: &mut Vec<u8>, s: &[u8], max: usize) -> usize {
+fn push_c_str(out: &mut impl RespBuf, s: &[u8], max: usize) -> usize {
     let s = &s[..s.len().min(max)];
     let s = match memchr::memchr(0, s) {
         Some(nul) => &s[..nul],
@@ -120,74 +120,74 @@ fn push_c_str(out: &mut Vec<u8>, s: &[u8], max: usize) -> usize {
 /// 128 bytes of them have been written (the last one cut to fit), a NUL ends
 /// any string early, and CR/LF become spaces. `args` are the arguments after
 /// the name.
-pub fn append_unknown_command<'a, I>(out: &mut Vec<u8>, name: &[u8], args: I)
+pub fn append_unknown_command<'a, I>(out: &mut impl RespBuf, name: &[u8], args: I)
 where
     I: IntoIterator<Item = &'a [u8]>,
 {
-    out.extend_from_slice(b"-ERR unknown command '");
+    out.put_slice(b"-ERR unknown command '");
     push_c_str(out, name, 128);
-    out.extend_from_slice(b"', with args beginning with: ");
+    out.put_slice(b"', with args beginning with: ");
     let mut written = 0usize;
     for arg in args {
         if written >= 128 {
             break;
         }
-        out.push(b'\'');
+        out.put_u8(b'\'');
         written += push_c_str(out, arg, 128 - written) + 3;
-        out.extend_from_slice(b"' ");
+        out.put_slice(b"' ");
     }
-    out.extend_from_slice(CRLF);
+    out.put_slice(CRLF);
 }
 
 /// Appends Redis 7.0's error for an unknown subcommand of a container
 /// command: `-ERR unknown subcommand '<sub>'. Try <CONTAINER> HELP.\r\n`
 /// (`sub` cut to 128 bytes, `container` upper-cased as sent).
-pub fn append_unknown_subcommand(out: &mut Vec<u8>, container: &[u8], sub: &[u8]) {
-    out.extend_from_slice(b"-ERR unknown subcommand '");
+pub fn append_unknown_subcommand(out: &mut impl RespBuf, container: &[u8], sub: &[u8]) {
+    out.put_slice(b"-ERR unknown subcommand '");
     push_c_str(out, sub, 128);
-    out.extend_from_slice(b"'. Try ");
+    out.put_slice(b"'. Try ");
     let start = out.len();
     push_c_str(out, container, usize::MAX);
     out[start..].make_ascii_uppercase();
-    out.extend_from_slice(b" HELP.\r\n");
+    out.put_slice(b" HELP.\r\n");
 }
 
 /// Appends `-ERR wrong number of arguments for '<fullname>' command\r\n`;
 /// `fullname` is Redis's lower-case name, e.g. `subscribe` or `memory|usage`.
-pub fn append_wrong_arity(out: &mut Vec<u8>, fullname: &str) {
-    out.extend_from_slice(b"-ERR ");
+pub fn append_wrong_arity(out: &mut impl RespBuf, fullname: &str) {
+    out.put_slice(b"-ERR ");
     wrong_arity_text(out, fullname);
 }
 
-fn wrong_arity_text(out: &mut Vec<u8>, fullname: &str) {
-    out.extend_from_slice(b"wrong number of arguments for '");
+fn wrong_arity_text(out: &mut impl RespBuf, fullname: &str) {
+    out.put_slice(b"wrong number of arguments for '");
     extend_sanitized(out, fullname.as_bytes());
-    out.extend_from_slice(b"' command\r\n");
+    out.put_slice(b"' command\r\n");
 }
 
 /// Appends the refusal Redis 7.0 sends, over RESP2, for a valid command
 /// that is not allowed while the connection has subscriptions:
 /// `-ERR Can't execute '<fullname>': only (P|S)SUBSCRIBE / (P|S)UNSUBSCRIBE / PING / QUIT / RESET are allowed in this context\r\n`.
-pub fn append_not_allowed_in_subscribed_context(out: &mut Vec<u8>, fullname: &str) {
-    out.extend_from_slice(b"-ERR ");
+pub fn append_not_allowed_in_subscribed_context(out: &mut impl RespBuf, fullname: &str) {
+    out.put_slice(b"-ERR ");
     not_allowed_text(out, fullname);
 }
 
-fn not_allowed_text(out: &mut Vec<u8>, fullname: &str) {
-    out.extend_from_slice(b"Can't execute '");
+fn not_allowed_text(out: &mut impl RespBuf, fullname: &str) {
+    out.put_slice(b"Can't execute '");
     extend_sanitized(out, fullname.as_bytes());
-    out.extend_from_slice(
+    out.put_slice(
         b"': only (P|S)SUBSCRIBE / (P|S)UNSUBSCRIBE / PING / QUIT / RESET are allowed in this context\r\n",
     );
 }
 
 /// Redis rejects EXEC's own errors through `execCommandAbort()`, which
 /// replaces `-ERR ` with this prefix.
-fn rejection_prefix(out: &mut Vec<u8>, fullname: &str) {
+fn rejection_prefix(out: &mut impl RespBuf, fullname: &str) {
     if fullname == "exec" {
-        out.extend_from_slice(b"-EXECABORT Transaction discarded because of: ");
+        out.put_slice(b"-EXECABORT Transaction discarded because of: ");
     } else {
-        out.extend_from_slice(b"-ERR ");
+        out.put_slice(b"-ERR ");
     }
 }
 
@@ -207,13 +207,17 @@ fn rejection_prefix(out: &mut Vec<u8>, fullname: &str) {
 /// Exception: tickfan has no sharded pub/sub, so `SSUBSCRIBE` and
 /// `SUNSUBSCRIBE` (which Redis would execute) get the unknown-command error.
 /// Appends nothing for an empty command.
-pub fn append_subscribed_context_rejection(out: &mut Vec<u8>, input: &[u8], args: &[Range<usize>]) {
+pub fn append_subscribed_context_rejection<B: RespBuf>(
+    out: &mut B,
+    input: &[u8],
+    args: &[Range<usize>],
+) {
     let Some((first, rest)) = args.split_first() else {
         return;
     };
     let name = &input[first.clone()];
     let second = rest.first().map(|r| &input[r.clone()]);
-    let unknown = |out: &mut Vec<u8>| {
+    let unknown = |out: &mut B| {
         append_unknown_command(out, name, rest.iter().map(|r| &input[r.clone()]));
     };
     if eq_ignore_case(name, b"ssubscribe") || eq_ignore_case(name, b"sunsubscribe") {
@@ -237,11 +241,11 @@ pub fn append_subscribed_context_rejection(out: &mut Vec<u8>, input: &[u8], args
                 _ => None,
             };
             if let Some((what, option)) = protected {
-                out.extend_from_slice(b"-ERR ");
-                out.extend_from_slice(what.as_bytes());
-                out.extend_from_slice(b" command not allowed. If the ");
-                out.extend_from_slice(option.as_bytes());
-                out.extend_from_slice(
+                out.put_slice(b"-ERR ");
+                out.put_slice(what.as_bytes());
+                out.put_slice(b" command not allowed. If the ");
+                out.put_slice(option.as_bytes());
+                out.put_slice(
                     b" option is set to \"local\", you can run it from a local connection, \
                       otherwise you need to set this option in the configuration file, and then \
                       restart the server.\r\n",

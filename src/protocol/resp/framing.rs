@@ -23,7 +23,7 @@
 //! Every byte here was compared with a live `redis-server` 7.0.15 (the
 //! differential test in `tests/it/protocol.rs` keeps checking it).
 
-use crate::protocol::resp::{self, SubscriptionKind};
+use crate::protocol::resp::{self, RespBuf, SubscriptionKind};
 
 /// The protocol a subscriber connection speaks.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Hash)]
@@ -56,7 +56,7 @@ pub fn message_prefix(proto: Proto) -> &'static [u8] {
 
 /// Appends the frame start of a `pmessage` for `pattern` in `proto`
 /// (`*4`/`>4`, `pmessage`, the pattern); the shared tail follows it.
-pub fn append_pmessage_prefix(out: &mut Vec<u8>, proto: Proto, pattern: &[u8]) {
+pub fn append_pmessage_prefix(out: &mut impl RespBuf, proto: Proto, pattern: &[u8]) {
     let start = out.len();
     resp::append_pmessage_prefix(out, pattern);
     if proto == Proto::Resp3 {
@@ -65,37 +65,37 @@ pub fn append_pmessage_prefix(out: &mut Vec<u8>, proto: Proto, pattern: &[u8]) {
 }
 
 /// Appends a null: `$-1` in RESP2, `_` in RESP3.
-pub fn append_null(out: &mut Vec<u8>, proto: Proto) {
+pub fn append_null(out: &mut impl RespBuf, proto: Proto) {
     match proto {
         Proto::Resp2 => resp::append_null_bulk(out),
-        Proto::Resp3 => out.extend_from_slice(b"_\r\n"),
+        Proto::Resp3 => out.put_slice(b"_\r\n"),
     }
 }
 
 /// Appends the header of a map of `pairs` entries: `%<pairs>` in RESP3, a
 /// flat `*<2·pairs>` array in RESP2 (how Redis degrades maps).
-pub fn append_map_header(out: &mut Vec<u8>, proto: Proto, pairs: usize) {
+pub fn append_map_header(out: &mut impl RespBuf, proto: Proto, pairs: usize) {
     match proto {
         Proto::Resp2 => resp::append_array_header(out, pairs * 2),
         Proto::Resp3 => {
-            out.push(b'%');
-            out.extend_from_slice(itoa::Buffer::new().format(pairs).as_bytes());
-            out.extend_from_slice(b"\r\n");
+            out.put_u8(b'%');
+            out.put_slice(itoa::Buffer::new().format(pairs).as_bytes());
+            out.put_slice(b"\r\n");
         }
     }
 }
 
 /// Appends text as Redis's `addReplyVerbatim(…, "txt")` does: a bulk
 /// string in RESP2, `=<len+4>\r\ntxt:<text>\r\n` in RESP3.
-pub fn append_verbatim_txt(out: &mut Vec<u8>, proto: Proto, text: &[u8]) {
+pub fn append_verbatim_txt(out: &mut impl RespBuf, proto: Proto, text: &[u8]) {
     match proto {
         Proto::Resp2 => resp::append_bulk(out, text),
         Proto::Resp3 => {
-            out.push(b'=');
-            out.extend_from_slice(itoa::Buffer::new().format(text.len() + 4).as_bytes());
-            out.extend_from_slice(b"\r\ntxt:");
-            out.extend_from_slice(text);
-            out.extend_from_slice(b"\r\n");
+            out.put_u8(b'=');
+            out.put_slice(itoa::Buffer::new().format(text.len() + 4).as_bytes());
+            out.put_slice(b"\r\ntxt:");
+            out.put_slice(text);
+            out.put_slice(b"\r\n");
         }
     }
 }
@@ -104,7 +104,7 @@ pub fn append_verbatim_txt(out: &mut Vec<u8>, proto: Proto, text: &[u8]) {
 /// [`resp::append_subscription_reply`] for the RESP2 form); in RESP3 it is a
 /// `>3` push whose missing channel is `_`.
 pub fn append_subscription_reply(
-    out: &mut Vec<u8>,
+    out: &mut impl RespBuf,
     proto: Proto,
     kind: SubscriptionKind,
     channel: Option<&[u8]>,
@@ -113,7 +113,7 @@ pub fn append_subscription_reply(
     if proto == Proto::Resp2 {
         return resp::append_subscription_reply(out, kind, channel, count);
     }
-    out.extend_from_slice(b">3\r\n");
+    out.put_slice(b">3\r\n");
     resp::append_bulk(
         out,
         match kind {
@@ -133,7 +133,12 @@ pub fn append_subscription_reply(
 /// Appends Redis 7's reply to `PING [arg]`: only a RESP2 connection with
 /// subscriptions gets the `*2 pong` array; RESP3 always gets `+PONG` (or
 /// the argument), subscribed or not (Redis's `pingCommand`).
-pub fn append_ping_reply(out: &mut Vec<u8>, proto: Proto, arg: Option<&[u8]>, subscribed: bool) {
+pub fn append_ping_reply(
+    out: &mut impl RespBuf,
+    proto: Proto,
+    arg: Option<&[u8]>,
+    subscribed: bool,
+) {
     resp::append_ping_reply(out, arg, subscribed && proto == Proto::Resp2);
 }
 

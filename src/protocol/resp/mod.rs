@@ -43,7 +43,7 @@ pub use encode::{
     append_array_header, append_bulk, append_error, append_integer, append_message_tail,
     append_null_bulk, append_ok, append_ping_reply, append_pmessage_prefix, append_reset_reply,
     append_simple_string, append_subscription_reply, message_prefix, message_tail_len,
-    pmessage_prefix_len, SubscriptionKind, MESSAGE_PREFIX,
+    pmessage_prefix_len, RespBuf, SubscriptionKind, MESSAGE_PREFIX,
 };
 pub use errors::{
     append_not_allowed_in_subscribed_context, append_subscribed_context_rejection,
