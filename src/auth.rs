@@ -87,15 +87,15 @@ impl Token {
 /// The line the order port sends when the first line passes (`AUTH <token>`).
 pub const LINE_OK: &[u8] = b"OK\n";
 /// The line sent before closing a connection whose `AUTH` token is wrong.
-pub const LINE_INVALID: &[u8] = b"ERR invalid token\n";
+pub(crate) const LINE_INVALID: &[u8] = b"ERR invalid token\n";
 /// The line sent before closing a connection whose first line is not `AUTH`.
-pub const LINE_REQUIRED: &[u8] = b"ERR authentication required: send AUTH <token> first\n";
+pub(crate) const LINE_REQUIRED: &[u8] = b"ERR authentication required: send AUTH <token> first\n";
 /// The line sent before closing a connection that sent no `AUTH` in time.
-pub const LINE_TIMEOUT: &[u8] = b"ERR authentication timeout\n";
+pub(crate) const LINE_TIMEOUT: &[u8] = b"ERR authentication timeout\n";
 
 /// What the first line of a line protocol says, when a token is required.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum LineAuth {
+pub(crate) enum LineAuth {
     /// `AUTH <token>` with the right token.
     Passed,
     /// `AUTH <something else>`: answer [`LINE_INVALID`] and close.
@@ -117,7 +117,7 @@ impl LineAuth {
 
 /// Checks a first line (without its `\n`; a final `\r` is ignored) against
 /// the token: `AUTH <token>`, the keyword in any case, one space.
-pub fn check_line(token: &Token, line: &[u8]) -> LineAuth {
+pub(crate) fn check_line(token: &Token, line: &[u8]) -> LineAuth {
     let line = line.strip_suffix(b"\r").unwrap_or(line);
     match line.split_at_checked(5) {
         Some((kw, t)) if kw.eq_ignore_ascii_case(b"AUTH ") => {

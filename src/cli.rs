@@ -25,11 +25,11 @@ use crate::error::ConfigError;
 use crate::idle::IdleStrategy;
 use crate::logging::LogFormat;
 
-pub use config_file::{expand_config_file, ConfigFileError};
+pub use config_file::expand_config_file;
 
 /// Prefix of the environment variable of every `serve` flag:
 /// `--max-symbols` is `TICKFAN_MAX_SYMBOLS`.
-pub const ENV_PREFIX: &str = "TICKFAN_";
+pub(crate) const ENV_PREFIX: &str = "TICKFAN_";
 
 /// Flags of `tickfan serve`.
 ///

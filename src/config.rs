@@ -10,13 +10,13 @@ use crate::idle::IdleStrategy;
 use crate::order::config::OrderConfig;
 
 /// Default feed listen address.
-pub const DEFAULT_FEED_ADDR: &str = "127.0.0.1:9101";
+pub(crate) const DEFAULT_FEED_ADDR: &str = "127.0.0.1:9101";
 /// Default subscriber listen address.
-pub const DEFAULT_SUB_ADDR: &str = "127.0.0.1:9102";
+pub(crate) const DEFAULT_SUB_ADDR: &str = "127.0.0.1:9102";
 /// Default order listen address.
-pub const DEFAULT_ORDER_ADDR: &str = "127.0.0.1:9103";
+pub(crate) const DEFAULT_ORDER_ADDR: &str = "127.0.0.1:9103";
 /// Default admin listen address (HTTP: `/health`, `/metrics`, `/report`, `/dlq`).
-pub const DEFAULT_ADMIN_ADDR: &str = "127.0.0.1:9104";
+pub(crate) const DEFAULT_ADMIN_ADDR: &str = "127.0.0.1:9104";
 
 /// Which core each hot thread is pinned to (none = unpinned).
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, serde::Serialize)]

@@ -41,7 +41,7 @@ use parking_lot::Mutex;
 use crate::metrics::counters::{bump, Counters};
 
 /// Longest raw input kept in a record; longer input is cut (its full length is kept).
-pub const RAW_MAX: usize = 512;
+pub(crate) const RAW_MAX: usize = 512;
 
 /// One dead letter.
 #[derive(Debug, Clone, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
@@ -137,7 +137,7 @@ impl DeadLetter {
 
 /// Settings of the store.
 #[derive(Debug, Clone)]
-pub struct DlqConfig {
+pub(crate) struct DlqConfig {
     /// Records kept in memory.
     pub capacity: usize,
     /// JSON-lines file every record is appended to, if any.
@@ -148,7 +148,7 @@ pub struct DlqConfig {
 }
 
 /// Capacity of the order path → DLQ thread channel.
-pub const ORDER_HANDOFF_CAPACITY: usize = 1024;
+pub(crate) const ORDER_HANDOFF_CAPACITY: usize = 1024;
 
 /// The in-memory side, readable from any thread.
 #[derive(Debug, Default)]
@@ -243,7 +243,7 @@ impl DlqStore {
 /// A producer's handle: the feed's non-blocking channel and the order
 /// path's blocking one.
 #[derive(Debug, Clone)]
-pub struct DlqSender {
+pub(crate) struct DlqSender {
     tx: Sender<DeadLetter>,
     order_tx: Sender<DeadLetter>,
 }
@@ -271,7 +271,7 @@ impl DlqSender {
 
 /// A running DLQ thread and its store.
 #[derive(Debug)]
-pub struct Dlq {
+pub(crate) struct Dlq {
     store: Arc<DlqStore>,
     handle: JoinHandle<()>,
 }

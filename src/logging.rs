@@ -31,7 +31,7 @@ struct Line<'a> {
 }
 
 /// The JSON object for one record.
-pub fn json_line(
+pub(crate) fn json_line(
     time: SystemTime,
     level: log::Level,
     target: &str,

@@ -16,7 +16,7 @@ use crossbeam_utils::CachePadded;
 use rustc_hash::FxHashMap;
 
 /// Dense symbol id, `0..capacity`.
-pub type SymbolId = u32;
+pub(crate) type SymbolId = u32;
 
 /// Read side: id → name, shared by every thread.
 #[derive(Debug)]

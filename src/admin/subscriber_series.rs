@@ -22,7 +22,7 @@ use crate::metrics::report::SubscriberStats;
 pub const SUBSCRIBER_SERIES_MAX: usize = 10;
 
 /// The connected subscribers with the largest backlogs, largest first, at most `n`.
-pub fn largest_backlogs(subs: &[SubscriberStats], n: usize) -> Vec<&SubscriberStats> {
+pub(crate) fn largest_backlogs(subs: &[SubscriberStats], n: usize) -> Vec<&SubscriberStats> {
     let mut connected: Vec<&SubscriberStats> = subs.iter().filter(|s| s.connected).collect();
     connected.sort_by(|a, b| {
         b.buffered_bytes

@@ -32,7 +32,7 @@ use crate::model::poison::PoisonReason;
 use crate::model::tick::Quote;
 
 /// Longest accepted symbol, in bytes.
-pub const MAX_SYMBOL_LEN: usize = 24;
+pub(crate) const MAX_SYMBOL_LEN: usize = 24;
 
 /// Number of comma-separated fields in a tick line.
 const FIELD_COUNT: usize = 6;

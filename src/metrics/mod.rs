@@ -15,7 +15,8 @@ pub mod report;
 pub(crate) mod reporter;
 pub(crate) mod stage;
 
-pub use counters::{Counters, CountersSnapshot};
-pub use recorder::StageRecorder;
-pub use report::{FinalReport, StageSummary};
+pub(crate) use counters::Counters;
+pub use counters::CountersSnapshot;
+pub(crate) use recorder::StageRecorder;
+pub(crate) use report::FinalReport;
 pub use stage::Stage;

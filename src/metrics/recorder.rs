@@ -58,7 +58,7 @@ const RETIRE_WAIT: std::time::Duration = std::time::Duration::from_secs(2);
 /// A message from a recorder to the reporter. Per recorder, messages arrive
 /// in the order they were sent (one channel, one sender per recorder).
 #[derive(Debug)]
-pub enum Handoff {
+pub(crate) enum Handoff {
     /// A recorder exists (sent by its constructor, before any sample): the
     /// reporter waits for it from now on.
     Hello {
@@ -89,7 +89,7 @@ pub enum Handoff {
 
 /// The channels between recorders and the reporter, and what they share.
 #[derive(Debug, Clone)]
-pub struct RecorderLink {
+pub(crate) struct RecorderLink {
     /// Hand-offs, to the reporter.
     pub samples: Sender<Handoff>,
     /// Emptied histograms, back from the reporter.
@@ -127,7 +127,7 @@ impl RecorderLink {
 
 /// A thread's own histograms. Single owner (the recording thread).
 #[derive(Debug)]
-pub struct StageRecorder {
+pub(crate) struct StageRecorder {
     hists: Box<StageHists>,
     /// Which stages this recorder measures (others are ignored).
     stages: [bool; Stage::COUNT],
@@ -230,6 +230,7 @@ impl StageRecorder {
         false
     }
 
+    #[cfg(test)]
     /// The index of the interval samples go to now.
     pub fn open_interval(&self) -> u64 {
         self.index

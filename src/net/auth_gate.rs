@@ -23,7 +23,7 @@ use super::lines::{LineEvent, LineReader};
 
 /// What the first line of a line-protocol connection decided.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum AuthStep {
+pub(crate) enum AuthStep {
     /// No complete line yet: read more.
     NeedMore,
     /// The token matched: answer [`crate::auth::LINE_OK`] and go on.
@@ -34,7 +34,7 @@ pub enum AuthStep {
 
 /// A port's token and its pending authentication deadlines.
 #[derive(Debug)]
-pub struct AuthGate {
+pub(crate) struct AuthGate {
     token: Option<AuthToken>,
     timeout_ns: u64,
     /// (deadline, connection), in deadline order.

@@ -27,7 +27,7 @@ use slab::Slab;
 /// Layout: the generation in the high 32 bits, the slab key in the low 32
 /// bits, so it travels as one `u64` (e.g. in the order path's events).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
-pub struct ConnId(u64);
+pub(crate) struct ConnId(u64);
 
 impl ConnId {
     fn new(generation: u32, key: usize) -> Self {
@@ -41,6 +41,7 @@ impl ConnId {
         (self.0 & 0xffff_ffff) as usize
     }
 
+    #[cfg(test)]
     /// The accept count of the port when this connection was accepted: 1
     /// for the first, counting only connections admitted (so it can serve
     /// as a sequential client id, e.g. in reports), wrapping after 2³².
@@ -82,7 +83,7 @@ pub struct Conn<S> {
 
 /// The slab of a port's connections.
 #[derive(Debug)]
-pub struct Conns<S> {
+pub(crate) struct Conns<S> {
     slab: Slab<Conn<S>>,
     /// Counted per successful accept; part of every [`ConnId`].
     generation: u32,
@@ -101,12 +102,6 @@ impl<S> Conns<S> {
     #[inline]
     pub fn len(&self) -> usize {
         self.slab.len()
-    }
-
-    /// True when no connection is open.
-    #[inline]
-    pub fn is_empty(&self) -> bool {
-        self.slab.is_empty()
     }
 
     /// Registers `stream` with `registry` under the next free key and keeps

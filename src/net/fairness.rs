@@ -15,7 +15,7 @@
 
 /// The connections to serve this turn and the ones to serve next turn.
 #[derive(Debug, Default)]
-pub struct TurnLists {
+pub(crate) struct TurnLists {
     /// Serve next turn without waiting for an event.
     ready: Vec<usize>,
     /// This turn's connections (swapped with `ready`).
@@ -88,7 +88,7 @@ impl TurnLists {
 /// A key may be reused by a new connection while it is still listed; a
 /// visit must tolerate finding nothing to do (or no connection at all).
 #[derive(Debug, Default)]
-pub struct KeyList {
+pub(crate) struct KeyList {
     keys: Vec<usize>,
 }
 
@@ -124,11 +124,6 @@ impl KeyList {
         self.keys = taken;
     }
 
-    /// Unlists every key (the caller has cleared their flags).
-    pub fn clear(&mut self) {
-        self.keys.clear();
-    }
-
     /// Listed keys.
     pub fn len(&self) -> usize {
         self.keys.len()
@@ -154,6 +149,7 @@ impl KeyList {
         self.keys.swap_remove(i)
     }
 
+    #[cfg(test)]
     /// True when nothing is listed.
     pub fn is_empty(&self) -> bool {
         self.keys.is_empty()

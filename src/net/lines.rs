@@ -45,10 +45,10 @@ use std::io;
 use bytes::BytesMut;
 
 /// Default longest accepted line, in bytes, excluding the `'\n'`.
-pub const DEFAULT_MAX_LINE_LEN: usize = 256;
+pub(crate) const DEFAULT_MAX_LINE_LEN: usize = 256;
 
 /// Default number of bytes asked for in one `read()`.
-pub const DEFAULT_READ_CHUNK: usize = 64 * 1024;
+pub(crate) const DEFAULT_READ_CHUNK: usize = 64 * 1024;
 
 /// One thing the reader found in the buffered bytes.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

@@ -24,11 +24,11 @@ use crate::sys::net::{accept_one, Accepted};
 use super::conns::{ConnId, Conns};
 
 /// The poll token of a port's listener (the waker takes `usize::MAX`).
-pub const LISTENER: Token = Token(usize::MAX - 1);
+pub(crate) const LISTENER: Token = Token(usize::MAX - 1);
 
 /// How one port accepts.
 #[derive(Debug, Clone, Copy)]
-pub struct PortPolicy {
+pub(crate) struct PortPolicy {
     /// Most simultaneous connections; the next one is refused.
     pub max_conns: usize,
     /// Written to a refused peer before its socket is dropped.
@@ -48,7 +48,7 @@ pub struct PortPolicy {
 
 /// The counters an accept step keeps (the port's own counter fields).
 #[derive(Debug, Clone, Copy)]
-pub struct ConnCounters<'a> {
+pub(crate) struct ConnCounters<'a> {
     /// Bumped per accepted connection.
     pub accepted: &'a AtomicU64,
     /// Bumped per connection refused at the limit.
@@ -61,7 +61,7 @@ pub struct ConnCounters<'a> {
 /// A port's listener under its policy. It can be closed early (the order
 /// gateway stops taking connections at shutdown) and then accepts nothing.
 #[derive(Debug)]
-pub struct Listener {
+pub(crate) struct Listener {
     inner: Option<TcpListener>,
     local: SocketAddr,
     policy: PortPolicy,
@@ -91,11 +91,7 @@ impl Listener {
         self.local
     }
 
-    /// The port's policy.
-    pub fn policy(&self) -> &PortPolicy {
-        &self.policy
-    }
-
+    #[cfg(test)]
     /// True until [`close`](Self::close).
     pub fn is_open(&self) -> bool {
         self.inner.is_some()

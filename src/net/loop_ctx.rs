@@ -19,7 +19,7 @@ use crate::sys::net::{poll_events, Polled};
 
 /// The context of one event loop thread.
 #[derive(Debug)]
-pub struct LoopCtx {
+pub(crate) struct LoopCtx {
     /// The loop's poller (its waker was made from it by the wiring).
     pub poll: Poll,
     /// The engine's counters (shared, written with relaxed atomics).

@@ -16,7 +16,7 @@ use bytes::BytesMut;
 
 /// What one [`ReadBuf::read_from`] did.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum ReadOutcome {
+pub(crate) enum ReadOutcome {
     /// This many bytes were appended.
     Data(usize),
     /// Nothing to read now.
@@ -29,7 +29,7 @@ pub enum ReadOutcome {
 
 /// The buffer.
 #[derive(Debug)]
-pub struct ReadBuf {
+pub(crate) struct ReadBuf {
     /// Fixed length; `buf[..len]` holds unconsumed bytes.
     buf: BytesMut,
     len: usize,
@@ -103,6 +103,7 @@ impl ReadBuf {
         self.len -= n;
     }
 
+    #[cfg(test)]
     /// The buffer's size.
     pub fn capacity(&self) -> usize {
         self.buf.len()

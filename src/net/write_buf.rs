@@ -28,7 +28,7 @@ use bytes::BytesMut;
 
 /// What a [`WriteBuf::write_to`] left.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Flushed {
+pub(crate) enum Flushed {
     /// Every byte was written.
     All,
     /// The socket would block with bytes still waiting (wait for writable).
@@ -37,7 +37,7 @@ pub enum Flushed {
 
 /// The buffer.
 #[derive(Debug)]
-pub struct WriteBuf {
+pub(crate) struct WriteBuf {
     /// `out[pos..]` waits to be written; `out[..pos]` was written.
     out: BytesMut,
     /// Bytes of `out` already written; `pos <= out.len()`, and `0` whenever
@@ -68,6 +68,7 @@ impl WriteBuf {
         self.hwm
     }
 
+    #[cfg(test)]
     /// Bytes the buffer holds without allocating (written prefix included).
     pub fn capacity(&self) -> usize {
         self.out.capacity()

@@ -57,7 +57,7 @@ pub struct Order {
 
 /// Which part of which order a chunk is.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct ChunkOf {
+pub(crate) struct ChunkOf {
     /// The parent's admission number.
     pub parent: u64,
     /// 0-based.

@@ -13,7 +13,7 @@ use crate::model::tick::SlotValue;
 
 /// Most bytes a payload can take for a symbol of `symbol_len` bytes: four
 /// decimals (up to 21 bytes each), three u64 (20 each), seven commas.
-pub const fn max_payload_len(symbol_len: usize) -> usize {
+pub(crate) const fn max_payload_len(symbol_len: usize) -> usize {
     symbol_len + 4 * 21 + 3 * 20 + 7
 }
 

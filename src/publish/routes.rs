@@ -21,7 +21,7 @@ use crate::publish::glob::glob_match;
 use crate::symbols::SymbolId;
 
 /// Subscriber key (the publisher's slab index).
-pub type SubKey = usize;
+pub(crate) type SubKey = usize;
 
 /// One frame to build for one subscriber: `prefix` + the update's shared tail.
 #[derive(Debug, Clone)]

@@ -19,7 +19,7 @@ pub trait Clock: Send + Sync + fmt::Debug {
 }
 
 /// A clock shared by the threads of one engine.
-pub type SharedClock = Arc<dyn Clock>;
+pub(crate) type SharedClock = Arc<dyn Clock>;
 
 impl Clock for MonoClock {
     #[inline]

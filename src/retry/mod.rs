@@ -14,6 +14,7 @@ pub(crate) mod permits;
 pub(crate) mod timer;
 
 pub use backoff::{Backoff, Jitter};
-pub use clock::{Clock, SharedClock, SimClock};
+pub(crate) use clock::SharedClock;
+pub use clock::{Clock, SimClock};
 pub use delay_queue::{DelayQueue, Full};
-pub use permits::Permits;
+pub(crate) use permits::Permits;

@@ -14,7 +14,7 @@ use crossbeam_utils::CachePadded;
 
 /// At most `capacity` permits out at once.
 #[derive(Debug)]
-pub struct Permits {
+pub(crate) struct Permits {
     used: CachePadded<AtomicUsize>,
     capacity: usize,
 }
@@ -48,11 +48,6 @@ impl Permits {
     /// Permits out now.
     pub fn in_use(&self) -> usize {
         self.used.load(Ordering::Relaxed)
-    }
-
-    /// The bound.
-    pub fn capacity(&self) -> usize {
-        self.capacity
     }
 }
 

@@ -9,7 +9,7 @@ use std::time::{Instant, SystemTime, UNIX_EPOCH};
 /// Cheap to copy; every thread of one engine shares the same epoch, so values
 /// from different threads can be subtracted.
 #[derive(Debug, Clone, Copy)]
-pub struct MonoClock {
+pub(crate) struct MonoClock {
     epoch: Instant,
 }
 

@@ -23,7 +23,7 @@ pub enum Accepted {
 }
 
 /// Accepts one connection, retrying on `Interrupted`.
-pub fn accept_one(listener: &TcpListener) -> Accepted {
+pub(crate) fn accept_one(listener: &TcpListener) -> Accepted {
     loop {
         match listener.accept() {
             Ok((stream, peer)) => return Accepted::Conn(stream, peer),
@@ -36,7 +36,7 @@ pub fn accept_one(listener: &TcpListener) -> Accepted {
 
 /// What one wait in an event loop produced.
 #[derive(Debug)]
-pub enum Polled {
+pub(crate) enum Polled {
     /// `events` holds this turn's events (possibly none, on a timeout).
     Ready,
     /// A signal interrupted the wait: go round again.
@@ -46,7 +46,7 @@ pub enum Polled {
 }
 
 /// Waits for events with `timeout`, the one way every event loop does.
-pub fn poll_events(
+pub(crate) fn poll_events(
     poll: &mut Poll,
     events: &mut Events,
     timeout: Option<std::time::Duration>,

@@ -5,7 +5,7 @@ use std::sync::atomic::AtomicBool;
 use std::sync::Arc;
 
 /// Exit status when a second signal interrupts a graceful shutdown.
-pub const FORCED_EXIT: i32 = 130;
+pub(crate) const FORCED_EXIT: i32 = 130;
 
 /// Registers SIGINT and SIGTERM: the first sets the returned flag (the
 /// engine then shuts down gracefully); a second one, while the flag is set,

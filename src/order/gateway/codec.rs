@@ -42,11 +42,11 @@ use crate::model::order_reasons::{DeadReason, DoneStatus, InvalidReason, RejectR
 use crate::model::units::{Amount, Lots, LotsError, Side};
 
 /// Longest client order id.
-pub const MAX_ID_LEN: usize = 36;
+pub(crate) const MAX_ID_LEN: usize = 36;
 /// Longest symbol.
-pub const MAX_SYMBOL_LEN: usize = 24;
+pub(crate) const MAX_SYMBOL_LEN: usize = 24;
 /// Longest time to live accepted.
-pub const MAX_TTL: Duration = Duration::from_secs(24 * 3600);
+pub(crate) const MAX_TTL: Duration = Duration::from_secs(24 * 3600);
 
 /// A parsed `NEW`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -234,12 +234,12 @@ fn id_hint() -> String {
 }
 
 /// Appends `ACK <id>\n`.
-pub fn write_ack(out: &mut impl BufMut, id: &str) {
+pub(crate) fn write_ack(out: &mut impl BufMut, id: &str) {
     line(out, format_args!("ACK {id}"));
 }
 
 /// Appends `REJECT <id> <reason> <detail>\n`.
-pub fn write_reject(out: &mut impl BufMut, id: &str, reason: RejectReason, detail: &str) {
+pub(crate) fn write_reject(out: &mut impl BufMut, id: &str, reason: RejectReason, detail: &str) {
     line(
         out,
         format_args!("REJECT {id} {} {detail}", reason.as_str()),
@@ -247,7 +247,14 @@ pub fn write_reject(out: &mut impl BufMut, id: &str, reason: RejectReason, detai
 }
 
 /// Appends a `FILL` line.
-pub fn write_fill(out: &mut impl BufMut, id: &str, n: u32, cum: Lots, amount: Amount, left: Lots) {
+pub(crate) fn write_fill(
+    out: &mut impl BufMut,
+    id: &str,
+    n: u32,
+    cum: Lots,
+    amount: Amount,
+    left: Lots,
+) {
     line(
         out,
         format_args!("FILL {id} n={n} cum={cum} amount={amount} left={left}"),
@@ -255,7 +262,7 @@ pub fn write_fill(out: &mut impl BufMut, id: &str, n: u32, cum: Lots, amount: Am
 }
 
 /// Appends a `DONE` line.
-pub fn write_done(
+pub(crate) fn write_done(
     out: &mut impl BufMut,
     id: &str,
     status: DoneStatus,
@@ -273,7 +280,13 @@ pub fn write_done(
 }
 
 /// Appends a `DEAD` line.
-pub fn write_dead(out: &mut impl BufMut, id: &str, reason: DeadReason, attempts: u32, last: &str) {
+pub(crate) fn write_dead(
+    out: &mut impl BufMut,
+    id: &str,
+    reason: DeadReason,
+    attempts: u32,
+    last: &str,
+) {
     if last.is_empty() {
         line(
             out,

@@ -74,11 +74,11 @@ pub(crate) mod rate;
 use ledger::{write_event, Ledger};
 
 /// Token of the waker workers, the timer and the runtime ring.
-pub const WAKER: Token = Token(usize::MAX);
+pub(crate) const WAKER: Token = Token(usize::MAX);
 const READS_PER_TURN: usize = 4;
 const READ_CHUNK: usize = 16 * 1024;
 /// Unsent reply bytes past which a connection is not read.
-pub const OUT_HWM: usize = 1 << 20;
+pub(crate) const OUT_HWM: usize = 1 << 20;
 /// Room a connection's reply buffer starts with.
 const OUT_INITIAL: usize = 4096;
 /// Room made in a connection's reply buffer before the replies of one order
@@ -92,7 +92,7 @@ const REFUSAL: &[u8] = b"REJECT - SYSTEM_BUSY too many order connections\n";
 
 /// Settings of the gateway.
 #[derive(Debug, Clone)]
-pub struct GatewaySettings {
+pub(crate) struct GatewaySettings {
     /// Most simultaneous order connections.
     pub max_conns: usize,
     /// Longest order line.
@@ -109,7 +109,7 @@ pub struct GatewaySettings {
 
 /// What the gateway works with besides its sockets and its [`LoopCtx`].
 #[derive(Debug)]
-pub struct GatewayParts {
+pub(crate) struct GatewayParts {
     /// The producer side of the lanes (dropped when intake closes).
     pub admission: Admission,
     /// What the workers, the timer and the fill thread report.
@@ -146,7 +146,7 @@ struct OrderConn {
 
 /// The gateway loop.
 #[derive(Debug)]
-pub struct Gateway {
+pub(crate) struct Gateway {
     poll: Poll,
     listener: Listener,
     conns: Conns<OrderConn>,

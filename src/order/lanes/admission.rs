@@ -31,7 +31,7 @@ use super::routing::LaneConfig;
 
 /// The queue was full: the order comes back, not accepted.
 #[derive(Debug)]
-pub struct Busy<T>(pub T);
+pub(crate) struct Busy<T>(pub T);
 
 /// Counts and stamps shared by the two sides.
 #[derive(Debug)]
@@ -101,7 +101,7 @@ pub struct LaneRx {
 /// The producer side (the gateway): routes each order to its lane's
 /// bounded queue (see [`super`]).
 #[derive(Debug)]
-pub struct Admission {
+pub(crate) struct Admission {
     lanes: LaneConfig,
     queues: [LaneTx; 2],
 }

@@ -30,7 +30,7 @@ use crate::retry::Clock;
 
 /// Start times of the bridge calls in progress, one slot per worker.
 #[derive(Debug)]
-pub struct BridgeCalls {
+pub(crate) struct BridgeCalls {
     /// 0 = not in a bridge call; otherwise start (engine clock, ns) + 1.
     slots: Box<[CachePadded<AtomicU64>]>,
 }
@@ -39,7 +39,7 @@ pub struct BridgeCalls {
 /// unwind, should a bridge panic) clears the slot.
 #[derive(Debug)]
 #[must_use = "the call counts as in progress only while the guard lives"]
-pub struct InCall<'a> {
+pub(crate) struct InCall<'a> {
     slot: &'a AtomicU64,
 }
 
@@ -52,7 +52,7 @@ impl Drop for InCall<'_> {
 
 /// What the slots say at one instant.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
-pub struct InProgress {
+pub(crate) struct InProgress {
     /// Workers in a bridge call.
     pub count: u64,
     /// Start of the oldest of those calls (engine clock, ns); `None` when `count` is 0.

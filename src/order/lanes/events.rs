@@ -50,7 +50,7 @@ impl EventSender {
 
 /// What a worker (or the retry timer) tells the gateway about an order.
 #[derive(Debug)]
-pub struct Event {
+pub(crate) struct Event {
     /// Whose order.
     pub conn: ConnId,
     /// Which order.
@@ -65,7 +65,7 @@ pub struct Event {
 
 /// The kinds of [`Event`].
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub enum EventKind {
+pub(crate) enum EventKind {
     /// A fill, absolute values.
     Fill {
         /// Fill number.

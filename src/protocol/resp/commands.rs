@@ -10,13 +10,13 @@
 
 /// ASCII case-insensitive byte-string equality (how Redis looks up command
 /// names). Never allocates.
-pub fn eq_ignore_case(a: &[u8], b: &[u8]) -> bool {
+pub(crate) fn eq_ignore_case(a: &[u8], b: &[u8]) -> bool {
     a.eq_ignore_ascii_case(b)
 }
 
 /// The commands tickfan executes on subscriber connections.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
-pub enum Verb {
+pub(crate) enum Verb {
     /// `SUBSCRIBE channel [channel ...]`
     Subscribe,
     /// `UNSUBSCRIBE [channel ...]`
@@ -67,7 +67,7 @@ impl Verb {
 }
 
 /// Classifies a command name case-insensitively, without allocating.
-pub fn classify(name: &[u8]) -> Verb {
+pub(crate) fn classify(name: &[u8]) -> Verb {
     let candidate = match name.len() {
         4 if name[0].eq_ignore_ascii_case(&b'p') => Verb::Ping,
         4 => Verb::Quit,
@@ -87,7 +87,7 @@ pub fn classify(name: &[u8]) -> Verb {
 /// How Redis 7.0 would resolve a command before executing it
 /// (`lookupCommand()` followed by the arity check in `processCommand()`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum CommandCheck {
+pub(crate) enum CommandCheck {
     /// Not a Redis command: [`append_unknown_command`](super::append_unknown_command).
     Unknown,
     /// A container command (`CONFIG`, `CLIENT`, ...) with an unknown
@@ -106,14 +106,15 @@ pub enum CommandCheck {
     },
 }
 
+#[cfg(test)]
 /// Whether `name` (any case) is a Redis 7.0.15 command.
-pub fn is_known_redis_command(name: &[u8]) -> bool {
+pub(crate) fn is_known_redis_command(name: &[u8]) -> bool {
     lookup_command(name).is_some()
 }
 
 /// Resolves a command the way Redis 7.0 does: `name` is the first argument,
 /// `second` the second one if any, `argc` the total argument count.
-pub fn check_redis_command(name: &[u8], second: Option<&[u8]>, argc: usize) -> CommandCheck {
+pub(crate) fn check_redis_command(name: &[u8], second: Option<&[u8]>, argc: usize) -> CommandCheck {
     let Some(&(base_name, base_arity, subs)) = lookup_command(name) else {
         return CommandCheck::Unknown;
     };

@@ -68,8 +68,9 @@ pub(super) fn extend_sanitized(out: &mut impl RespBuf, s: &[u8]) {
     }
 }
 
+#[cfg(test)]
 /// Appends a simple string, `+<s>\r\n` (CR/LF in `s` become spaces).
-pub fn append_simple_string(out: &mut impl RespBuf, s: &[u8]) {
+pub(crate) fn append_simple_string(out: &mut impl RespBuf, s: &[u8]) {
     out.put_u8(b'+');
     extend_sanitized(out, s);
     out.put_slice(CRLF);
@@ -77,21 +78,21 @@ pub fn append_simple_string(out: &mut impl RespBuf, s: &[u8]) {
 
 /// Appends an error, `-<msg>\r\n`; `msg` carries its own code, as in
 /// `b"ERR something"` (CR/LF in `msg` become spaces).
-pub fn append_error(out: &mut impl RespBuf, msg: &[u8]) {
+pub(crate) fn append_error(out: &mut impl RespBuf, msg: &[u8]) {
     out.put_u8(b'-');
     extend_sanitized(out, msg);
     out.put_slice(CRLF);
 }
 
 /// Appends an integer, `:<v>\r\n`.
-pub fn append_integer(out: &mut impl RespBuf, v: i64) {
+pub(crate) fn append_integer(out: &mut impl RespBuf, v: i64) {
     out.put_u8(b':');
     out.put_slice(itoa::Buffer::new().format(v).as_bytes());
     out.put_slice(CRLF);
 }
 
 /// Appends a bulk string, `$<len>\r\n<data>\r\n`.
-pub fn append_bulk(out: &mut impl RespBuf, data: &[u8]) {
+pub(crate) fn append_bulk(out: &mut impl RespBuf, data: &[u8]) {
     out.put_u8(b'$');
     out.put_slice(itoa::Buffer::new().format(data.len()).as_bytes());
     out.put_slice(CRLF);
@@ -100,12 +101,12 @@ pub fn append_bulk(out: &mut impl RespBuf, data: &[u8]) {
 }
 
 /// Appends the RESP2 null bulk string, `$-1\r\n`.
-pub fn append_null_bulk(out: &mut impl RespBuf) {
+pub(crate) fn append_null_bulk(out: &mut impl RespBuf) {
     out.put_slice(b"$-1\r\n");
 }
 
 /// Appends an array header, `*<len>\r\n`; the caller appends the elements.
-pub fn append_array_header(out: &mut impl RespBuf, len: usize) {
+pub(crate) fn append_array_header(out: &mut impl RespBuf, len: usize) {
     out.put_u8(b'*');
     out.put_slice(itoa::Buffer::new().format(len).as_bytes());
     out.put_slice(CRLF);
@@ -126,12 +127,12 @@ fn decimal_digits(mut v: usize) -> usize {
 }
 
 /// Appends `+OK\r\n` (the reply to QUIT, sent before closing).
-pub fn append_ok(out: &mut impl RespBuf) {
+pub(crate) fn append_ok(out: &mut impl RespBuf) {
     out.put_slice(b"+OK\r\n");
 }
 
 /// Appends `+RESET\r\n` (the reply to RESET).
-pub fn append_reset_reply(out: &mut impl RespBuf) {
+pub(crate) fn append_reset_reply(out: &mut impl RespBuf) {
     out.put_slice(b"+RESET\r\n");
 }
 
@@ -139,7 +140,7 @@ pub fn append_reset_reply(out: &mut impl RespBuf) {
 /// `+PONG\r\n`, or `arg` as a bulk string. In the RESP2 subscribed context
 /// (at least one channel or pattern): `*2\r\n$4\r\npong\r\n` followed by
 /// `arg` as a bulk string, or an empty bulk string without `arg`.
-pub fn append_ping_reply(out: &mut impl RespBuf, arg: Option<&[u8]>, subscribed: bool) {
+pub(crate) fn append_ping_reply(out: &mut impl RespBuf, arg: Option<&[u8]>, subscribed: bool) {
     if subscribed {
         out.put_slice(b"*2\r\n$4\r\npong\r\n");
         append_bulk(out, arg.unwrap_or(b""));
@@ -153,7 +154,7 @@ pub fn append_ping_reply(out: &mut impl RespBuf, arg: Option<&[u8]>, subscribed:
 
 /// Which subscription confirmation to encode.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
-pub enum SubscriptionKind {
+pub(crate) enum SubscriptionKind {
     /// `subscribe`
     Subscribe,
     /// `unsubscribe`
@@ -182,7 +183,7 @@ impl SubscriptionKind {
 /// operation. Redis sends one per argument. For UNSUBSCRIBE / PUNSUBSCRIBE
 /// without arguments when there was nothing of that kind to drop, pass
 /// `channel = None`: Redis then sends a null bulk (`$-1`) in its place.
-pub fn append_subscription_reply(
+pub(crate) fn append_subscription_reply(
     out: &mut impl RespBuf,
     kind: SubscriptionKind,
     channel: Option<&[u8]>,
@@ -203,6 +204,7 @@ pub const MESSAGE_PREFIX: &[u8] = b"*3\r\n$7\r\nmessage\r\n";
 
 const PMESSAGE_HEAD: &[u8] = b"*4\r\n$8\r\npmessage\r\n";
 
+#[cfg(test)]
 /// `*3\r\n$7\r\nmessage\r\n`: a channel subscriber's frame is this prefix
 /// followed by the shared tail from [`append_message_tail`].
 pub fn message_prefix() -> &'static [u8] {
@@ -212,14 +214,15 @@ pub fn message_prefix() -> &'static [u8] {
 /// Appends `*4\r\n$8\r\npmessage\r\n$<n>\r\n<pattern>\r\n`: a pattern
 /// subscriber's frame is this prefix followed by the shared tail from
 /// [`append_message_tail`].
-pub fn append_pmessage_prefix(out: &mut impl RespBuf, pattern: &[u8]) {
+pub(crate) fn append_pmessage_prefix(out: &mut impl RespBuf, pattern: &[u8]) {
     out.put_slice(PMESSAGE_HEAD);
     append_bulk(out, pattern);
 }
 
+#[cfg(test)]
 /// Exact size of [`append_pmessage_prefix`]'s output for a pattern of
 /// `pattern_len` bytes.
-pub fn pmessage_prefix_len(pattern_len: usize) -> usize {
+pub(crate) fn pmessage_prefix_len(pattern_len: usize) -> usize {
     PMESSAGE_HEAD.len() + bulk_len(pattern_len)
 }
 

@@ -120,7 +120,7 @@ fn push_c_str(out: &mut impl RespBuf, s: &[u8], max: usize) -> usize {
 /// 128 bytes of them have been written (the last one cut to fit), a NUL ends
 /// any string early, and CR/LF become spaces. `args` are the arguments after
 /// the name.
-pub fn append_unknown_command<'a, I>(out: &mut impl RespBuf, name: &[u8], args: I)
+pub(crate) fn append_unknown_command<'a, I>(out: &mut impl RespBuf, name: &[u8], args: I)
 where
     I: IntoIterator<Item = &'a [u8]>,
 {
@@ -142,7 +142,7 @@ where
 /// Appends Redis 7.0's error for an unknown subcommand of a container
 /// command: `-ERR unknown subcommand '<sub>'. Try <CONTAINER> HELP.\r\n`
 /// (`sub` cut to 128 bytes, `container` upper-cased as sent).
-pub fn append_unknown_subcommand(out: &mut impl RespBuf, container: &[u8], sub: &[u8]) {
+pub(crate) fn append_unknown_subcommand(out: &mut impl RespBuf, container: &[u8], sub: &[u8]) {
     out.put_slice(b"-ERR unknown subcommand '");
     push_c_str(out, sub, 128);
     out.put_slice(b"'. Try ");
@@ -154,7 +154,7 @@ pub fn append_unknown_subcommand(out: &mut impl RespBuf, container: &[u8], sub: 
 
 /// Appends `-ERR wrong number of arguments for '<fullname>' command\r\n`;
 /// `fullname` is Redis's lower-case name, e.g. `subscribe` or `memory|usage`.
-pub fn append_wrong_arity(out: &mut impl RespBuf, fullname: &str) {
+pub(crate) fn append_wrong_arity(out: &mut impl RespBuf, fullname: &str) {
     out.put_slice(b"-ERR ");
     wrong_arity_text(out, fullname);
 }
@@ -165,10 +165,11 @@ fn wrong_arity_text(out: &mut impl RespBuf, fullname: &str) {
     out.put_slice(b"' command\r\n");
 }
 
+#[cfg(test)]
 /// Appends the refusal Redis 7.0 sends, over RESP2, for a valid command
 /// that is not allowed while the connection has subscriptions:
 /// `-ERR Can't execute '<fullname>': only (P|S)SUBSCRIBE / (P|S)UNSUBSCRIBE / PING / QUIT / RESET are allowed in this context\r\n`.
-pub fn append_not_allowed_in_subscribed_context(out: &mut impl RespBuf, fullname: &str) {
+pub(crate) fn append_not_allowed_in_subscribed_context(out: &mut impl RespBuf, fullname: &str) {
     out.put_slice(b"-ERR ");
     not_allowed_text(out, fullname);
 }
@@ -207,7 +208,7 @@ fn rejection_prefix(out: &mut impl RespBuf, fullname: &str) {
 /// Exception: tickfan has no sharded pub/sub, so `SSUBSCRIBE` and
 /// `SUNSUBSCRIBE` (which Redis would execute) get the unknown-command error.
 /// Appends nothing for an empty command.
-pub fn append_subscribed_context_rejection<B: RespBuf>(
+pub(crate) fn append_subscribed_context_rejection<B: RespBuf>(
     out: &mut B,
     input: &[u8],
     args: &[Range<usize>],

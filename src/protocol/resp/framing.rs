@@ -56,7 +56,7 @@ pub fn message_prefix(proto: Proto) -> &'static [u8] {
 
 /// Appends the frame start of a `pmessage` for `pattern` in `proto`
 /// (`*4`/`>4`, `pmessage`, the pattern); the shared tail follows it.
-pub fn append_pmessage_prefix(out: &mut impl RespBuf, proto: Proto, pattern: &[u8]) {
+pub(crate) fn append_pmessage_prefix(out: &mut impl RespBuf, proto: Proto, pattern: &[u8]) {
     let start = out.len();
     resp::append_pmessage_prefix(out, pattern);
     if proto == Proto::Resp3 {
@@ -65,7 +65,7 @@ pub fn append_pmessage_prefix(out: &mut impl RespBuf, proto: Proto, pattern: &[u
 }
 
 /// Appends a null: `$-1` in RESP2, `_` in RESP3.
-pub fn append_null(out: &mut impl RespBuf, proto: Proto) {
+pub(crate) fn append_null(out: &mut impl RespBuf, proto: Proto) {
     match proto {
         Proto::Resp2 => resp::append_null_bulk(out),
         Proto::Resp3 => out.put_slice(b"_\r\n"),
@@ -74,7 +74,7 @@ pub fn append_null(out: &mut impl RespBuf, proto: Proto) {
 
 /// Appends the header of a map of `pairs` entries: `%<pairs>` in RESP3, a
 /// flat `*<2·pairs>` array in RESP2 (how Redis degrades maps).
-pub fn append_map_header(out: &mut impl RespBuf, proto: Proto, pairs: usize) {
+pub(crate) fn append_map_header(out: &mut impl RespBuf, proto: Proto, pairs: usize) {
     match proto {
         Proto::Resp2 => resp::append_array_header(out, pairs * 2),
         Proto::Resp3 => {
@@ -87,7 +87,7 @@ pub fn append_map_header(out: &mut impl RespBuf, proto: Proto, pairs: usize) {
 
 /// Appends text as Redis's `addReplyVerbatim(…, "txt")` does: a bulk
 /// string in RESP2, `=<len+4>\r\ntxt:<text>\r\n` in RESP3.
-pub fn append_verbatim_txt(out: &mut impl RespBuf, proto: Proto, text: &[u8]) {
+pub(crate) fn append_verbatim_txt(out: &mut impl RespBuf, proto: Proto, text: &[u8]) {
     match proto {
         Proto::Resp2 => resp::append_bulk(out, text),
         Proto::Resp3 => {
@@ -103,7 +103,7 @@ pub fn append_verbatim_txt(out: &mut impl RespBuf, proto: Proto, text: &[u8]) {
 /// Appends one (p)(un)subscribe confirmation in `proto` (see
 /// [`resp::append_subscription_reply`] for the RESP2 form); in RESP3 it is a
 /// `>3` push whose missing channel is `_`.
-pub fn append_subscription_reply(
+pub(crate) fn append_subscription_reply(
     out: &mut impl RespBuf,
     proto: Proto,
     kind: SubscriptionKind,
@@ -133,7 +133,7 @@ pub fn append_subscription_reply(
 /// Appends Redis 7's reply to `PING [arg]`: only a RESP2 connection with
 /// subscriptions gets the `*2 pong` array; RESP3 always gets `+PONG` (or
 /// the argument), subscribed or not (Redis's `pingCommand`).
-pub fn append_ping_reply(
+pub(crate) fn append_ping_reply(
     out: &mut impl RespBuf,
     proto: Proto,
     arg: Option<&[u8]>,

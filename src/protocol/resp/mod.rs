@@ -36,20 +36,20 @@ mod parse;
 #[cfg(test)]
 mod test_support;
 
-pub use commands::{
-    check_redis_command, classify, eq_ignore_case, is_known_redis_command, CommandCheck, Verb,
+pub(crate) use commands::{classify, eq_ignore_case, Verb};
+#[cfg(test)]
+pub(crate) use encode::append_simple_string;
+pub(crate) use encode::{
+    append_array_header, append_bulk, append_error, append_integer, append_null_bulk, append_ok,
+    append_ping_reply, append_pmessage_prefix, append_reset_reply, append_subscription_reply,
+    SubscriptionKind,
 };
-pub use encode::{
-    append_array_header, append_bulk, append_error, append_integer, append_message_tail,
-    append_null_bulk, append_ok, append_ping_reply, append_pmessage_prefix, append_reset_reply,
-    append_simple_string, append_subscription_reply, message_prefix, message_tail_len,
-    pmessage_prefix_len, RespBuf, SubscriptionKind, MESSAGE_PREFIX,
+pub use encode::{append_message_tail, message_tail_len, RespBuf, MESSAGE_PREFIX};
+#[cfg(test)]
+pub(crate) use errors::ProtocolError;
+pub(crate) use errors::{
+    append_subscribed_context_rejection, append_unknown_command, append_unknown_subcommand,
+    append_wrong_arity,
 };
-pub use errors::{
-    append_not_allowed_in_subscribed_context, append_subscribed_context_rejection,
-    append_unknown_command, append_unknown_subcommand, append_wrong_arity, ProtocolError,
-};
-pub use parse::{
-    parse_command, string2ll, Limits, Parsed, DEFAULT_MAX_ARGS, DEFAULT_MAX_BULK_LEN,
-    DEFAULT_MAX_INLINE_LEN,
-};
+pub(crate) use parse::string2ll;
+pub use parse::{parse_command, Limits, Parsed};

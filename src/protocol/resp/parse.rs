@@ -47,11 +47,11 @@ use super::errors::ProtocolError;
 use super::inline::parse_inline;
 
 /// Default [`Limits::max_args`].
-pub const DEFAULT_MAX_ARGS: usize = 1024;
+pub(crate) const DEFAULT_MAX_ARGS: usize = 1024;
 /// Default [`Limits::max_bulk_len`] (64 KiB).
-pub const DEFAULT_MAX_BULK_LEN: usize = 64 * 1024;
+pub(crate) const DEFAULT_MAX_BULK_LEN: usize = 64 * 1024;
 /// Default [`Limits::max_inline_len`] (64 KiB, Redis's `PROTO_INLINE_MAX_SIZE`).
-pub const DEFAULT_MAX_INLINE_LEN: usize = 64 * 1024;
+pub(crate) const DEFAULT_MAX_INLINE_LEN: usize = 64 * 1024;
 
 /// Per-connection bounds enforced by [`parse_command`].
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -212,7 +212,7 @@ fn parse_multibulk(input: &[u8], args: &mut Vec<Range<usize>>, limits: &Limits) 
 /// Redis's `string2ll()`: optional `-`, no `+`, no leading zeros (except
 /// `0` itself), no spaces, must fit in an `i64`. (How Redis reads every
 /// integer argument: `SELECT`, `HELLO`'s version.)
-pub fn string2ll(s: &[u8]) -> Option<i64> {
+pub(crate) fn string2ll(s: &[u8]) -> Option<i64> {
     if s == b"0" {
         return Some(0);
     }
