@@ -106,7 +106,7 @@ pub(crate) enum LineAuth {
 
 impl LineAuth {
     /// The error line to send before closing (`None` when it passed).
-    pub fn refusal(self) -> Option<&'static [u8]> {
+    pub(crate) fn refusal(self) -> Option<&'static [u8]> {
         match self {
             LineAuth::Passed => None,
             LineAuth::Wrong => Some(LINE_INVALID),

@@ -253,7 +253,7 @@ impl DlqSender {
     ///
     /// # Errors
     /// Hands the record back when the DLQ thread's queue is full or it has stopped.
-    pub fn try_send(&self, rec: DeadLetter) -> Result<(), Box<DeadLetter>> {
+    pub(crate) fn try_send(&self, rec: DeadLetter) -> Result<(), Box<DeadLetter>> {
         self.tx.try_send(rec).map_err(|e| match e {
             TrySendError::Full(r) | TrySendError::Disconnected(r) => Box::new(r),
         })
@@ -264,7 +264,7 @@ impl DlqSender {
     ///
     /// # Errors
     /// Hands the record back only when the DLQ thread has stopped.
-    pub fn send_order(&self, rec: DeadLetter) -> Result<(), Box<DeadLetter>> {
+    pub(crate) fn send_order(&self, rec: DeadLetter) -> Result<(), Box<DeadLetter>> {
         self.order_tx.send(rec).map_err(|e| Box::new(e.0))
     }
 }
@@ -284,7 +284,10 @@ impl Dlq {
     ///
     /// # Errors
     /// When the file cannot be opened or the thread cannot start.
-    pub fn start(config: &DlqConfig, counters: Arc<Counters>) -> std::io::Result<(Dlq, DlqSender)> {
+    pub(crate) fn start(
+        config: &DlqConfig,
+        counters: Arc<Counters>,
+    ) -> std::io::Result<(Dlq, DlqSender)> {
         let previous = match &config.file {
             Some(p) if p.exists() => read_file_lenient(p)?,
             _ => Vec::new(),
@@ -313,12 +316,12 @@ impl Dlq {
     }
 
     /// The in-memory store.
-    pub fn store(&self) -> &Arc<DlqStore> {
+    pub(crate) fn store(&self) -> &Arc<DlqStore> {
         &self.store
     }
 
     /// Waits for the thread to write everything and stop (all senders dropped).
-    pub fn finish(self) {
+    pub(crate) fn finish(self) {
         let _ = self.handle.join();
     }
 }

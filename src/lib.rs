@@ -28,6 +28,12 @@
 //! wires the stages into threads; only the binary, the tools and the tests
 //! use it.
 #![deny(missing_docs, missing_debug_implementations)]
+// The surface is narrow on purpose (`unreachable_pub`: what no tool, test
+// or bench needs is `pub(crate)`); the docs describe the engine to the
+// people who work on it, so they link crate-private items freely. Read
+// them with `cargo doc --document-private-items`.
+#![warn(unreachable_pub)]
+#![allow(rustdoc::private_intra_doc_links)]
 
 pub mod admin;
 pub mod auth;

@@ -31,7 +31,7 @@ const DRAIN_READS: usize = 16;
 
 /// The pure part of reading a request: bytes in, a request out.
 #[derive(Debug, Default)]
-pub struct RequestReader {
+pub(crate) struct RequestReader {
     /// Bytes of an incomplete head.
     head: Vec<u8>,
     /// The request once its head is complete, and the body bytes still to come.
@@ -44,7 +44,11 @@ impl RequestReader {
     ///
     /// # Errors
     /// When the head breaks a bound or is not HTTP/1.x.
-    pub fn feed(&mut self, bytes: &[u8], limits: &Limits) -> Result<Option<Request>, RequestError> {
+    pub(crate) fn feed(
+        &mut self,
+        bytes: &[u8],
+        limits: &Limits,
+    ) -> Result<Option<Request>, RequestError> {
         match &mut self.body {
             Some((_, left)) => *left = left.saturating_sub(bytes.len()),
             None => {
@@ -67,7 +71,7 @@ impl RequestReader {
 
 /// What the event loop does next with a connection.
 #[derive(Debug, PartialEq, Eq)]
-pub enum Next {
+pub(crate) enum Next {
     /// Nothing until the next event.
     Idle,
     /// A complete request: hand it to a worker.
@@ -90,7 +94,7 @@ enum Phase {
 
 /// One connection of the admin endpoint.
 #[derive(Debug)]
-pub struct Conn<S> {
+pub(crate) struct Conn<S> {
     stream: S,
     /// Unique for the server's life (slab slots are reused; ids are not),
     /// so a late answer never reaches the wrong client.
@@ -101,7 +105,7 @@ pub struct Conn<S> {
 
 impl<S: Read + Write> Conn<S> {
     /// A connection just accepted at `now`.
-    pub fn new(stream: S, id: u64, now: Instant, limits: &Limits) -> Self {
+    pub(crate) fn new(stream: S, id: u64, now: Instant, limits: &Limits) -> Self {
         Conn {
             stream,
             id,
@@ -111,27 +115,27 @@ impl<S: Read + Write> Conn<S> {
     }
 
     /// Its id.
-    pub fn id(&self) -> u64 {
+    pub(crate) fn id(&self) -> u64 {
         self.id
     }
 
     /// The socket.
-    pub fn stream(&self) -> &S {
+    pub(crate) fn stream(&self) -> &S {
         &self.stream
     }
 
     /// The socket, to deregister and close it.
-    pub fn into_stream(self) -> S {
+    pub(crate) fn into_stream(self) -> S {
         self.stream
     }
 
     /// When it times out, if it can.
-    pub fn deadline(&self) -> Option<Instant> {
+    pub(crate) fn deadline(&self) -> Option<Instant> {
         self.deadline
     }
 
     /// The socket is readable (or the peer closed).
-    pub fn readable(&mut self, limits: &Limits) -> Next {
+    pub(crate) fn readable(&mut self, limits: &Limits) -> Next {
         match self.phase {
             Phase::Reading(_) => self.read_request(limits),
             Phase::Draining => self.drain(),
@@ -141,7 +145,7 @@ impl<S: Read + Write> Conn<S> {
     }
 
     /// The socket is writable.
-    pub fn writable(&mut self) -> Next {
+    pub(crate) fn writable(&mut self) -> Next {
         match self.phase {
             Phase::Writing { .. } => self.write(),
             _ => Next::Idle,
@@ -149,14 +153,14 @@ impl<S: Read + Write> Conn<S> {
     }
 
     /// Starts writing `answer` (at most `write_timeout` from `now`).
-    pub fn answer(&mut self, answer: Vec<u8>, now: Instant, limits: &Limits) -> Next {
+    pub(crate) fn answer(&mut self, answer: Vec<u8>, now: Instant, limits: &Limits) -> Next {
         self.phase = Phase::Writing { out: answer, at: 0 };
         self.deadline = Some(now + limits.write_timeout);
         self.write()
     }
 
     /// Checks the deadline at `now`.
-    pub fn expire(&mut self, now: Instant, limits: &Limits) -> Next {
+    pub(crate) fn expire(&mut self, now: Instant, limits: &Limits) -> Next {
         if self.deadline.is_none_or(|d| now < d) {
             return Next::Idle;
         }

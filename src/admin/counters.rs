@@ -8,13 +8,13 @@
 use std::sync::atomic::{AtomicU64, Ordering::Relaxed};
 
 /// Every status code the admin endpoint answers with (a fixed registry).
-pub const STATUS_CODES: [u16; 13] = [
+pub(crate) const STATUS_CODES: [u16; 13] = [
     200, 400, 401, 404, 405, 408, 411, 413, 431, 500, 502, 503, 505,
 ];
 
 /// Counters of the admin endpoint.
 #[derive(Debug, Default)]
-pub struct AdminCounters {
+pub(crate) struct AdminCounters {
     /// Answers written, per [`STATUS_CODES`] entry.
     answers: [AtomicU64; STATUS_CODES.len()],
     /// Connections closed at once because the bound was reached.
@@ -25,7 +25,7 @@ pub struct AdminCounters {
 
 impl AdminCounters {
     /// Counts one answer with `status`.
-    pub fn answered(&self, status: u16) {
+    pub(crate) fn answered(&self, status: u16) {
         if let Some(i) = STATUS_CODES.iter().position(|c| *c == status) {
             self.answers[i].fetch_add(1, Relaxed);
         } else {
@@ -34,17 +34,17 @@ impl AdminCounters {
     }
 
     /// Counts one connection refused over the bound.
-    pub fn refused(&self) {
+    pub(crate) fn refused(&self) {
         self.refused.fetch_add(1, Relaxed);
     }
 
     /// Sets the number of open connections.
-    pub fn set_open(&self, n: usize) {
+    pub(crate) fn set_open(&self, n: usize) {
         self.open.store(n as u64, Relaxed);
     }
 
     /// Answers with `status` so far.
-    pub fn answers(&self, status: u16) -> u64 {
+    pub(crate) fn answers(&self, status: u16) -> u64 {
         STATUS_CODES
             .iter()
             .position(|c| *c == status)
@@ -52,12 +52,12 @@ impl AdminCounters {
     }
 
     /// Connections refused so far.
-    pub fn refused_total(&self) -> u64 {
+    pub(crate) fn refused_total(&self) -> u64 {
         self.refused.load(Relaxed)
     }
 
     /// Connections open now.
-    pub fn open(&self) -> u64 {
+    pub(crate) fn open(&self) -> u64 {
         self.open.load(Relaxed)
     }
 }

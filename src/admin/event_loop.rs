@@ -34,9 +34,9 @@ use super::http::{Limits, Request, Response};
 use crate::sys::net::{accept_one, poll_events, Accepted, Polled};
 
 /// The listener's token.
-pub const LISTENER: Token = Token(0);
+pub(crate) const LISTENER: Token = Token(0);
 /// The waker's token (answers are ready, or stop).
-pub const WAKER: Token = Token(1);
+pub(crate) const WAKER: Token = Token(1);
 /// Connection `k` of the slab has token `k + FIRST_CONN`.
 const FIRST_CONN: usize = 2;
 /// Longest wait between deadline checks.
@@ -44,7 +44,7 @@ const MAX_WAIT: Duration = Duration::from_secs(1);
 
 /// A complete request for a worker.
 #[derive(Debug)]
-pub struct Job {
+pub(crate) struct Job {
     /// Slab key of its connection.
     pub conn: usize,
     /// The connection's id (see [`Conn::id`]).
@@ -55,7 +55,7 @@ pub struct Job {
 
 /// A worker's answer to a [`Job`].
 #[derive(Debug)]
-pub struct Answer {
+pub(crate) struct Answer {
     /// Slab key of its connection.
     pub conn: usize,
     /// The connection's id: an answer to a connection since closed is dropped.
@@ -66,7 +66,7 @@ pub struct Answer {
 
 /// The loop's state (single owner: the admin I/O thread).
 #[derive(Debug)]
-pub struct EventLoop {
+pub(crate) struct EventLoop {
     /// The poller (the waker is registered on it).
     pub poll: Poll,
     /// The listener, registered as [`LISTENER`].
@@ -85,7 +85,7 @@ pub struct EventLoop {
 
 impl EventLoop {
     /// Runs until `stop` is set or the poller fails.
-    pub fn run(self) {
+    pub(crate) fn run(self) {
         let EventLoop {
             mut poll,
             listener,

@@ -17,7 +17,7 @@
 use std::time::Duration;
 
 /// Most header fields a request may carry.
-pub const MAX_HEADERS: usize = 32;
+pub(crate) const MAX_HEADERS: usize = 32;
 
 /// Every bound of the admin endpoint.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -56,7 +56,7 @@ impl Default for Limits {
 
 /// A request, as the routes see it (the body is never kept).
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Request {
+pub(crate) struct Request {
     /// `GET`, `POST`, …
     pub method: String,
     /// The request target: path and query.
@@ -67,12 +67,12 @@ pub struct Request {
 
 impl Request {
     /// The path, without the query.
-    pub fn path(&self) -> &str {
+    pub(crate) fn path(&self) -> &str {
         self.target.split('?').next().unwrap_or("")
     }
 
     /// The value of `key` in the query (`?key=value&…`), undecoded.
-    pub fn query(&self, key: &str) -> Option<&str> {
+    pub(crate) fn query(&self, key: &str) -> Option<&str> {
         let q = self.target.split_once('?')?.1;
         q.split('&')
             .filter_map(|kv| kv.split_once('='))
@@ -83,7 +83,7 @@ impl Request {
 
 /// A complete request head.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Head {
+pub(crate) struct Head {
     /// The request.
     pub request: Request,
     /// Bytes of the head, blank line included.
@@ -94,7 +94,7 @@ pub struct Head {
 
 /// A request the endpoint refuses; each variant maps to one status code.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
-pub enum RequestError {
+pub(crate) enum RequestError {
     /// Send a shorter head (fewer or shorter headers, a shorter URL).
     #[error("request head over {max} bytes")]
     HeadTooLarge {
@@ -128,7 +128,7 @@ pub enum RequestError {
 
 impl RequestError {
     /// The status code that answers it.
-    pub fn status(&self) -> u16 {
+    pub(crate) fn status(&self) -> u16 {
         match self {
             RequestError::HeadTooLarge { .. } | RequestError::TooManyHeaders => 431,
             RequestError::BodyTooLarge { .. } => 413,
@@ -140,7 +140,7 @@ impl RequestError {
     }
 
     /// The answer: its status and the error as one line of text.
-    pub fn response(&self) -> Response {
+    pub(crate) fn response(&self) -> Response {
         Response::text(self.status(), format!("{self}\n"))
     }
 }
@@ -150,7 +150,7 @@ impl RequestError {
 ///
 /// # Errors
 /// When the head is over a bound or is not HTTP/1.x (see [`RequestError`]).
-pub fn parse_head(buf: &[u8], limits: &Limits) -> Result<Option<Head>, RequestError> {
+pub(crate) fn parse_head(buf: &[u8], limits: &Limits) -> Result<Option<Head>, RequestError> {
     let mut headers = [httparse::EMPTY_HEADER; MAX_HEADERS];
     let mut req = httparse::Request::new(&mut headers);
     let head_len = match req.parse(buf) {
@@ -210,7 +210,7 @@ pub fn parse_head(buf: &[u8], limits: &Limits) -> Result<Option<Head>, RequestEr
 
 /// An answer.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Response {
+pub(crate) struct Response {
     /// Status code.
     pub status: u16,
     /// `Content-Type`.
@@ -223,12 +223,16 @@ pub struct Response {
 
 impl Response {
     /// A `text/plain` answer.
-    pub fn text(status: u16, body: impl Into<String>) -> Self {
+    pub(crate) fn text(status: u16, body: impl Into<String>) -> Self {
         Response::with_type(status, "text/plain; charset=utf-8", body)
     }
 
     /// An answer of any content type.
-    pub fn with_type(status: u16, content_type: &'static str, body: impl Into<String>) -> Self {
+    pub(crate) fn with_type(
+        status: u16,
+        content_type: &'static str,
+        body: impl Into<String>,
+    ) -> Self {
         Response {
             status,
             content_type,
@@ -238,13 +242,13 @@ impl Response {
     }
 
     /// The same answer with one extra header.
-    pub fn and_header(mut self, name: &'static str, value: &'static str) -> Self {
+    pub(crate) fn and_header(mut self, name: &'static str, value: &'static str) -> Self {
         self.header = Some((name, value));
         self
     }
 
     /// The bytes on the wire.
-    pub fn encode(&self) -> Vec<u8> {
+    pub(crate) fn encode(&self) -> Vec<u8> {
         let mut out = format!(
             "HTTP/1.1 {} {}\r\nContent-Type: {}\r\nContent-Length: {}\r\nConnection: close\r\n",
             self.status,
@@ -263,7 +267,7 @@ impl Response {
 }
 
 /// The reason phrase of a status code.
-pub fn reason(status: u16) -> &'static str {
+pub(crate) fn reason(status: u16) -> &'static str {
     match status {
         200 => "OK",
         400 => "Bad Request",

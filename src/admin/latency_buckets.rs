@@ -22,7 +22,7 @@
 use hdrhistogram::Histogram;
 
 /// Upper bounds of the finite buckets: (nanoseconds, `le` label in seconds).
-pub const BUCKETS: [(u64, &str); 22] = [
+pub(crate) const BUCKETS: [(u64, &str); 22] = [
     (1_000, "0.000001"),
     (2_500, "0.0000025"),
     (5_000, "0.000005"),
@@ -49,7 +49,7 @@ pub const BUCKETS: [(u64, &str); 22] = [
 
 /// One stage's histogram in Prometheus's terms.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
-pub struct LatencyBuckets {
+pub(crate) struct LatencyBuckets {
     /// Values at or below each bound of [`BUCKETS`], cumulative.
     pub cumulative: [u64; BUCKETS.len()],
     /// Every value (the `+Inf` bucket and `_count`).
@@ -60,7 +60,7 @@ pub struct LatencyBuckets {
 
 impl LatencyBuckets {
     /// Buckets of a histogram of nanosecond values.
-    pub fn of(h: &Histogram<u64>) -> Self {
+    pub(crate) fn of(h: &Histogram<u64>) -> Self {
         let mut per_bucket = [0u64; BUCKETS.len()];
         let mut count = 0u64;
         let mut sum_ns = 0u128;
@@ -88,7 +88,7 @@ impl LatencyBuckets {
     }
 
     /// `_sum` in seconds.
-    pub fn sum_seconds(&self) -> f64 {
+    pub(crate) fn sum_seconds(&self) -> f64 {
         self.sum_ns as f64 / 1e9
     }
 }

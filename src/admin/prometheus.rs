@@ -19,7 +19,7 @@ use crate::sys::process::ProcessStats;
 
 /// Everything one scrape shows.
 #[derive(Debug, Clone)]
-pub struct Scrape<'a> {
+pub(crate) struct Scrape<'a> {
     /// Every counter.
     pub counters: &'a CountersSnapshot,
     /// Each stage's latency histogram since start.
@@ -39,7 +39,7 @@ pub struct Scrape<'a> {
 }
 
 /// Renders one scrape.
-pub fn render(s: &Scrape<'_>) -> String {
+pub(crate) fn render(s: &Scrape<'_>) -> String {
     let c = s.counters;
     let mut o = Exposition::with_capacity(32 * 1024);
     build_and_process(&mut o, s.process);

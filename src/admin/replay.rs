@@ -11,7 +11,7 @@ use std::time::Duration;
 use super::server::AdminState;
 
 /// Most dead letters one `/dlq` page returns, and one replay sends.
-pub const DLQ_PAGE_MAX: usize = 1_000;
+pub(crate) const DLQ_PAGE_MAX: usize = 1_000;
 
 /// Replays dead-lettered orders (one `id`, or every replayable one, at most
 /// [`DLQ_PAGE_MAX`]) by sending `REPLAY` lines to the order port, as any
@@ -22,7 +22,7 @@ pub const DLQ_PAGE_MAX: usize = 1_000;
 /// # Errors
 /// When the order port cannot be reached, refuses the token, or a reply
 /// takes over 10 s.
-pub fn replay(st: &AdminState, id: Option<String>) -> std::io::Result<serde_json::Value> {
+pub(crate) fn replay(st: &AdminState, id: Option<String>) -> std::io::Result<serde_json::Value> {
     let ids: Vec<String> = match id {
         Some(i) => vec![i],
         None => st

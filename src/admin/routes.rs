@@ -12,7 +12,7 @@ use crate::sys::process::ProcessStats;
 
 /// Where a request is answered.
 #[derive(Debug, PartialEq, Eq)]
-pub enum Routed {
+pub(crate) enum Routed {
     /// Answered now.
     Now(Response),
     /// `POST /dlq/replay[?id=ID]`: for the replay thread.
@@ -34,7 +34,7 @@ fn authorized(req: &Request, sh: &Shared) -> bool {
 }
 
 /// Answers one request.
-pub fn route(req: &Request, sh: &Shared) -> Routed {
+pub(crate) fn route(req: &Request, sh: &Shared) -> Routed {
     let st = &sh.state;
     let path = req.path();
     if path != "/health" && !authorized(req, sh) {
@@ -100,7 +100,7 @@ pub fn route(req: &Request, sh: &Shared) -> Routed {
 }
 
 /// Runs a replay and answers it (on the replay thread).
-pub fn replay(id: Option<String>, sh: &Shared) -> Response {
+pub(crate) fn replay(id: Option<String>, sh: &Shared) -> Response {
     match super::replay::replay(&sh.state, id) {
         Ok(v) => Response::with_type(200, "application/json", v.to_string()),
         Err(e) => Response::text(502, format!("replay failed: {e}\n")),

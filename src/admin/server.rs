@@ -51,7 +51,7 @@ pub struct AdminState {
 
 /// What the workers share: the engine's state and the endpoint's counters.
 #[derive(Debug)]
-pub struct Shared {
+pub(crate) struct Shared {
     /// The engine's state.
     pub state: AdminState,
     /// The endpoint's own counters.

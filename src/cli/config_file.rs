@@ -96,7 +96,7 @@ pub fn expand_config_file(args: Vec<String>) -> Result<Vec<String>, ConfigFileEr
 ///
 /// # Errors
 /// As [`expand_config_file`].
-pub fn file_args(
+pub(crate) fn file_args(
     path: &Path,
     cmd: &clap::Command,
     already_set: impl Fn(&str) -> bool,

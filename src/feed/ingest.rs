@@ -44,7 +44,7 @@ use crate::sys::clock::{wall_ns, MonoClock};
 use crate::sys::net::Polled;
 
 /// Token of the waker the runtime uses to stop this loop.
-pub const STOP_WAKER: Token = Token(usize::MAX);
+pub(crate) const STOP_WAKER: Token = Token(usize::MAX);
 const READS_PER_TURN: usize = 16;
 /// After a read, the feed yields its core when this many symbols wait for
 /// the publisher (see `serve`).
@@ -56,7 +56,7 @@ const REFUSAL: &[u8] = b"ERR too many feed connections\n";
 
 /// Settings of the feed loop.
 #[derive(Debug, Clone)]
-pub struct FeedSettings {
+pub(crate) struct FeedSettings {
     /// Longest line, excluding the newline.
     pub max_line_len: usize,
     /// Most simultaneous feed connections.
@@ -71,7 +71,7 @@ pub struct FeedSettings {
 
 /// Everything the feed thread owns.
 #[derive(Debug)]
-pub struct FeedLoop {
+pub(crate) struct FeedLoop {
     ctx: LoopCtx,
     listener: Listener,
     conns: Conns<FeedConn>,
@@ -116,7 +116,7 @@ impl FeedLoop {
     ///
     /// # Errors
     /// When the listener cannot be registered.
-    pub fn new(
+    pub(crate) fn new(
         listener: TcpListener,
         ctx: LoopCtx,
         interner: SymbolInterner,
@@ -157,7 +157,7 @@ impl FeedLoop {
     }
 
     /// Runs until the stop flag is set (and the stop waker fires).
-    pub fn run(mut self) {
+    pub(crate) fn run(mut self) {
         let mut events = Events::with_capacity(1024);
         let mut work = 0usize;
         while !self.ctx.stopping() {

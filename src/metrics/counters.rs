@@ -16,13 +16,13 @@ use super::order_counters::{FillCounters, OrderCounters, OrderSnapshot, RetryCou
 
 /// Adds `n` to a counter that only the calling thread writes.
 #[inline]
-pub fn bump(c: &AtomicU64, n: u64) {
+pub(crate) fn bump(c: &AtomicU64, n: u64) {
     c.store(c.load(Ordering::Relaxed).wrapping_add(n), Ordering::Relaxed);
 }
 
 /// Sets a gauge that only the calling thread writes.
 #[inline]
-pub fn set(c: &AtomicU64, v: u64) {
+pub(crate) fn set(c: &AtomicU64, v: u64) {
     c.store(v, Ordering::Relaxed);
 }
 

@@ -39,11 +39,11 @@ use super::recorder::{Handoff, StageHists};
 use super::stage::Stage;
 
 /// Most intervals kept open at once.
-pub const WINDOW: usize = 64;
+pub(crate) const WINDOW: usize = 64;
 
 /// One released interval.
 #[derive(Debug)]
-pub struct Released {
+pub(crate) struct Released {
     /// Its index `k` (the tests check the release order by it).
     #[cfg(test)]
     pub index: u64,
@@ -64,7 +64,7 @@ pub struct Released {
 impl Released {
     /// Samples of one stage in this interval.
     #[cfg(test)]
-    pub fn count(&self, stage: Stage) -> u64 {
+    pub(crate) fn count(&self, stage: Stage) -> u64 {
         self.hists[stage.index()].as_ref().map_or(0, |h| h.len())
     }
 }
@@ -80,7 +80,7 @@ struct Source {
 
 /// The open intervals, oldest first. Single owner: the reporter thread.
 #[derive(Debug)]
-pub struct IntervalWindow {
+pub(crate) struct IntervalWindow {
     interval_ns: u64,
     grace_ns: u64,
     /// Index of `open[0]`: the oldest interval not released yet.
@@ -99,7 +99,7 @@ pub struct IntervalWindow {
 impl IntervalWindow {
     /// An empty window; `grace_ns` is how long after an interval's end a
     /// missing recorder is waited for.
-    pub fn new(interval_ns: u64, grace_ns: u64) -> Self {
+    pub(crate) fn new(interval_ns: u64, grace_ns: u64) -> Self {
         IntervalWindow {
             interval_ns: interval_ns.max(1),
             grace_ns,
@@ -116,34 +116,34 @@ impl IntervalWindow {
     /// The grace period the reporter uses for `interval_ns`: half an
     /// interval, at least 100 ms (a descheduled thread on a busy host), at
     /// most 2 s.
-    pub fn default_grace_ns(interval_ns: u64) -> u64 {
+    pub(crate) fn default_grace_ns(interval_ns: u64) -> u64 {
         (interval_ns / 2).clamp(100_000_000, 2_000_000_000)
     }
 
     /// Samples that arrived after their interval was released, so far.
-    pub fn late_samples(&self) -> u64 {
+    pub(crate) fn late_samples(&self) -> u64 {
         self.late_total
     }
 
     /// The latest time a recorder said it finished at.
-    pub fn last_bye_ns(&self) -> Option<u64> {
+    pub(crate) fn last_bye_ns(&self) -> Option<u64> {
         self.last_bye_ns
     }
 
     /// Index of the next interval to be released.
     #[cfg(test)]
-    pub fn next_release(&self) -> u64 {
+    pub(crate) fn next_release(&self) -> u64 {
         self.first
     }
 
     /// Histograms to give back to the recorders' pool.
-    pub fn take_recycled(&mut self) -> std::vec::Drain<'_, Histogram<u64>> {
+    pub(crate) fn take_recycled(&mut self) -> std::vec::Drain<'_, Histogram<u64>> {
         self.recycle.drain(..)
     }
 
     /// Takes one message. Returns intervals it forced out of a full window
     /// (empty in any normal run); the caller handles them like [`Self::poll`]'s.
-    pub fn accept(&mut self, msg: Handoff) -> Vec<Released> {
+    pub(crate) fn accept(&mut self, msg: Handoff) -> Vec<Released> {
         let mut forced = Vec::new();
         match msg {
             Handoff::Hello { source } => {
@@ -210,7 +210,7 @@ impl IntervalWindow {
 
     /// The next interval, if it is complete (every live recorder moved past
     /// it) or its grace period is over at `now_ns`.
-    pub fn poll(&mut self, now_ns: u64) -> Option<Released> {
+    pub(crate) fn poll(&mut self, now_ns: u64) -> Option<Released> {
         let end = (self.first + 1).saturating_mul(self.interval_ns);
         let waiting = self
             .sources
@@ -239,7 +239,7 @@ impl IntervalWindow {
 
     /// When [`Self::poll`] may next have something: the end of the oldest
     /// open interval, or its grace deadline once that has passed.
-    pub fn next_deadline_ns(&self, now_ns: u64) -> u64 {
+    pub(crate) fn next_deadline_ns(&self, now_ns: u64) -> u64 {
         let end = (self.first + 1).saturating_mul(self.interval_ns);
         if now_ns < end {
             end
@@ -252,7 +252,7 @@ impl IntervalWindow {
     /// partial (none if the end falls exactly on a boundary). Data handed in
     /// for later intervals (clock skew between threads' last reads) is
     /// folded into the last one.
-    pub fn finish(&mut self, end_ns: u64) -> Vec<Released> {
+    pub(crate) fn finish(&mut self, end_ns: u64) -> Vec<Released> {
         let mut out = Vec::new();
         let last = end_ns / self.interval_ns;
         while self.first < last {
@@ -303,7 +303,7 @@ impl IntervalWindow {
     }
 
     /// Gives a released interval's histograms back for recycling.
-    pub fn recycle(&mut self, mut r: Released) {
+    pub(crate) fn recycle(&mut self, mut r: Released) {
         self.recycle_all(&mut r.hists);
     }
 

@@ -16,7 +16,7 @@ use crate::model::order_reasons::{DeadReason, DoneStatus, InvalidReason, RejectR
 
 /// Retries counted by number: 1, 2, … up to `RETRY_BUCKETS` (the last also
 /// counts every later retry).
-pub const RETRY_BUCKETS: usize = 8;
+pub(crate) const RETRY_BUCKETS: usize = 8;
 
 /// Written by the order gateway thread only.
 #[derive(Debug, Default)]

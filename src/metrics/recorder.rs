@@ -46,10 +46,10 @@ use hdrhistogram::Histogram;
 use super::stage::{new_histogram, Stage};
 
 /// Histograms of one interval, one slot per stage (`None`: no sample).
-pub type StageHists = [Option<Histogram<u64>>; Stage::COUNT];
+pub(crate) type StageHists = [Option<Histogram<u64>>; Stage::COUNT];
 
 /// Intervals a recorder keeps while the hand-off channel is full.
-pub const HELD: usize = 16;
+pub(crate) const HELD: usize = 16;
 
 /// How long a starting or finishing recorder waits for room in the channel
 /// (the reporter drains it continuously; this only bounds a stuck one).
@@ -105,7 +105,7 @@ pub(crate) struct RecorderLink {
 impl RecorderLink {
     /// A link and the reporter's ends of it: the hand-off receiver and the
     /// pool sender. Both channels hold `capacity` messages.
-    pub fn new(
+    pub(crate) fn new(
         interval_ns: u64,
         capacity: usize,
     ) -> (RecorderLink, Receiver<Handoff>, Sender<Histogram<u64>>) {
@@ -147,7 +147,7 @@ impl StageRecorder {
     /// A recorder for `stages`; interval length and epoch are the link's.
     /// Announces itself to the reporter (waits for room in the channel, at
     /// most a bounded time: this runs once per thread at start).
-    pub fn new(stages: &[Stage], link: RecorderLink) -> Self {
+    pub(crate) fn new(stages: &[Stage], link: RecorderLink) -> Self {
         let mut on = [false; Stage::COUNT];
         for s in stages {
             on[s.index()] = true;
@@ -174,21 +174,21 @@ impl StageRecorder {
     /// sample taken at `end_ns`. A stage this recorder was not built for is
     /// ignored.
     #[inline]
-    pub fn record_span(&mut self, stage: Stage, start_ns: u64, end_ns: u64) {
+    pub(crate) fn record_span(&mut self, stage: Stage, start_ns: u64, end_ns: u64) {
         self.record_span_n(stage, start_ns, end_ns, 1);
     }
 
     /// Records `count` samples of `(end_ns − start_ns) / count` each, taken
     /// at `end_ns` (a batch of `count` items processed in one span).
     #[inline]
-    pub fn record_span_n(&mut self, stage: Stage, start_ns: u64, end_ns: u64, count: u64) {
+    pub(crate) fn record_span_n(&mut self, stage: Stage, start_ns: u64, end_ns: u64, count: u64) {
         let ns = end_ns.saturating_sub(start_ns) / count.max(1);
         self.record_n_at(stage, ns, count, end_ns);
     }
 
     /// Records `count` samples of `ns` each, taken at `at_ns` (engine clock).
     #[inline]
-    pub fn record_n_at(&mut self, stage: Stage, ns: u64, count: u64, at_ns: u64) {
+    pub(crate) fn record_n_at(&mut self, stage: Stage, ns: u64, count: u64, at_ns: u64) {
         if at_ns >= self.next_boundary_ns {
             self.roll(at_ns);
         }
@@ -207,7 +207,7 @@ impl StageRecorder {
     /// Nanoseconds until the next interval boundary (shorter while closed
     /// intervals wait to be handed off); loops use it to bound how long
     /// they park, so an idle thread still hands off at the boundary.
-    pub fn ns_until_flush(&self, now_ns: u64) -> u64 {
+    pub(crate) fn ns_until_flush(&self, now_ns: u64) -> u64 {
         let until = self.next_boundary_ns.saturating_sub(now_ns);
         if self.held.is_empty() {
             until
@@ -219,7 +219,7 @@ impl StageRecorder {
     /// Hands off the open interval if `now_ns` is past its end (and retries
     /// held ones). Returns true if an interval was closed.
     #[inline]
-    pub fn maybe_flush(&mut self, now_ns: u64) -> bool {
+    pub(crate) fn maybe_flush(&mut self, now_ns: u64) -> bool {
         if now_ns >= self.next_boundary_ns {
             self.roll(now_ns);
             return true;
@@ -232,7 +232,7 @@ impl StageRecorder {
 
     #[cfg(test)]
     /// The index of the interval samples go to now.
-    pub fn open_interval(&self) -> u64 {
+    pub(crate) fn open_interval(&self) -> u64 {
         self.index
     }
 
@@ -286,7 +286,7 @@ impl StageRecorder {
     /// `now_ns`) and retires. Waits (bounded) for room in the channel:
     /// the reporter drains until every recorder is gone. Later samples are
     /// ignored.
-    pub fn finish(&mut self, now_ns: u64) {
+    pub(crate) fn finish(&mut self, now_ns: u64) {
         self.retire(Some(now_ns));
     }
 

@@ -66,7 +66,7 @@ impl Totals {
 
 /// Where the reporter reads the live state it prints.
 #[derive(Debug)]
-pub struct ReporterInputs {
+pub(crate) struct ReporterInputs {
     /// Alerts evaluated every interval.
     pub alerts: Alerts,
     /// Every counter.
@@ -86,7 +86,7 @@ pub struct ReporterInputs {
 
 /// A running reporter.
 #[derive(Debug)]
-pub struct Reporter {
+pub(crate) struct Reporter {
     handle: JoinHandle<FinalReport>,
     totals: Arc<Totals>,
 }
@@ -101,7 +101,7 @@ impl Reporter {
     ///
     /// # Errors
     /// When the thread cannot be spawned.
-    pub fn spawn(inputs: ReporterInputs) -> std::io::Result<(Reporter, RecorderLink)> {
+    pub(crate) fn spawn(inputs: ReporterInputs) -> std::io::Result<(Reporter, RecorderLink)> {
         let interval_ns = (inputs.interval.as_nanos() as u64).max(1);
         let (link, rx, ptx) = RecorderLink::new(interval_ns, HANDOFF_CAPACITY);
         let totals = Arc::new(Totals::new());
@@ -114,12 +114,12 @@ impl Reporter {
     }
 
     /// Live merged totals.
-    pub fn totals(&self) -> &Arc<Totals> {
+    pub(crate) fn totals(&self) -> &Arc<Totals> {
         &self.totals
     }
 
     /// Waits for the reporter to finish (all recorders dropped) and returns the final report.
-    pub fn finish(self) -> FinalReport {
+    pub(crate) fn finish(self) -> FinalReport {
         self.handle.join().unwrap_or_default()
     }
 }
@@ -248,7 +248,7 @@ impl Emitter {
 /// The line printed for one interval: its end on the engine clock (marked
 /// `partial` with its length when cut short), rates since the previous
 /// line, and the engine's end-to-end percentiles of exactly this interval.
-pub fn interval_line(
+pub(crate) fn interval_line(
     r: &Released,
     now: &CountersSnapshot,
     before: &CountersSnapshot,

@@ -92,6 +92,6 @@ impl Stage {
 }
 
 /// A fresh histogram with the engine's bounds: 1 ns to 60 s, 3 significant digits.
-pub fn new_histogram() -> hdrhistogram::Histogram<u64> {
+pub(crate) fn new_histogram() -> hdrhistogram::Histogram<u64> {
     hdrhistogram::Histogram::new_with_bounds(1, 60_000_000_000, 3).expect("static bounds are valid")
 }

@@ -45,7 +45,7 @@ impl AuthGate {
     /// A gate for `token` (`None`: every connection starts authenticated)
     /// closing connections that have not authenticated `timeout_ns` after
     /// their accept.
-    pub fn new(token: Option<AuthToken>, timeout_ns: u64) -> Self {
+    pub(crate) fn new(token: Option<AuthToken>, timeout_ns: u64) -> Self {
         AuthGate {
             token,
             timeout_ns,
@@ -55,17 +55,17 @@ impl AuthGate {
 
     /// True when connections must authenticate (a token is configured).
     #[inline]
-    pub fn required(&self) -> bool {
+    pub(crate) fn required(&self) -> bool {
         self.token.is_some()
     }
 
     /// The token, for a protocol that checks it itself (RESP `AUTH`).
-    pub fn token(&self) -> Option<&AuthToken> {
+    pub(crate) fn token(&self) -> Option<&AuthToken> {
         self.token.as_ref()
     }
 
     /// Starts the clock of a new connection (does nothing without a token).
-    pub fn arm(&mut self, id: ConnId, now_ns: u64) {
+    pub(crate) fn arm(&mut self, id: ConnId, now_ns: u64) {
         if self.required() {
             self.pending.push_back((now_ns + self.timeout_ns, id));
         }
@@ -74,7 +74,7 @@ impl AuthGate {
     /// The next connection whose deadline is at or before `now_ns`, removed
     /// from the queue. The caller closes it if it is still open
     /// ([`super::Conns::get_live`]) and still not authenticated.
-    pub fn next_expired(&mut self, now_ns: u64) -> Option<ConnId> {
+    pub(crate) fn next_expired(&mut self, now_ns: u64) -> Option<ConnId> {
         match self.pending.front() {
             Some(&(deadline, id)) if deadline <= now_ns => {
                 self.pending.pop_front();
@@ -85,7 +85,7 @@ impl AuthGate {
     }
 
     /// Deadlines still queued (including those of closed connections).
-    pub fn pending_len(&self) -> usize {
+    pub(crate) fn pending_len(&self) -> usize {
         self.pending.len()
     }
 
@@ -95,7 +95,7 @@ impl AuthGate {
     ///
     /// # Panics
     /// Without a token (call only while [`required`](Self::required)).
-    pub fn first_line(&self, reader: &mut LineReader) -> AuthStep {
+    pub(crate) fn first_line(&self, reader: &mut LineReader) -> AuthStep {
         let Some(token) = &self.token else {
             unreachable!("an AUTH step without a token")
         };

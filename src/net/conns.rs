@@ -37,7 +37,7 @@ impl ConnId {
 
     /// The slab key (and poll token) the connection had.
     #[inline]
-    pub fn key(self) -> usize {
+    pub(crate) fn key(self) -> usize {
         (self.0 & 0xffff_ffff) as usize
     }
 
@@ -46,19 +46,19 @@ impl ConnId {
     /// for the first, counting only connections admitted (so it can serve
     /// as a sequential client id, e.g. in reports), wrapping after 2³².
     #[inline]
-    pub fn serial(self) -> u64 {
+    pub(crate) fn serial(self) -> u64 {
         self.0 >> 32
     }
 
     /// The id as one number, for messages that leave the loop's thread.
     #[inline]
-    pub fn as_u64(self) -> u64 {
+    pub(crate) fn as_u64(self) -> u64 {
         self.0
     }
 
     /// The id a message carried back (see [`as_u64`](Self::as_u64)).
     #[inline]
-    pub fn from_u64(raw: u64) -> Self {
+    pub(crate) fn from_u64(raw: u64) -> Self {
         ConnId(raw)
     }
 }
@@ -66,7 +66,7 @@ impl ConnId {
 /// One open connection: the kit's part (socket, id, peer, auth state) and
 /// the handler's part (`state`).
 #[derive(Debug)]
-pub struct Conn<S> {
+pub(crate) struct Conn<S> {
     /// The non-blocking socket, registered under `Token(id.key())`.
     pub stream: TcpStream,
     /// This connection's id.
@@ -91,7 +91,7 @@ pub(crate) struct Conns<S> {
 
 impl<S> Conns<S> {
     /// An empty slab with room for `capacity` connections before it grows.
-    pub fn with_capacity(capacity: usize) -> Self {
+    pub(crate) fn with_capacity(capacity: usize) -> Self {
         Conns {
             slab: Slab::with_capacity(capacity),
             generation: 0,
@@ -100,7 +100,7 @@ impl<S> Conns<S> {
 
     /// Open connections.
     #[inline]
-    pub fn len(&self) -> usize {
+    pub(crate) fn len(&self) -> usize {
         self.slab.len()
     }
 
@@ -109,7 +109,7 @@ impl<S> Conns<S> {
     ///
     /// # Errors
     /// When the poller refuses the socket; nothing is kept then.
-    pub fn insert(
+    pub(crate) fn insert(
         &mut self,
         registry: &Registry,
         mut stream: TcpStream,
@@ -135,25 +135,25 @@ impl<S> Conns<S> {
 
     /// The connection under `key`, whichever it is.
     #[inline]
-    pub fn get_mut(&mut self, key: usize) -> Option<&mut Conn<S>> {
+    pub(crate) fn get_mut(&mut self, key: usize) -> Option<&mut Conn<S>> {
         self.slab.get_mut(key)
     }
 
     /// The connection under `key`, whichever it is.
     #[inline]
-    pub fn get(&self, key: usize) -> Option<&Conn<S>> {
+    pub(crate) fn get(&self, key: usize) -> Option<&Conn<S>> {
         self.slab.get(key)
     }
 
     /// The connection `id`, if it is still open (not a later one on its key).
     #[inline]
-    pub fn get_live(&mut self, id: ConnId) -> Option<&mut Conn<S>> {
+    pub(crate) fn get_live(&mut self, id: ConnId) -> Option<&mut Conn<S>> {
         self.slab.get_mut(id.key()).filter(|c| c.id == id)
     }
 
     /// Deregisters and removes the connection under `key`; `None` when the
     /// key is free.
-    pub fn remove(&mut self, registry: &Registry, key: usize) -> Option<Conn<S>> {
+    pub(crate) fn remove(&mut self, registry: &Registry, key: usize) -> Option<Conn<S>> {
         if !self.slab.contains(key) {
             return None;
         }
@@ -163,12 +163,12 @@ impl<S> Conns<S> {
     }
 
     /// The keys of every open connection, in slab order.
-    pub fn keys(&self) -> impl Iterator<Item = usize> + '_ {
+    pub(crate) fn keys(&self) -> impl Iterator<Item = usize> + '_ {
         self.slab.iter().map(|(k, _)| k)
     }
 
     /// Every open connection, in slab order.
-    pub fn iter(&self) -> impl Iterator<Item = (usize, &Conn<S>)> + '_ {
+    pub(crate) fn iter(&self) -> impl Iterator<Item = (usize, &Conn<S>)> + '_ {
         self.slab.iter()
     }
 }

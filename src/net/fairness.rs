@@ -26,7 +26,7 @@ pub(crate) struct TurnLists {
 
 impl TurnLists {
     /// Empty lists with room for `capacity` connections each.
-    pub fn with_capacity(capacity: usize) -> Self {
+    pub(crate) fn with_capacity(capacity: usize) -> Self {
         TurnLists {
             ready: Vec::with_capacity(capacity),
             turn: Vec::with_capacity(capacity),
@@ -37,19 +37,19 @@ impl TurnLists {
     /// True when some connection waits to be served without an event (the
     /// loop then polls with a zero timeout).
     #[inline]
-    pub fn has_ready(&self) -> bool {
+    pub(crate) fn has_ready(&self) -> bool {
         !self.ready.is_empty()
     }
 
     /// Starts a turn: what was put back becomes this turn's list.
-    pub fn begin(&mut self) {
+    pub(crate) fn begin(&mut self) {
         debug_assert!(self.turn.is_empty(), "a turn was not ended");
         std::mem::swap(&mut self.ready, &mut self.turn);
         self.cursor = 0;
     }
 
     /// Adds a connection the poller reported to this turn (once per turn).
-    pub fn reported(&mut self, key: usize) {
+    pub(crate) fn reported(&mut self, key: usize) {
         if !self.turn.contains(&key) {
             self.turn.push(key);
         }
@@ -57,26 +57,26 @@ impl TurnLists {
 
     /// The next connection of this turn, in order.
     #[inline]
-    pub fn next_in_turn(&mut self) -> Option<usize> {
+    pub(crate) fn next_in_turn(&mut self) -> Option<usize> {
         let key = *self.turn.get(self.cursor)?;
         self.cursor += 1;
         Some(key)
     }
 
     /// Ends the turn.
-    pub fn end(&mut self) {
+    pub(crate) fn end(&mut self) {
         self.turn.clear();
         self.cursor = 0;
     }
 
     /// Serves `key` next turn (it may still be readable, or is new).
     #[inline]
-    pub fn again(&mut self, key: usize) {
+    pub(crate) fn again(&mut self, key: usize) {
         self.ready.push(key);
     }
 
     /// Forgets every connection put back (e.g. the port stops reading).
-    pub fn clear_ready(&mut self) {
+    pub(crate) fn clear_ready(&mut self) {
         self.ready.clear();
     }
 }
@@ -94,7 +94,7 @@ pub(crate) struct KeyList {
 
 impl KeyList {
     /// An empty list with room for `capacity` keys.
-    pub fn with_capacity(capacity: usize) -> Self {
+    pub(crate) fn with_capacity(capacity: usize) -> Self {
         KeyList {
             keys: Vec::with_capacity(capacity),
         }
@@ -102,7 +102,7 @@ impl KeyList {
 
     /// Lists `key` unless its flag says it is listed already; sets the flag.
     #[inline]
-    pub fn mark(&mut self, listed: &mut bool, key: usize) {
+    pub(crate) fn mark(&mut self, listed: &mut bool, key: usize) {
         if !*listed {
             *listed = true;
             self.keys.push(key);
@@ -112,20 +112,20 @@ impl KeyList {
     /// Takes the listed keys to visit them (the caller clears each flag);
     /// give the vector back with [`restore`](Self::restore) to keep its
     /// capacity.
-    pub fn take(&mut self) -> Vec<usize> {
+    pub(crate) fn take(&mut self) -> Vec<usize> {
         std::mem::take(&mut self.keys)
     }
 
     /// Gives back a vector from [`take`](Self::take), emptied; keys marked
     /// meanwhile are kept.
-    pub fn restore(&mut self, mut taken: Vec<usize>) {
+    pub(crate) fn restore(&mut self, mut taken: Vec<usize>) {
         taken.clear();
         taken.append(&mut self.keys);
         self.keys = taken;
     }
 
     /// Listed keys.
-    pub fn len(&self) -> usize {
+    pub(crate) fn len(&self) -> usize {
         self.keys.len()
     }
 
@@ -136,7 +136,7 @@ impl KeyList {
     /// # Panics
     /// When `i >= len()`.
     #[inline]
-    pub fn key(&self, i: usize) -> usize {
+    pub(crate) fn key(&self, i: usize) -> usize {
         self.keys[i]
     }
 
@@ -145,13 +145,13 @@ impl KeyList {
     ///
     /// # Panics
     /// When `i >= len()`.
-    pub fn swap_remove(&mut self, i: usize) -> usize {
+    pub(crate) fn swap_remove(&mut self, i: usize) -> usize {
         self.keys.swap_remove(i)
     }
 
     #[cfg(test)]
     /// True when nothing is listed.
-    pub fn is_empty(&self) -> bool {
+    pub(crate) fn is_empty(&self) -> bool {
         self.keys.is_empty()
     }
 }

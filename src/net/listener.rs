@@ -72,7 +72,7 @@ impl Listener {
     ///
     /// # Errors
     /// When the listener cannot be registered or has no local address.
-    pub fn register(
+    pub(crate) fn register(
         registry: &Registry,
         mut listener: TcpListener,
         policy: PortPolicy,
@@ -87,18 +87,18 @@ impl Listener {
     }
 
     /// The address the listener was bound to.
-    pub fn local_addr(&self) -> SocketAddr {
+    pub(crate) fn local_addr(&self) -> SocketAddr {
         self.local
     }
 
     #[cfg(test)]
     /// True until [`close`](Self::close).
-    pub fn is_open(&self) -> bool {
+    pub(crate) fn is_open(&self) -> bool {
         self.inner.is_some()
     }
 
     /// Deregisters and closes the listener: no connection is accepted after.
-    pub fn close(&mut self, registry: &Registry) {
+    pub(crate) fn close(&mut self, registry: &Registry) {
         if let Some(mut l) = self.inner.take() {
             let _ = registry.deregister(&mut l);
         }
@@ -108,7 +108,7 @@ impl Listener {
     /// the limit. `admitted` builds the handler's state of each new
     /// connection from its id (and is where a handler arms an auth deadline
     /// or queues a first read). Returns how many were admitted.
-    pub fn accept_all<S>(
+    pub(crate) fn accept_all<S>(
         &mut self,
         registry: &Registry,
         conns: &mut Conns<S>,

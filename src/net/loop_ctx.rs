@@ -35,20 +35,25 @@ pub(crate) struct LoopCtx {
 impl LoopCtx {
     /// The poller's registry, for registering sockets.
     #[inline]
-    pub fn registry(&self) -> &Registry {
+    pub(crate) fn registry(&self) -> &Registry {
         self.poll.registry()
     }
 
     /// True once the runtime asked the loop to stop (pairs with the
     /// runtime's `Release` store).
     #[inline]
-    pub fn stopping(&self) -> bool {
+    pub(crate) fn stopping(&self) -> bool {
         self.stop.load(Ordering::Acquire)
     }
 
     /// Waits for this turn's events (see [`poll_events`]); `what` names the
     /// loop in the error line.
-    pub fn wait(&mut self, events: &mut Events, timeout: Option<Duration>, what: &str) -> Polled {
+    pub(crate) fn wait(
+        &mut self,
+        events: &mut Events,
+        timeout: Option<Duration>,
+        what: &str,
+    ) -> Polled {
         poll_events(&mut self.poll, events, timeout, what)
     }
 }

@@ -47,7 +47,7 @@ impl ReadBuf {
     ///
     /// # Panics
     /// If `capacity` is zero.
-    pub fn new(capacity: usize) -> Self {
+    pub(crate) fn new(capacity: usize) -> Self {
         assert!(capacity > 0, "ReadBuf: capacity must be at least 1");
         ReadBuf {
             buf: BytesMut::zeroed(capacity),
@@ -59,7 +59,7 @@ impl ReadBuf {
     /// `std::mem::take` leaves while a parser reads the real buffer and its
     /// handler borrows the buffer's owner. Every read of it is
     /// [`ReadOutcome::BufferFull`].
-    pub fn empty() -> Self {
+    pub(crate) fn empty() -> Self {
         ReadBuf {
             buf: BytesMut::new(),
             len: 0,
@@ -70,7 +70,7 @@ impl ReadBuf {
     ///
     /// # Errors
     /// Any read error other than `WouldBlock` and `Interrupted`.
-    pub fn read_from<R: Read>(&mut self, r: &mut R) -> std::io::Result<ReadOutcome> {
+    pub(crate) fn read_from<R: Read>(&mut self, r: &mut R) -> std::io::Result<ReadOutcome> {
         if self.len == self.buf.len() {
             return Ok(ReadOutcome::BufferFull);
         }
@@ -91,13 +91,13 @@ impl ReadBuf {
 
     /// The bytes read and not consumed yet.
     #[inline]
-    pub fn filled(&self) -> &[u8] {
+    pub(crate) fn filled(&self) -> &[u8] {
         &self.buf[..self.len]
     }
 
     /// Drops the first `n` buffered bytes (a parsed frame), keeping the rest
     /// at the front.
-    pub fn consume(&mut self, n: usize) {
+    pub(crate) fn consume(&mut self, n: usize) {
         let n = n.min(self.len);
         self.buf.copy_within(n..self.len, 0);
         self.len -= n;
@@ -105,7 +105,7 @@ impl ReadBuf {
 
     #[cfg(test)]
     /// The buffer's size.
-    pub fn capacity(&self) -> usize {
+    pub(crate) fn capacity(&self) -> usize {
         self.buf.len()
     }
 }

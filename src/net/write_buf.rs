@@ -48,7 +48,7 @@ pub(crate) struct WriteBuf {
 
 impl WriteBuf {
     /// An empty buffer with `initial` bytes of room and high-water mark `hwm`.
-    pub fn new(initial: usize, hwm: usize) -> Self {
+    pub(crate) fn new(initial: usize, hwm: usize) -> Self {
         WriteBuf {
             out: BytesMut::with_capacity(initial),
             pos: 0,
@@ -58,39 +58,39 @@ impl WriteBuf {
 
     /// Bytes waiting to be written.
     #[inline]
-    pub fn pending(&self) -> usize {
+    pub(crate) fn pending(&self) -> usize {
         self.out.len() - self.pos
     }
 
     /// The high-water mark.
     #[inline]
-    pub fn hwm(&self) -> usize {
+    pub(crate) fn hwm(&self) -> usize {
         self.hwm
     }
 
     #[cfg(test)]
     /// Bytes the buffer holds without allocating (written prefix included).
-    pub fn capacity(&self) -> usize {
+    pub(crate) fn capacity(&self) -> usize {
         self.out.capacity()
     }
 
     /// True past the mark: stop reading this connection.
     #[inline]
-    pub fn over_mark(&self) -> bool {
+    pub(crate) fn over_mark(&self) -> bool {
         self.pending() > self.hwm
     }
 
     /// True under half the mark: a connection paused by
     /// [`over_mark`](Self::over_mark) may be read again.
     #[inline]
-    pub fn under_low_water(&self) -> bool {
+    pub(crate) fn under_low_water(&self) -> bool {
         self.pending() < self.hwm / 2
     }
 
     /// Appends bytes (never refused: the caller bounds what it appends by
     /// not reading past the mark).
     #[inline]
-    pub fn append(&mut self, bytes: &[u8]) {
+    pub(crate) fn append(&mut self, bytes: &[u8]) {
         self.room_for(bytes.len()).extend_from_slice(bytes);
     }
 
@@ -100,7 +100,7 @@ impl WriteBuf {
     /// this buffer. An encoder that writes more than `extra` still works
     /// (the `BytesMut` grows), so pass the most one append can take.
     #[inline]
-    pub fn room_for(&mut self, extra: usize) -> &mut BytesMut {
+    pub(crate) fn room_for(&mut self, extra: usize) -> &mut BytesMut {
         if self.pos > 0 {
             if self.pos == self.out.len() {
                 self.out.clear();
@@ -122,7 +122,7 @@ impl WriteBuf {
     /// Any other write error, or `WriteZero` when the socket took nothing;
     /// the connection should be closed.
     #[inline]
-    pub fn write_to<W: Write>(&mut self, w: &mut W) -> std::io::Result<Flushed> {
+    pub(crate) fn write_to<W: Write>(&mut self, w: &mut W) -> std::io::Result<Flushed> {
         self.write_counted(w, |_| {}).map(|(_, flushed)| flushed)
     }
 
@@ -132,7 +132,7 @@ impl WriteBuf {
     /// # Errors
     /// As [`write_to`](Self::write_to); the bytes written before the error
     /// are not reported.
-    pub fn write_counted<W: Write>(
+    pub(crate) fn write_counted<W: Write>(
         &mut self,
         w: &mut W,
         mut on_write: impl FnMut(usize),

@@ -13,12 +13,12 @@ use crate::model::units::{Lots, Side};
 /// Identifies a client connection of the gateway: slab key in the low 32
 /// bits, a generation in the high 32 (a closed connection's id is never
 /// reused, so a late reply cannot reach a newer client).
-pub type ConnId = u64;
+pub(crate) type ConnId = u64;
 
 /// An accepted order. Owned by exactly one stage at a time (queue, worker,
 /// delay queue): it moves, it is never shared.
 #[derive(Debug)]
-pub struct Order {
+pub(crate) struct Order {
     /// Admission number (gateway), 1-based; also spreads orders over bridges.
     pub seq: u64,
     /// The connection that sent it.
@@ -68,17 +68,17 @@ pub(crate) struct ChunkOf {
 
 impl Order {
     /// Attempts made so far.
-    pub fn attempts(&self) -> u32 {
+    pub(crate) fn attempts(&self) -> u32 {
         self.history.len() as u32
     }
 
     /// Is the order past its deadline at engine-clock `now_ns`?
-    pub fn expired_at(&self, now_ns: u64) -> bool {
+    pub(crate) fn expired_at(&self, now_ns: u64) -> bool {
         self.deadline_ns.is_some_and(|d| now_ns >= d)
     }
 
     /// Its dead-letter record.
-    pub fn dead_letter(&self, reason: DeadReason, now_wall_ns: u64) -> DeadLetter {
+    pub(crate) fn dead_letter(&self, reason: DeadReason, now_wall_ns: u64) -> DeadLetter {
         let mut rec = DeadLetter::refused(
             "order",
             &self.peer,
@@ -95,7 +95,7 @@ impl Order {
     }
 
     /// What the last attempt got back (for `DEAD … last=`).
-    pub fn last_outcome(&self) -> &str {
+    pub(crate) fn last_outcome(&self) -> &str {
         self.history
             .last()
             .map(|a| a.outcome.as_str())

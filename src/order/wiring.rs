@@ -85,11 +85,11 @@ use super::lanes::routing::LaneMode;
 use super::lanes::worker::{e2e_stage, process_stage, queue_stage, Worker};
 
 /// How often the retry timer looks at its clock when retries are waiting.
-pub const RETRY_TICK: Duration = Duration::from_millis(2);
+pub(crate) const RETRY_TICK: Duration = Duration::from_millis(2);
 
 /// What the order path is built from.
 #[derive(Debug)]
-pub struct OrderPathInputs {
+pub(crate) struct OrderPathInputs {
     /// The bound order listener.
     pub listener: mio::net::TcpListener,
     /// Settings.
@@ -166,7 +166,7 @@ impl Leftovers {
 
 /// The running order path.
 #[derive(Debug)]
-pub struct OrderPath {
+pub(crate) struct OrderPath {
     closing: Arc<AtomicBool>,
     draining: Arc<AtomicBool>,
     timer_stop: Arc<AtomicBool>,
@@ -190,7 +190,7 @@ impl OrderPath {
     ///
     /// # Errors
     /// When a poller, waker or thread cannot be created.
-    pub fn start(i: OrderPathInputs) -> std::io::Result<OrderPath> {
+    pub(crate) fn start(i: OrderPathInputs) -> std::io::Result<OrderPath> {
         let c = &i.config;
         let poll = Poll::new()?;
         let waker = Arc::new(Waker::new(poll.registry(), WAKER)?);
@@ -373,7 +373,7 @@ impl OrderPath {
     }
 
     /// Orders in the retry stage now (delay queue and the channels around it).
-    pub fn retry_in_use(&self) -> usize {
+    pub(crate) fn retry_in_use(&self) -> usize {
         self.permits.in_use()
     }
 
@@ -381,7 +381,7 @@ impl OrderPath {
     /// its terminal reply when this returns. Returns once the workers have
     /// finished, or at the shutdown deadline plus the longest bridge call
     /// then in progress.
-    pub fn stop(&mut self) {
+    pub(crate) fn stop(&mut self) {
         self.closing.store(true, Ordering::Release);
         let _ = self.waker.wake();
         self.draining.store(true, Ordering::Release);

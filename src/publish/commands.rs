@@ -31,7 +31,7 @@ use crate::publish::session::Session;
 use crate::symbols::SymbolId;
 
 /// Limits on one command (one command must also fit the session's input buffer).
-pub const LIMITS: resp::Limits = resp::Limits {
+pub(crate) const LIMITS: resp::Limits = resp::Limits {
     max_args: 1024,
     max_bulk_len: 4096,
     max_inline_len: 16 * 1024,
@@ -39,7 +39,7 @@ pub const LIMITS: resp::Limits = resp::Limits {
 
 /// What handling a session's buffered input did.
 #[derive(Debug, Default, Clone, Copy)]
-pub struct Outcome {
+pub(crate) struct Outcome {
     /// Commands handled.
     pub commands: usize,
     /// Stopped because the output buffer is past the mark; input remains.
@@ -48,7 +48,7 @@ pub struct Outcome {
 
 /// The publisher state a command may touch.
 #[derive(Debug)]
-pub struct CommandCtx<'a> {
+pub(crate) struct CommandCtx<'a> {
     /// The subscription registry.
     pub routes: &'a mut Routes,
     /// Encoded tail of each symbol's latest value (empty = none yet).
@@ -77,7 +77,11 @@ pub struct CommandCtx<'a> {
 
 /// Handles every complete command in the session's input buffer, stopping
 /// early when its output buffer passes the high-water mark.
-pub fn handle_buffered(sess: &mut Session, key: SubKey, ctx: &mut CommandCtx<'_>) -> Outcome {
+pub(crate) fn handle_buffered(
+    sess: &mut Session,
+    key: SubKey,
+    ctx: &mut CommandCtx<'_>,
+) -> Outcome {
     let mut out = Outcome::default();
     // The buffer leaves the session while commands borrow both.
     let inbuf = std::mem::take(&mut sess.input);

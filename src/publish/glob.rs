@@ -340,7 +340,7 @@ mod tests {
     /// zero mismatches.
     mod recorded {
         #[rustfmt::skip]
-        pub const CASES: &[(&[u8], &[u8], bool)] = &[
+        pub(super) const CASES: &[(&[u8], &[u8], bool)] = &[
             (b"***", b"]a", true),
             (b"b*", b"b\xdb\xb5", true),
             (b"*]", b"?]", true),

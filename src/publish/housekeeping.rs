@@ -27,11 +27,11 @@ use crate::publish::routes::SubKey;
 use crate::publish::session::Session;
 
 /// The Redis version whose replies tickfan reproduces (`HELLO`, `INFO`).
-pub const REDIS_VERSION: &str = "7.0.15";
+pub(crate) const REDIS_VERSION: &str = "7.0.15";
 
 /// Facts about the engine that `HELLO`, `INFO` and `CLIENT INFO` report.
 #[derive(Debug, Clone)]
-pub struct ServerInfo {
+pub(crate) struct ServerInfo {
     /// The subscriber port.
     pub tcp_port: u16,
     /// The subscriber listener's address, as text (`laddr=`).
@@ -46,7 +46,7 @@ pub struct ServerInfo {
 /// it is not (the caller answers "unknown command"), else whether it
 /// succeeded. The caller has checked authentication (except for `HELLO`,
 /// which may authenticate itself) and the RESP2 subscribed context.
-pub fn execute(
+pub(crate) fn execute(
     sess: &mut Session,
     key: SubKey,
     input: &[u8],

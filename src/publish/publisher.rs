@@ -50,7 +50,7 @@ use crate::symbols::{SymbolId, SymbolTable};
 use crate::sys::net::Polled;
 
 /// Token of the waker the feed (new data) and the runtime (stop) use.
-pub const WAKER: Token = Token(usize::MAX);
+pub(crate) const WAKER: Token = Token(usize::MAX);
 /// Most updates taken per turn, so sockets are served between batches.
 pub(super) const MAX_BATCH: usize = 1024;
 const MAX_PARK: Duration = Duration::from_millis(100);
@@ -59,7 +59,7 @@ const REFUSAL: &[u8] = b"-ERR max number of clients reached\r\n";
 
 /// Settings of the publisher.
 #[derive(Debug, Clone)]
-pub struct PublisherSettings {
+pub(crate) struct PublisherSettings {
     /// Subscriber output buffer high-water mark, bytes.
     pub hwm: usize,
     /// Most simultaneous subscribers.
@@ -82,7 +82,7 @@ pub struct PublisherSettings {
 
 /// Everything the publisher thread owns.
 #[derive(Debug)]
-pub struct Publisher {
+pub(crate) struct Publisher {
     /// Poller, counters, recorder, clock and stop flag of this thread.
     pub(super) ctx: LoopCtx,
     /// The subscriber port: limit, refusal line, socket options.
@@ -120,7 +120,7 @@ impl Publisher {
     ///
     /// # Errors
     /// When the listener cannot be registered.
-    pub fn new(
+    pub(crate) fn new(
         listener: TcpListener,
         ctx: LoopCtx,
         slots: SlotReader,
@@ -169,7 +169,7 @@ impl Publisher {
     }
 
     /// Runs until the stop flag is set and the waker fires.
-    pub fn run(mut self) {
+    pub(crate) fn run(mut self) {
         let mut events = Events::with_capacity(1024);
         let mut work = 0usize;
         while !self.ctx.stopping() {

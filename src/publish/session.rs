@@ -34,11 +34,11 @@ use crate::protocol::resp::framing::Proto;
 use crate::publish::outbuf::SubscriberBuffer;
 
 /// Bytes of the input buffer: one command must fit in it.
-pub const INBUF_LEN: usize = 64 * 1024;
+pub(crate) const INBUF_LEN: usize = 64 * 1024;
 
 /// Whether the client has authenticated.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Auth {
+pub(crate) enum Auth {
     /// A token is configured and the client has not presented it: only
     /// `AUTH`, `HELLO … AUTH` and `QUIT` run.
     Pending,
@@ -48,7 +48,7 @@ pub enum Auth {
 
 /// Where a session is in its life (the read side and the close).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum SessionState {
+pub(crate) enum SessionState {
     /// Reading and answering commands.
     Open(Auth),
     /// The peer will send nothing more: like Redis, answer what it sent,
@@ -64,17 +64,17 @@ pub enum SessionState {
 
 impl SessionState {
     /// Accepted and, when `authed`, already authenticated.
-    pub fn new(authed: bool) -> Self {
+    pub(crate) fn new(authed: bool) -> Self {
         SessionState::Open(if authed { Auth::Passed } else { Auth::Pending })
     }
 
     /// Commands may still be read and answered.
-    pub fn serves_commands(self) -> bool {
+    pub(crate) fn serves_commands(self) -> bool {
         matches!(self, SessionState::Open(_) | SessionState::InputEnded(_))
     }
 
     /// Passed `AUTH` (or needs none) and still serving commands.
-    pub fn is_authed(self) -> bool {
+    pub(crate) fn is_authed(self) -> bool {
         matches!(
             self,
             SessionState::Open(Auth::Passed) | SessionState::InputEnded(Auth::Passed)
@@ -82,7 +82,7 @@ impl SessionState {
     }
 
     /// Still serving commands without having authenticated.
-    pub fn awaits_auth(self) -> bool {
+    pub(crate) fn awaits_auth(self) -> bool {
         matches!(
             self,
             SessionState::Open(Auth::Pending) | SessionState::InputEnded(Auth::Pending)
@@ -90,27 +90,27 @@ impl SessionState {
     }
 
     /// The peer sent EOF and the session has not started closing yet.
-    pub fn input_ended(self) -> bool {
+    pub(crate) fn input_ended(self) -> bool {
         matches!(self, SessionState::InputEnded(_))
     }
 
     /// Closes once the buffer is written.
-    pub fn is_closing(self) -> bool {
+    pub(crate) fn is_closing(self) -> bool {
         self == SessionState::Closing
     }
 
     /// A write failed.
-    pub fn is_failed(self) -> bool {
+    pub(crate) fn is_failed(self) -> bool {
         self == SessionState::Failed
     }
 
     /// `AUTH` passed (a closing or failed session stays so).
-    pub fn authenticate(&mut self) {
+    pub(crate) fn authenticate(&mut self) {
         self.set_auth(Auth::Passed);
     }
 
     /// `RESET` with a token configured: authenticate again first.
-    pub fn require_auth(&mut self) {
+    pub(crate) fn require_auth(&mut self) {
         self.set_auth(Auth::Pending);
     }
 
@@ -122,7 +122,7 @@ impl SessionState {
     }
 
     /// The peer closed its sending side (a closing or failed session stays so).
-    pub fn end_input(&mut self) {
+    pub(crate) fn end_input(&mut self) {
         if let SessionState::Open(auth) = *self {
             *self = SessionState::InputEnded(auth);
         }
@@ -130,21 +130,21 @@ impl SessionState {
 
     /// Answered for the last time: close once the buffer is written (a
     /// failed session stays failed).
-    pub fn close_after_flush(&mut self) {
+    pub(crate) fn close_after_flush(&mut self) {
         if !self.is_failed() {
             *self = SessionState::Closing;
         }
     }
 
     /// A write failed: the peer is gone.
-    pub fn fail(&mut self) {
+    pub(crate) fn fail(&mut self) {
         *self = SessionState::Failed;
     }
 }
 
 /// The socket's write side as last seen.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum WriteState {
+pub(crate) enum WriteState {
     /// The socket took everything offered, or has not been written yet.
     Ready,
     /// The last write hit `WouldBlock`: wait for a writable event.
@@ -153,7 +153,7 @@ pub enum WriteState {
 
 /// A subscriber connection.
 #[derive(Debug)]
-pub struct Session {
+pub(crate) struct Session {
     /// The client id `CLIENT ID` and `HELLO` report (1-based, counted per
     /// accepted subscriber, never reused).
     pub id: u64,
@@ -193,7 +193,7 @@ pub struct Session {
 
 impl Session {
     /// A session for a freshly accepted socket.
-    pub fn new(id: u64, hwm: usize, max_symbols: usize, authed: bool, now_ns: u64) -> Self {
+    pub(crate) fn new(id: u64, hwm: usize, max_symbols: usize, authed: bool, now_ns: u64) -> Self {
         Session {
             id,
             input: ReadBuf::new(INBUF_LEN),
@@ -216,42 +216,42 @@ impl Session {
     }
 
     /// Where it is in its life.
-    pub fn state(&self) -> SessionState {
+    pub(crate) fn state(&self) -> SessionState {
         self.state
     }
 
     /// `AUTH` (or `HELLO … AUTH`) passed; see [`SessionState::authenticate`].
-    pub fn authenticate(&mut self) {
+    pub(crate) fn authenticate(&mut self) {
         self.state.authenticate();
     }
 
     /// See [`SessionState::require_auth`].
-    pub fn require_auth(&mut self) {
+    pub(crate) fn require_auth(&mut self) {
         self.state.require_auth();
     }
 
     /// See [`SessionState::end_input`].
-    pub fn end_input(&mut self) {
+    pub(crate) fn end_input(&mut self) {
         self.state.end_input();
     }
 
     /// See [`SessionState::close_after_flush`].
-    pub fn close_after_flush(&mut self) {
+    pub(crate) fn close_after_flush(&mut self) {
         self.state.close_after_flush();
     }
 
     /// See [`SessionState::fail`].
-    pub fn fail(&mut self) {
+    pub(crate) fn fail(&mut self) {
         self.state.fail();
     }
 
     /// The socket's write side.
-    pub fn write_state(&self) -> WriteState {
+    pub(crate) fn write_state(&self) -> WriteState {
         self.write
     }
 
     /// A write ended with (`blocked`) or without `WouldBlock`.
-    pub fn wrote(&mut self, blocked: bool) {
+    pub(crate) fn wrote(&mut self, blocked: bool) {
         self.write = if blocked {
             WriteState::Blocked
         } else {
@@ -260,17 +260,17 @@ impl Session {
     }
 
     /// A writable event arrived.
-    pub fn writable(&mut self) {
+    pub(crate) fn writable(&mut self) {
         self.write = WriteState::Ready;
     }
 
     /// Channels plus patterns: the count Redis reports in subscribe replies.
-    pub fn subscription_count(&self) -> usize {
+    pub(crate) fn subscription_count(&self) -> usize {
         self.channels.len() + self.patterns.len()
     }
 
     /// Where command replies are appended.
-    pub fn out(&mut self) -> &mut BytesMut {
+    pub(crate) fn out(&mut self) -> &mut BytesMut {
         self.buf.replies()
     }
 
@@ -279,7 +279,7 @@ impl Session {
     ///
     /// # Errors
     /// A socket error other than `WouldBlock`/`Interrupted`.
-    pub fn read_some(&mut self, stream: &mut TcpStream) -> std::io::Result<ReadOutcome> {
+    pub(crate) fn read_some(&mut self, stream: &mut TcpStream) -> std::io::Result<ReadOutcome> {
         let outcome = self.input.read_from(stream)?;
         if outcome == ReadOutcome::Eof {
             self.end_input();
@@ -288,7 +288,7 @@ impl Session {
     }
 
     /// The figures reports show, as of `now_ns`, for the peer at `peer`.
-    pub fn stats(&self, peer: &str, now_ns: u64) -> SubscriberStats {
+    pub(crate) fn stats(&self, peer: &str, now_ns: u64) -> SubscriberStats {
         let b = &self.buf.stats;
         SubscriberStats {
             id: self.id,

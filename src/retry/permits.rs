@@ -21,7 +21,7 @@ pub(crate) struct Permits {
 
 impl Permits {
     /// `capacity` permits (at least 1).
-    pub fn new(capacity: usize) -> Self {
+    pub(crate) fn new(capacity: usize) -> Self {
         Permits {
             used: CachePadded::new(AtomicUsize::new(0)),
             capacity: capacity.max(1),
@@ -29,7 +29,7 @@ impl Permits {
     }
 
     /// Takes a permit; false when all are out.
-    pub fn try_acquire(&self) -> bool {
+    pub(crate) fn try_acquire(&self) -> bool {
         // Relaxed: the permit guards a count, not data; the item itself
         // travels through a channel that synchronises.
         self.used
@@ -40,13 +40,13 @@ impl Permits {
     }
 
     /// Gives a permit back.
-    pub fn release(&self) {
+    pub(crate) fn release(&self) {
         let prev = self.used.fetch_sub(1, Ordering::Relaxed);
         debug_assert!(prev > 0, "permit released twice");
     }
 
     /// Permits out now.
-    pub fn in_use(&self) -> usize {
+    pub(crate) fn in_use(&self) -> usize {
         self.used.load(Ordering::Relaxed)
     }
 }

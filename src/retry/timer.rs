@@ -28,7 +28,7 @@ use super::delay_queue::{DelayQueue, Full};
 const IDLE_WAIT: Duration = Duration::from_millis(50);
 
 /// What the timer does with items.
-pub trait Fire<T> {
+pub(crate) trait Fire<T> {
     /// A due item. `Err(item)` means "cannot take it now" (e.g. the workers'
     /// channel is full): the timer keeps it, due as before, and offers it
     /// again on its next tick.
@@ -56,7 +56,7 @@ pub trait Fire<T> {
 
 /// The loop's state.
 #[derive(Debug)]
-pub struct TimerLoop<T, F> {
+pub(crate) struct TimerLoop<T, F> {
     queue: DelayQueue<T>,
     inbox: Receiver<(u64, T)>,
     clock: SharedClock,
@@ -67,7 +67,7 @@ pub struct TimerLoop<T, F> {
 
 impl<T, F: Fire<T>> TimerLoop<T, F> {
     /// A loop over a queue of `capacity`, ticking at least every `tick` of real time.
-    pub fn new(
+    pub(crate) fn new(
         capacity: usize,
         inbox: Receiver<(u64, T)>,
         clock: SharedClock,
@@ -87,7 +87,7 @@ impl<T, F: Fire<T>> TimerLoop<T, F> {
 
     /// One turn: take what the inbox holds (waiting at most `wait`), then
     /// fire what is due. Returns false once the loop should end.
-    pub fn turn(&mut self, wait: Duration) -> bool {
+    pub(crate) fn turn(&mut self, wait: Duration) -> bool {
         match self.inbox.recv_timeout(wait) {
             Ok((due, item)) => {
                 self.admit(due, item);
@@ -110,7 +110,7 @@ impl<T, F: Fire<T>> TimerLoop<T, F> {
     }
 
     /// Fires every due item; returns how many fired.
-    pub fn fire_due(&mut self) -> usize {
+    pub(crate) fn fire_due(&mut self) -> usize {
         let now = self.clock.now_ns();
         let mut fired = 0;
         while let Some((due, item)) = self.queue.pop_due(now) {
@@ -132,7 +132,7 @@ impl<T, F: Fire<T>> TimerLoop<T, F> {
     /// [`Fire::close`], hands every waiting item to [`Fire::abandon`], and
     /// keeps abandoning what still arrives until every producer has gone, so
     /// no item is left in a channel when it is dropped. Returns the handler.
-    pub fn run(mut self) -> F {
+    pub(crate) fn run(mut self) -> F {
         while !self.stop.load(Ordering::Acquire) {
             let now = self.clock.now_ns();
             let wait = match self.queue.next_due() {
@@ -158,13 +158,13 @@ impl<T, F: Fire<T>> TimerLoop<T, F> {
 
     /// The handler (tests).
     #[cfg(test)]
-    pub fn handler(&self) -> &F {
+    pub(crate) fn handler(&self) -> &F {
         &self.fire
     }
 
     /// Items waiting.
     #[cfg(test)]
-    pub fn len(&self) -> usize {
+    pub(crate) fn len(&self) -> usize {
         self.queue.len()
     }
 }

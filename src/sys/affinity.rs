@@ -6,7 +6,7 @@
 
 /// What happened when a thread asked for a core.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub enum PinOutcome {
+pub(crate) enum PinOutcome {
     /// No core was requested for this thread.
     NotRequested,
     /// The thread now runs on the requested core only.
@@ -21,7 +21,7 @@ pub enum PinOutcome {
 }
 
 /// Pins the calling thread to `core` if given and possible.
-pub fn pin_current_thread(core: Option<usize>) -> PinOutcome {
+pub(crate) fn pin_current_thread(core: Option<usize>) -> PinOutcome {
     let Some(requested) = core else {
         return PinOutcome::NotRequested;
     };
@@ -36,7 +36,7 @@ pub fn pin_current_thread(core: Option<usize>) -> PinOutcome {
 }
 
 /// Pins the calling thread and logs the outcome in one line.
-pub fn pin_and_log(thread: &str, core: Option<usize>) -> PinOutcome {
+pub(crate) fn pin_and_log(thread: &str, core: Option<usize>) -> PinOutcome {
     let outcome = pin_current_thread(core);
     match &outcome {
         PinOutcome::NotRequested => {}

@@ -15,7 +15,7 @@ pub(crate) struct MonoClock {
 
 impl MonoClock {
     /// A clock whose zero is now.
-    pub fn new() -> Self {
+    pub(crate) fn new() -> Self {
         MonoClock {
             epoch: Instant::now(),
         }
@@ -23,12 +23,12 @@ impl MonoClock {
 
     /// Nanoseconds since this clock's epoch.
     #[inline]
-    pub fn now_ns(&self) -> u64 {
+    pub(crate) fn now_ns(&self) -> u64 {
         self.epoch.elapsed().as_nanos() as u64
     }
 
     /// The `Instant` this clock counts from.
-    pub fn epoch(&self) -> Instant {
+    pub(crate) fn epoch(&self) -> Instant {
         self.epoch
     }
 }

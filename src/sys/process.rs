@@ -13,7 +13,7 @@
 
 /// A snapshot of the process's figures.
 #[derive(Debug, Clone, Copy, PartialEq)]
-pub struct ProcessStats {
+pub(crate) struct ProcessStats {
     /// User plus system CPU time, seconds.
     pub cpu_seconds: f64,
     /// Resident set size, bytes.
@@ -32,7 +32,7 @@ pub struct ProcessStats {
 
 /// The figures could not be read.
 #[derive(Debug, thiserror::Error)]
-pub enum ProcessStatsError {
+pub(crate) enum ProcessStatsError {
     /// `/proc` is missing or unreadable (e.g. not mounted in a container):
     /// mount it, or do without the `process_*` series.
     #[cfg(target_os = "linux")]
@@ -50,7 +50,7 @@ impl ProcessStats {
     /// # Errors
     /// When `/proc` cannot be read, or on a system without it.
     #[cfg(target_os = "linux")]
-    pub fn read() -> Result<ProcessStats, ProcessStatsError> {
+    pub(crate) fn read() -> Result<ProcessStats, ProcessStatsError> {
         let me = procfs::process::Process::myself()?;
         let stat = me.stat()?;
         let ticks = procfs::ticks_per_second().max(1) as f64;

@@ -45,7 +45,7 @@ use super::sequencer::{Arrival, SequencerConfig, Sequencers};
 
 /// What the workers (and the retry timer) tell the fill thread.
 #[derive(Debug)]
-pub enum FillMsg {
+pub(crate) enum FillMsg {
     /// An order whose fills will follow, split into chunks of these sizes
     /// (one chunk for a small order). Sent before any of its fills.
     Begin {
@@ -76,7 +76,7 @@ pub enum FillMsg {
 
 /// How a chunk ended.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub enum ChunkEnd {
+pub(crate) enum ChunkEnd {
     /// A bridge executed it; its fills were sent before this.
     Executed {
         /// Highest fill number delivered (0: none).
@@ -100,7 +100,7 @@ pub enum ChunkEnd {
 
 /// What the book hands out.
 #[derive(Debug)]
-pub enum BookOut {
+pub(crate) enum BookOut {
     /// A reply for the gateway.
     Event(Event),
     /// A dead letter (a parent none of whose chunks executed).
@@ -109,7 +109,7 @@ pub enum BookOut {
 
 /// Counts the sequencer does not keep.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
-pub struct BookStats {
+pub(crate) struct BookStats {
     /// Fills for an order the book does not know (late copies).
     pub unknown: u64,
     /// Fill numbers never received, found at a chunk's end.
@@ -146,7 +146,7 @@ type Key = (u64, u32);
 /// The book. Bounded by the orders in flight (each is begun once and
 /// removed at its end) and by the sequencer's hold bounds.
 #[derive(Debug)]
-pub struct FillBook {
+pub(crate) struct FillBook {
     seq: Sequencers<Key, VenueFill>,
     positions: Positions<Key, u64>,
     parents: HashMap<u64, Parent>,
@@ -157,7 +157,7 @@ pub struct FillBook {
 
 impl FillBook {
     /// An empty book.
-    pub fn new(config: SequencerConfig) -> Self {
+    pub(crate) fn new(config: SequencerConfig) -> Self {
         FillBook {
             seq: Sequencers::new(config),
             positions: Positions::new(),
@@ -168,17 +168,17 @@ impl FillBook {
     }
 
     /// The sequencer's counts.
-    pub fn sequencer(&self) -> &Sequencers<Key, VenueFill> {
+    pub(crate) fn sequencer(&self) -> &Sequencers<Key, VenueFill> {
         &self.seq
     }
 
     /// Orders being sequenced now.
-    pub fn open(&self) -> usize {
+    pub(crate) fn open(&self) -> usize {
         self.parents.len()
     }
 
     /// Handles one message at engine time `now_ns`.
-    pub fn handle(&mut self, msg: FillMsg, now_ns: u64, out: &mut impl FnMut(BookOut)) {
+    pub(crate) fn handle(&mut self, msg: FillMsg, now_ns: u64, out: &mut impl FnMut(BookOut)) {
         match msg {
             FillMsg::Begin { order, chunks } => {
                 debug_assert_eq!(chunks.iter().map(|c| c.0).sum::<u64>(), order.qty.0);
@@ -267,7 +267,7 @@ impl FillBook {
     /// The gap timer: skips gaps open longer than the timeout at `now_ns`,
     /// applies what follows, and ends the orders that were waiting only for
     /// that. Returns the gaps skipped.
-    pub fn tick(&mut self, now_ns: u64, out: &mut impl FnMut(BookOut)) -> usize {
+    pub(crate) fn tick(&mut self, now_ns: u64, out: &mut impl FnMut(BookOut)) -> usize {
         let Self {
             seq,
             positions,

@@ -38,13 +38,13 @@ use crate::order::lanes::events::EventSender;
 use super::fill_book::{BookOut, FillBook, FillMsg};
 
 /// Capacity of the inbox.
-pub const FILL_CAPACITY: usize = 16 * 1024;
+pub(crate) const FILL_CAPACITY: usize = 16 * 1024;
 /// Messages handled between two looks at the timer.
 const BATCH: usize = 256;
 
 /// The loop's state.
 #[derive(Debug)]
-pub struct FillThread {
+pub(crate) struct FillThread {
     /// From the workers and the retry timer.
     pub inbox: Receiver<FillMsg>,
     /// The book it owns.
@@ -63,7 +63,7 @@ pub struct FillThread {
 
 impl FillThread {
     /// Runs until every sender has gone and the book is empty.
-    pub fn run(mut self) {
+    pub(crate) fn run(mut self) {
         let mut out: Vec<BookOut> = Vec::with_capacity(64);
         let mut next_tick = Instant::now() + self.tick;
         let mut open = true;

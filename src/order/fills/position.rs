@@ -12,7 +12,7 @@ use std::hash::Hash;
 
 /// The absolute values a fill carries.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
-pub struct FillValues<Q> {
+pub(crate) struct FillValues<Q> {
     /// 1-based fill number within the order.
     pub fill_no: u64,
     /// Cumulative quantity filled so far.
@@ -25,7 +25,7 @@ pub struct FillValues<Q> {
 
 /// What applying a fill did.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Applied {
+pub(crate) enum Applied {
     /// The position moved to this fill's values.
     Moved,
     /// The fill number was not above the last applied one: nothing changed.
@@ -36,7 +36,7 @@ pub enum Applied {
 /// [`crate::order::fills`]). Bounded by the number of live orders the caller keeps;
 /// [`Positions::remove`] forgets a finished order.
 #[derive(Debug)]
-pub struct Positions<K, Q> {
+pub(crate) struct Positions<K, Q> {
     by_order: HashMap<K, FillValues<Q>>,
 }
 
@@ -50,12 +50,12 @@ impl<K: Eq + Hash + Clone, Q: Copy + Default> Default for Positions<K, Q> {
 
 impl<K: Eq + Hash + Clone, Q: Copy + Default> Positions<K, Q> {
     /// No positions.
-    pub fn new() -> Self {
+    pub(crate) fn new() -> Self {
         Self::default()
     }
 
     /// Applies `fill` to `order` if its fill number is new.
-    pub fn apply(&mut self, order: &K, fill: FillValues<Q>) -> Applied {
+    pub(crate) fn apply(&mut self, order: &K, fill: FillValues<Q>) -> Applied {
         let last = self.by_order.get(order).map_or(0, |p| p.fill_no);
         if fill.fill_no <= last {
             return Applied::Unchanged;
@@ -65,18 +65,18 @@ impl<K: Eq + Hash + Clone, Q: Copy + Default> Positions<K, Q> {
     }
 
     /// The last applied values of `order` (none before its first fill).
-    pub fn get(&self, order: &K) -> Option<&FillValues<Q>> {
+    pub(crate) fn get(&self, order: &K) -> Option<&FillValues<Q>> {
         self.by_order.get(order)
     }
 
     /// Forgets a finished order; returns its final values.
-    pub fn remove(&mut self, order: &K) -> Option<FillValues<Q>> {
+    pub(crate) fn remove(&mut self, order: &K) -> Option<FillValues<Q>> {
         self.by_order.remove(order)
     }
 
     /// True when no order has a position.
     #[cfg(test)]
-    pub fn is_empty(&self) -> bool {
+    pub(crate) fn is_empty(&self) -> bool {
         self.by_order.is_empty()
     }
 }

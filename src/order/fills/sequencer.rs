@@ -44,7 +44,7 @@ impl Default for SequencerConfig {
 
 /// What an arriving fill became.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Arrival {
+pub(crate) enum Arrival {
     /// It was the expected fill: applied, with `count - 1` held fills behind it.
     Applied {
         /// Fills applied by this arrival.
@@ -60,7 +60,7 @@ pub enum Arrival {
 
 /// Counts since creation.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
-pub struct SequencerStats {
+pub(crate) struct SequencerStats {
     /// Fills applied.
     pub applied: u64,
     /// Fills held (at arrival).
@@ -87,7 +87,7 @@ struct OrderSeq<T> {
 
 /// The sequencers of every live order.
 #[derive(Debug)]
-pub struct Sequencers<K, T> {
+pub(crate) struct Sequencers<K, T> {
     orders: HashMap<K, OrderSeq<T>>,
     held_total: usize,
     config: SequencerConfig,
@@ -97,7 +97,7 @@ pub struct Sequencers<K, T> {
 
 impl<K: Eq + Hash + Clone + Debug, T> Sequencers<K, T> {
     /// Empty, with `config`.
-    pub fn new(config: SequencerConfig) -> Self {
+    pub(crate) fn new(config: SequencerConfig) -> Self {
         Sequencers {
             orders: HashMap::new(),
             held_total: 0,
@@ -107,18 +107,18 @@ impl<K: Eq + Hash + Clone + Debug, T> Sequencers<K, T> {
     }
 
     /// Early fills held now, over all orders.
-    pub fn held_total(&self) -> usize {
+    pub(crate) fn held_total(&self) -> usize {
         self.held_total
     }
 
     /// The next fill number expected for `order` (1 before any fill).
-    pub fn next_expected(&self, order: &K) -> u64 {
+    pub(crate) fn next_expected(&self, order: &K) -> u64 {
         self.orders.get(order).map_or(1, |s| s.next)
     }
 
     /// Offers fill `fill_no` of `order`; calls `apply` for every fill that
     /// becomes applicable, in fill-number order.
-    pub fn arrive(
+    pub(crate) fn arrive(
         &mut self,
         order: &K,
         fill_no: u64,
@@ -162,7 +162,7 @@ impl<K: Eq + Hash + Clone + Debug, T> Sequencers<K, T> {
 
     /// The gap timer: skips every gap open at least `gap_timeout` at
     /// `now_ns`. Returns the number of gaps skipped.
-    pub fn tick(&mut self, now_ns: u64, mut apply: impl FnMut(&K, u64, T)) -> usize {
+    pub(crate) fn tick(&mut self, now_ns: u64, mut apply: impl FnMut(&K, u64, T)) -> usize {
         let timeout = self.config.gap_timeout_ns;
         let mut skipped = 0;
         for (order, seq) in self.orders.iter_mut() {
@@ -192,12 +192,12 @@ impl<K: Eq + Hash + Clone + Debug, T> Sequencers<K, T> {
     }
 
     /// Early fills held now for `order`.
-    pub fn held(&self, order: &K) -> usize {
+    pub(crate) fn held(&self, order: &K) -> usize {
         self.orders.get(order).map_or(0, |s| s.held.len())
     }
 
     /// Forgets a finished order and anything still held for it.
-    pub fn finish(&mut self, order: &K) {
+    pub(crate) fn finish(&mut self, order: &K) {
         if let Some(seq) = self.orders.remove(order) {
             self.held_total -= seq.held.len();
         }

@@ -168,7 +168,7 @@ impl Gateway {
     ///
     /// # Errors
     /// When the listener cannot be registered.
-    pub fn new(
+    pub(crate) fn new(
         listener: TcpListener,
         ctx: LoopCtx,
         parts: GatewayParts,
@@ -238,7 +238,7 @@ impl Gateway {
 
     /// Runs until the runtime asks it to close and every worker and the
     /// timer have gone (so every accepted order has had its terminal reply).
-    pub fn run(mut self) {
+    pub(crate) fn run(mut self) {
         let mut events = Events::with_capacity(1024);
         let mut work = 0usize;
         loop {

@@ -15,7 +15,7 @@
 
 /// The limiter of one connection.
 #[derive(Debug, Clone)]
-pub struct RateLimit {
+pub(crate) struct RateLimit {
     /// T: nanoseconds of budget one order uses (1 s / rate, rounded down,
     /// so the limit is never stricter than asked).
     interval_ns: u64,
@@ -31,7 +31,7 @@ impl RateLimit {
     ///
     /// # Panics
     /// When `per_sec` is 0 (no limit: do not build a limiter).
-    pub fn per_second(per_sec: u32) -> RateLimit {
+    pub(crate) fn per_second(per_sec: u32) -> RateLimit {
         assert!(per_sec > 0, "a rate limit of 0 means no limiter");
         let interval_ns = 1_000_000_000 / u64::from(per_sec);
         RateLimit {
@@ -43,7 +43,7 @@ impl RateLimit {
 
     /// Takes one order's budget at `now_ns`; false (and nothing taken) when
     /// the connection is over its rate.
-    pub fn try_take(&mut self, now_ns: u64) -> bool {
+    pub(crate) fn try_take(&mut self, now_ns: u64) -> bool {
         let tat = self.tat_ns.max(now_ns);
         if tat - now_ns > self.tolerance_ns {
             return false;

@@ -35,7 +35,7 @@ pub(crate) struct Busy<T>(pub T);
 
 /// Counts and stamps shared by the two sides.
 #[derive(Debug)]
-pub struct QueueStats {
+pub(crate) struct QueueStats {
     /// Orders taken by consumers (many writers: the workers).
     popped: CachePadded<AtomicU64>,
     /// Orders pushed (single writer: the producer).
@@ -46,12 +46,12 @@ pub struct QueueStats {
 
 impl QueueStats {
     /// Records that a consumer took an order.
-    pub fn on_take(&self) {
+    pub(crate) fn on_take(&self) {
         self.popped.fetch_add(1, Ordering::Relaxed);
     }
 
     /// Age in ns of the oldest queued order at `now_ns` (0 when empty).
-    pub fn oldest_age_ns(&self, now_ns: u64) -> u64 {
+    pub(crate) fn oldest_age_ns(&self, now_ns: u64) -> u64 {
         let pushed = self.pushed.load(Ordering::Acquire);
         let popped = self.popped.load(Ordering::Relaxed);
         if popped >= pushed {
@@ -91,7 +91,7 @@ impl LaneTx {
 
 /// One lane's queue, consumer side (clone the receiver per worker).
 #[derive(Debug, Clone)]
-pub struct LaneRx {
+pub(crate) struct LaneRx {
     /// The orders.
     pub rx: Receiver<Order>,
     /// Its stats (consumers count what they take).
@@ -127,7 +127,7 @@ fn lane_queue(capacity: usize) -> (LaneTx, LaneRx) {
 /// A bounded queue per lane (`capacity[lane.index()]` orders each): the
 /// producer side and the consumer sides, by [`Lane::index`]. In
 /// [`super::routing::LaneMode::Shared`] the large queue exists but stays empty.
-pub fn admission(lanes: LaneConfig, capacity: [usize; 2]) -> (Admission, [LaneRx; 2]) {
+pub(crate) fn admission(lanes: LaneConfig, capacity: [usize; 2]) -> (Admission, [LaneRx; 2]) {
     let (small_tx, small_rx) = lane_queue(capacity[0]);
     let (large_tx, large_rx) = lane_queue(capacity[1]);
     (
@@ -146,33 +146,33 @@ impl Admission {
     /// # Errors
     /// `Busy(order)` when its lane's queue is full (or the workers are gone).
     #[allow(clippy::result_large_err)] // reason: the order moves back by value; boxing it would allocate on the SYSTEM_BUSY path, which must stay cheap
-    pub fn offer(&self, mut order: Order) -> Result<(), Busy<Order>> {
+    pub(crate) fn offer(&self, mut order: Order) -> Result<(), Busy<Order>> {
         order.lane = self.lanes.lane_of(order.qty);
         self.queues[order.lane.index()].offer(order)
     }
 
     /// Orders queued now, both lanes.
-    pub fn depth(&self) -> usize {
+    pub(crate) fn depth(&self) -> usize {
         self.queues.iter().map(|q| q.tx.len()).sum()
     }
 
     /// Orders queued now in `lane`.
-    pub fn lane_depth(&self, lane: Lane) -> usize {
+    pub(crate) fn lane_depth(&self, lane: Lane) -> usize {
         self.queues[lane.index()].tx.len()
     }
 
     /// The bound of `lane`'s queue.
-    pub fn capacity_of(&self, lane: Lane) -> usize {
+    pub(crate) fn capacity_of(&self, lane: Lane) -> usize {
         self.queues[lane.index()].capacity
     }
 
     /// Age in ns of the oldest order queued in `lane` at `now_ns` (0 when empty).
-    pub fn lane_oldest_age_ns(&self, lane: Lane, now_ns: u64) -> u64 {
+    pub(crate) fn lane_oldest_age_ns(&self, lane: Lane, now_ns: u64) -> u64 {
         self.queues[lane.index()].stats.oldest_age_ns(now_ns)
     }
 
     /// Age in ns of the oldest order queued in either lane (0 when both are empty).
-    pub fn oldest_age_ns(&self, now_ns: u64) -> u64 {
+    pub(crate) fn oldest_age_ns(&self, now_ns: u64) -> u64 {
         Lane::ALL
             .iter()
             .map(|l| self.lane_oldest_age_ns(*l, now_ns))
@@ -182,7 +182,7 @@ impl Admission {
 
     /// Writes the queue gauges (total and per lane) at `now_ns`.
     /// Single writer: the gateway thread.
-    pub fn publish_gauges(&self, o: &OrderCounters, now_ns: u64) {
+    pub(crate) fn publish_gauges(&self, o: &OrderCounters, now_ns: u64) {
         set(&o.queue_depth, self.depth() as u64);
         set(&o.queue_oldest_age_us, self.oldest_age_ns(now_ns) / 1_000);
         for l in Lane::ALL {
@@ -195,7 +195,7 @@ impl Admission {
     }
 
     /// Zeroes the queue gauges (intake closed).
-    pub fn clear_gauges(o: &OrderCounters) {
+    pub(crate) fn clear_gauges(o: &OrderCounters) {
         set(&o.queue_depth, 0);
         set(&o.queue_oldest_age_us, 0);
         for l in Lane::ALL {

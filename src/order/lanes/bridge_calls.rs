@@ -61,7 +61,7 @@ pub(crate) struct InProgress {
 
 impl InProgress {
     /// Age in ns of the oldest call at `now_ns` (0 when there is none).
-    pub fn oldest_age_ns(&self, now_ns: u64) -> u64 {
+    pub(crate) fn oldest_age_ns(&self, now_ns: u64) -> u64 {
         self.oldest_start_ns
             .map_or(0, |start| now_ns.saturating_sub(start))
     }
@@ -69,7 +69,7 @@ impl InProgress {
 
 impl BridgeCalls {
     /// Slots for `workers` workers, all clear.
-    pub fn new(workers: usize) -> Self {
+    pub(crate) fn new(workers: usize) -> Self {
         BridgeCalls {
             slots: (0..workers)
                 .map(|_| CachePadded::new(AtomicU64::new(0)))
@@ -82,7 +82,7 @@ impl BridgeCalls {
     ///
     /// # Panics
     /// When `worker` has no slot.
-    pub fn enter(&self, worker: usize, start_ns: u64) -> InCall<'_> {
+    pub(crate) fn enter(&self, worker: usize, start_ns: u64) -> InCall<'_> {
         let slot = &*self.slots[worker];
         debug_assert_eq!(
             slot.load(Ordering::Relaxed),
@@ -99,7 +99,7 @@ impl BridgeCalls {
     /// Scans every slot: how many workers are in a bridge call, and when the
     /// oldest of those calls started. Lock-free; the slots may change during
     /// the scan, so the result is a close snapshot, not an exact one.
-    pub fn in_progress(&self) -> InProgress {
+    pub(crate) fn in_progress(&self) -> InProgress {
         let mut p = InProgress::default();
         for s in self.slots.iter() {
             let v = s.load(Ordering::Relaxed);
@@ -115,7 +115,7 @@ impl BridgeCalls {
     /// Writes the gauges `bridge_calls_in_progress` and
     /// `bridge_call_oldest_age_us`, reading `clock` only when a call is in
     /// progress. Single writer of those gauges: the gateway thread.
-    pub fn publish_gauges(&self, o: &OrderCounters, clock: &dyn Clock) {
+    pub(crate) fn publish_gauges(&self, o: &OrderCounters, clock: &dyn Clock) {
         let p = self.in_progress();
         let age_ns = if p.count == 0 {
             0

@@ -19,23 +19,23 @@ use crate::model::units::{Amount, Lots};
 use crate::order::accepted::ConnId;
 
 /// Capacity of the event channel.
-pub const EVENT_CAPACITY: usize = 16 * 1024;
+pub(crate) const EVENT_CAPACITY: usize = 16 * 1024;
 
 /// A sender's handle (cloned per worker and for the timer).
 #[derive(Debug, Clone)]
-pub struct EventSender {
+pub(crate) struct EventSender {
     tx: Sender<Event>,
     waker: Arc<Waker>,
 }
 
 impl EventSender {
     /// Wraps the channel and the gateway's waker.
-    pub fn new(tx: Sender<Event>, waker: Arc<Waker>) -> Self {
+    pub(crate) fn new(tx: Sender<Event>, waker: Arc<Waker>) -> Self {
         EventSender { tx, waker }
     }
 
     /// Sends one event, waiting for room. Does not wake the gateway.
-    pub fn send(&self, ev: Event) {
+    pub(crate) fn send(&self, ev: Event) {
         if self.tx.send(ev).is_err() {
             // The gateway is gone only after every sender is dropped: unreachable.
             log::error!("order event lost: gateway stopped first");
@@ -43,7 +43,7 @@ impl EventSender {
     }
 
     /// Wakes the gateway (after a batch of `send`s).
-    pub fn wake(&self) {
+    pub(crate) fn wake(&self) {
         let _ = self.waker.wake();
     }
 }
@@ -106,7 +106,7 @@ pub(crate) enum EventKind {
 
 impl EventKind {
     /// Does this event end the order?
-    pub fn is_terminal(&self) -> bool {
+    pub(crate) fn is_terminal(&self) -> bool {
         !matches!(self, EventKind::Fill { .. })
     }
 }

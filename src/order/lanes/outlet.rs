@@ -25,7 +25,7 @@ use super::events::{Event, EventKind, EventSender};
 /// gateway, fills and chunk outcomes to the fill thread, dead letters to the
 /// DLQ. Every send waits for room: nothing after `ACK` is dropped.
 #[derive(Debug, Clone)]
-pub struct Outlet {
+pub(crate) struct Outlet {
     /// Replies.
     pub events: EventSender,
     /// To the fill thread.
@@ -45,7 +45,7 @@ impl Outlet {
 
     /// An executed attempt: its fills, as delivered, then its end, to the
     /// fill thread (a small order is first begun there as a one-chunk parent).
-    pub fn executed(&self, o: Order, fills: Vec<VenueFill>) {
+    pub(crate) fn executed(&self, o: Order, fills: Vec<VenueFill>) {
         let attempts = o.attempts();
         let last_fill = fills.iter().map(|f| f.fill_no).max().unwrap_or(0);
         let (parent, chunk) = match o.chunk {
@@ -78,7 +78,7 @@ impl Outlet {
 
     /// Dead: an order goes to the DLQ and its client gets `DEAD`; a chunk's
     /// end goes to the fill thread (the parent answers).
-    pub fn dead(&self, o: Order, reason: DeadReason) {
+    pub(crate) fn dead(&self, o: Order, reason: DeadReason) {
         match o.chunk {
             Some(c) => self.to_fills(FillMsg::End {
                 parent: c.parent,
@@ -93,7 +93,7 @@ impl Outlet {
     }
 
     /// Past its TTL before it could be sent.
-    pub fn expired(&self, o: &Order) {
+    pub(crate) fn expired(&self, o: &Order) {
         let attempts = o.attempts();
         match o.chunk {
             Some(c) => self.to_fills(FillMsg::End {
@@ -114,7 +114,7 @@ impl Outlet {
 
 /// Hands `o` (an order, not a chunk) to the DLQ (blocking: never dropped),
 /// then tells the gateway. Used through [`Outlet::dead`].
-pub fn dead_letter(dlq: &DlqSender, events: &EventSender, o: Order, reason: DeadReason) {
+pub(crate) fn dead_letter(dlq: &DlqSender, events: &EventSender, o: Order, reason: DeadReason) {
     let rec = o.dead_letter(reason, wall_ns());
     if dlq.send_order(rec).is_err() {
         log::error!(

@@ -27,7 +27,7 @@ use super::outlet::Outlet;
 
 /// The timer's handler for orders.
 #[derive(Debug)]
-pub struct RetryHandoff {
+pub(crate) struct RetryHandoff {
     /// Due retries, to each lane's workers by [`crate::model::lane::Lane::index`]
     /// (dropped when the timer stops, so the workers see the channels close).
     pub ready: [Option<Sender<Order>>; 2],

@@ -59,7 +59,7 @@ use super::routing::{split, LaneConfig};
 
 /// Everything one worker owns or shares.
 #[derive(Debug)]
-pub struct Worker {
+pub(crate) struct Worker {
     /// The lane it serves.
     pub lane: Lane,
     /// Its lane's queue (consumer side; the worker counts what it takes).
@@ -105,7 +105,7 @@ const FLUSH_WAIT: Duration = Duration::from_millis(100);
 impl Worker {
     /// Runs until its lane's queue and the retry channel are closed and
     /// empty, and no chunk is queued.
-    pub fn run(mut self) {
+    pub(crate) fn run(mut self) {
         let mut own_open = true;
         let mut ready_open = true;
         loop {
@@ -318,7 +318,7 @@ impl Worker {
 }
 
 /// The queue-wait stage of a lane.
-pub const fn queue_stage(lane: Lane) -> Stage {
+pub(crate) const fn queue_stage(lane: Lane) -> Stage {
     match lane {
         Lane::Small => Stage::OrderQueueWaitSmall,
         Lane::Large => Stage::OrderQueueWaitLarge,
@@ -326,7 +326,7 @@ pub const fn queue_stage(lane: Lane) -> Stage {
 }
 
 /// The processing stage of a lane.
-pub const fn process_stage(lane: Lane) -> Stage {
+pub(crate) const fn process_stage(lane: Lane) -> Stage {
     match lane {
         Lane::Small => Stage::OrderProcessSmall,
         Lane::Large => Stage::OrderProcessLarge,
@@ -334,7 +334,7 @@ pub const fn process_stage(lane: Lane) -> Stage {
 }
 
 /// The end-to-end stage of a lane.
-pub const fn e2e_stage(lane: Lane) -> Stage {
+pub(crate) const fn e2e_stage(lane: Lane) -> Stage {
     match lane {
         Lane::Small => Stage::OrderE2eSmall,
         Lane::Large => Stage::OrderE2eLarge,

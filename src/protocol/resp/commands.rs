@@ -39,7 +39,7 @@ pub(crate) enum Verb {
 impl Verb {
     /// Redis's lower-case command name, as used in error messages
     /// (`None` for [`Verb::Other`]).
-    pub fn name(self) -> Option<&'static str> {
+    pub(crate) fn name(self) -> Option<&'static str> {
         Some(match self {
             Verb::Subscribe => "subscribe",
             Verb::Unsubscribe => "unsubscribe",
@@ -56,7 +56,7 @@ impl Verb {
     /// this verb; if not, reply with
     /// [`append_wrong_arity`](super::append_wrong_arity). Always `true` for
     /// [`Verb::Other`].
-    pub fn accepts_arg_count(self, argc: usize) -> bool {
+    pub(crate) fn accepts_arg_count(self, argc: usize) -> bool {
         match self {
             Verb::Subscribe | Verb::Psubscribe => argc >= 2,
             Verb::Unsubscribe | Verb::Punsubscribe | Verb::Quit | Verb::Other => argc >= 1,

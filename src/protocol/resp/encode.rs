@@ -207,7 +207,7 @@ const PMESSAGE_HEAD: &[u8] = b"*4\r\n$8\r\npmessage\r\n";
 #[cfg(test)]
 /// `*3\r\n$7\r\nmessage\r\n`: a channel subscriber's frame is this prefix
 /// followed by the shared tail from [`append_message_tail`].
-pub fn message_prefix() -> &'static [u8] {
+pub(super) fn message_prefix() -> &'static [u8] {
     MESSAGE_PREFIX
 }
 

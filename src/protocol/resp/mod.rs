@@ -13,13 +13,13 @@
 //! |---------------|------|
 //! | `parse.rs`    | the request parser ([`parse_command`]): multibulk frames, [`Limits`], resynchronisation after an error; Redis's [`string2ll`] |
 //! | `inline.rs`   | inline requests: the port of Redis's `sdssplitargs()` |
-//! | `errors.rs`   | Redis 7.0's error texts: [`ProtocolError`], unknown command or subcommand, wrong arity, the subscribed-context refusal |
+//! | `errors.rs`   | Redis 7.0's error texts: [`ProtocolError`](errors::ProtocolError), unknown command or subcommand, wrong arity, the subscribed-context refusal |
 //! | `commands.rs` | tickfan's [`Verb`]s and Redis 7.0.15's command table (generated from `COMMAND`) |
 //! | `encode.rs`   | the RESP2 reply encoder: generic types, confirmations, PING/QUIT/RESET, pub/sub message frames |
 //! | [`framing`]   | per-connection RESP2/RESP3 framing: the replies whose bytes depend on the protocol version |
 //!
 //! A request goes `parse` (and `inline`) → the publisher's command dispatch
-//! ([`classify`], then [`check_redis_command`] for what tickfan does not
+//! ([`classify`], then [`check_redis_command`](commands::check_redis_command) for what tickfan does not
 //! execute) → a reply from `encode`, `errors` or `framing`.
 //!
 //! The items the rest of the engine, the benches and the fuzz targets use are
