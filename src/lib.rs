@@ -27,6 +27,21 @@
 //! [`cli`] and [`config`] turn flags into validated configs; [`runtime`]
 //! wires the stages into threads; only the binary, the tools and the tests
 //! use it.
+//!
+//! # The public surface
+//!
+//! Only what the binary, the tools (`tools/`), the tests, the benches and
+//! the fuzz targets use is `pub`; everything else is `pub(crate)`, and the
+//! `unreachable_pub` lint keeps it so.
+//!
+//! | for | items |
+//! |---|---|
+//! | running an engine | [`runtime::Engine`] (and [`runtime::Injected`]: a simulated clock or venues for tests), [`config::Config`], [`cli`] (flags, `TICKFAN_*`, `--config`), [`error::Failure`], [`logging`], [`sys::signals`] |
+//! | codecs, benchmarked and fuzzed | [`feed::parse`] (tick lines), [`net::lines`] (line framing), [`protocol::resp`] (RESP requests and frames), [`order::gateway::codec`] (order lines), [`publish::fanout`] with its [`publish::routes`], [`publish::outbuf`], [`publish::encode`], [`publish::glob`]; [`slots`] and [`symbols`] |
+//! | clients | [`client::resp`], [`client::orders`], [`auth::Token`] |
+//! | reading what the engine measured | [`metrics::report`], [`metrics::hlog`], [`metrics::alerts`], [`metrics::Stage`], [`admin`]'s server handle |
+//! | experiments (`perf/`) | [`bridge`] (the venue trait, the simulator), [`retry`] (backoff, jitter, delay queue, clocks), [`order::gateway::dedup`], [`order::lanes::routing`] |
+//! | the vocabulary | [`model`] |
 #![deny(missing_docs, missing_debug_implementations)]
 // The surface is narrow on purpose (`unreachable_pub`: what no tool, test
 // or bench needs is `pub(crate)`); the docs describe the engine to the
