@@ -126,7 +126,7 @@ mod listener;
 mod loop_ctx;
 mod read_buf;
 #[cfg(test)]
-mod test_util;
+pub(crate) mod test_util;
 mod write_buf;
 
 pub(crate) use auth_gate::{AuthGate, AuthStep};

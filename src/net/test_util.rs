@@ -1,6 +1,7 @@
-//! Loopback sockets for the kit's unit tests.
+//! Test doubles for the kit's unit tests and for the buffers built on it:
+//! loopback sockets and a writer whose room a test scripts.
 
-use std::io::Read;
+use std::io::{ErrorKind, Read, Write};
 use std::net::SocketAddr;
 
 /// A connected loopback pair: the accepted side as a non-blocking mio
@@ -24,4 +25,46 @@ pub(crate) fn read_line_blocking(mut s: &std::net::TcpStream) -> String {
         }
     }
     String::from_utf8(line).unwrap()
+}
+
+/// A socket stand-in a test scripts: each `write` takes at most `per_call`
+/// bytes and, in all, `room` bytes (then it would block until the test
+/// gives it room again); `interrupt_once` fails the next call with
+/// `Interrupted`. What it took is in `got`, in order.
+#[derive(Debug)]
+pub(crate) struct ScriptedWriter {
+    pub(crate) got: Vec<u8>,
+    pub(crate) room: usize,
+    pub(crate) per_call: usize,
+    pub(crate) interrupt_once: bool,
+}
+
+impl ScriptedWriter {
+    /// Takes up to `room` bytes, in as few calls as the caller makes.
+    pub(crate) fn with_room(room: usize) -> Self {
+        ScriptedWriter {
+            got: Vec::new(),
+            room,
+            per_call: usize::MAX,
+            interrupt_once: false,
+        }
+    }
+}
+
+impl Write for ScriptedWriter {
+    fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
+        if std::mem::take(&mut self.interrupt_once) {
+            return Err(ErrorKind::Interrupted.into());
+        }
+        let n = buf.len().min(self.room).min(self.per_call);
+        if n == 0 && !buf.is_empty() {
+            return Err(ErrorKind::WouldBlock.into());
+        }
+        self.room -= n;
+        self.got.extend_from_slice(&buf[..n]);
+        Ok(n)
+    }
+    fn flush(&mut self) -> std::io::Result<()> {
+        Ok(())
+    }
 }

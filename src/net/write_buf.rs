@@ -166,43 +166,18 @@ impl WriteBuf {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::net::test_util::loopback_pair;
+    use crate::net::test_util::{loopback_pair, ScriptedWriter};
     use std::io::Read;
-
-    /// Takes at most `room` bytes in total, then would block.
-    struct Slow {
-        taken: Vec<u8>,
-        room: usize,
-        interrupt_once: bool,
-    }
-
-    impl Write for Slow {
-        fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
-            if std::mem::take(&mut self.interrupt_once) {
-                return Err(ErrorKind::Interrupted.into());
-            }
-            let n = buf.len().min(self.room).min(3);
-            if n == 0 {
-                return Err(ErrorKind::WouldBlock.into());
-            }
-            self.room -= n;
-            self.taken.extend_from_slice(&buf[..n]);
-            Ok(n)
-        }
-        fn flush(&mut self) -> std::io::Result<()> {
-            Ok(())
-        }
-    }
 
     #[test]
     fn partial_writes_keep_order_and_the_mark_pauses_and_resumes() {
         let mut b = WriteBuf::new(16, 8);
         b.append(b"0123456789");
         assert!(b.over_mark());
-        let mut w = Slow {
-            taken: Vec::new(),
-            room: 7,
+        let mut w = ScriptedWriter {
+            per_call: 3,
             interrupt_once: true,
+            ..ScriptedWriter::with_room(7)
         };
         assert_eq!(b.write_to(&mut w).unwrap(), Flushed::Blocked);
         assert_eq!(b.pending(), 3);
@@ -210,7 +185,7 @@ mod tests {
         b.append(b"ab");
         w.room = 100;
         assert_eq!(b.write_to(&mut w).unwrap(), Flushed::All);
-        assert_eq!(w.taken, b"0123456789ab");
+        assert_eq!(w.got, b"0123456789ab");
         assert_eq!(b.pending(), 0);
     }
 
@@ -229,28 +204,6 @@ mod tests {
         assert_eq!(sink.len(), 48 * 1001);
     }
 
-    /// Takes `take` bytes per write call, then would block once, forever.
-    struct Drip {
-        got: Vec<u8>,
-        take: usize,
-        blocked: bool,
-    }
-
-    impl Write for Drip {
-        fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
-            if std::mem::take(&mut self.blocked) {
-                return Err(ErrorKind::WouldBlock.into());
-            }
-            self.blocked = true;
-            let n = buf.len().min(self.take);
-            self.got.extend_from_slice(&buf[..n]);
-            Ok(n)
-        }
-        fn flush(&mut self) -> std::io::Result<()> {
-            Ok(())
-        }
-    }
-
     #[test]
     fn partial_writes_reclaim_the_written_prefix_in_place() {
         // A written prefix shorter than what still waits: `BytesMut::reserve`
@@ -258,11 +211,7 @@ mod tests {
         // as the rest); `room_for` moves the rest to the front instead.
         let mut b = WriteBuf::new(100, 80);
         b.append(&[b'a'; 90]);
-        let mut w = Drip {
-            got: Vec::new(),
-            take: 10,
-            blocked: false,
-        };
+        let mut w = ScriptedWriter::with_room(10);
         assert_eq!(
             b.write_counted(&mut w, |_| {}).unwrap(),
             (10, Flushed::Blocked)
@@ -271,8 +220,7 @@ mod tests {
         b.append(&[b'b'; 20]);
         assert_eq!(b.capacity(), cap);
         assert_eq!(b.pending(), 100);
-        w.take = 1000;
-        w.blocked = false;
+        w.room = 1000;
         assert_eq!(b.write_to(&mut w).unwrap(), Flushed::All);
         assert_eq!(b.pending(), 0);
         assert_eq!(w.got, [&[b'a'; 90][..], &[b'b'; 20]].concat());
@@ -283,11 +231,7 @@ mod tests {
         let hwm = 1000;
         let mut b = WriteBuf::new(hwm + 100, hwm);
         let cap = b.capacity();
-        let mut w = Drip {
-            got: Vec::new(),
-            take: 0,
-            blocked: false,
-        };
+        let mut w = ScriptedWriter::with_room(0);
         let mut sent = Vec::new();
         let mut calls = Vec::new();
         for i in 0..20_000usize {
@@ -298,14 +242,12 @@ mod tests {
                 b.append(&frame);
                 sent.extend_from_slice(&frame);
             }
-            w.take = 1 + (i * 37) % 700;
-            w.blocked = false;
+            w.room = 1 + (i * 37) % 700;
             let (n, _) = b.write_counted(&mut w, |n| calls.push(n)).unwrap();
             assert_eq!(n, calls.drain(..).sum::<usize>());
             assert_eq!(b.capacity(), cap, "cycle {i}");
         }
-        w.take = usize::MAX;
-        w.blocked = false;
+        w.room = usize::MAX;
         b.write_to(&mut w).unwrap();
         assert_eq!(w.got, sent);
     }

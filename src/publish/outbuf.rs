@@ -206,28 +206,7 @@ impl SubscriberBuffer {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use std::io::ErrorKind;
-
-    /// A writer that takes at most `room` bytes, then would block.
-    struct Sink {
-        got: Vec<u8>,
-        room: usize,
-    }
-
-    impl Write for Sink {
-        fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
-            if self.room == 0 {
-                return Err(ErrorKind::WouldBlock.into());
-            }
-            let n = buf.len().min(self.room);
-            self.room -= n;
-            self.got.extend_from_slice(&buf[..n]);
-            Ok(n)
-        }
-        fn flush(&mut self) -> std::io::Result<()> {
-            Ok(())
-        }
-    }
+    use crate::net::test_util::ScriptedWriter;
 
     #[test]
     fn past_the_mark_symbols_go_pending_once() {
@@ -270,10 +249,7 @@ mod tests {
             b.offer(1, b"", b"v1v1v1", 0),
             Offer::Conflated { .. }
         ));
-        let mut sink = Sink {
-            got: Vec::new(),
-            room: 100,
-        };
+        let mut sink = ScriptedWriter::with_room(100);
         b.write_to(&mut sink, |_| {}).unwrap();
         assert_eq!(b.buffered(), 0);
         assert!(matches!(
@@ -287,10 +263,7 @@ mod tests {
         let mut b = SubscriberBuffer::new(64, 8);
         b.offer(0, b"<", b"first>", 0);
         b.offer(1, b"<", b"second>", 0);
-        let mut sink = Sink {
-            got: Vec::new(),
-            room: 5,
-        };
+        let mut sink = ScriptedWriter::with_room(5);
         let (n, blocked) = b.write_to(&mut sink, |_| {}).unwrap();
         assert_eq!((n, blocked), (5, true));
         sink.room = 100;
@@ -324,10 +297,7 @@ mod tests {
         let mut b = SubscriberBuffer::new(hwm, 64);
         let cap = b.out.capacity();
         assert_eq!(cap, hwm + SubscriberBuffer::REPLY_ROOM);
-        let mut sink = Sink {
-            got: Vec::new(),
-            room: 0,
-        };
+        let mut sink = ScriptedWriter::with_room(0);
         let mut expected = Vec::new();
         let mut written = 0u64;
         for i in 0..20_000u32 {
