@@ -230,8 +230,8 @@ impl StageRecorder {
         false
     }
 
-    #[cfg(test)]
     /// The index of the interval samples go to now.
+    #[cfg(test)]
     pub(crate) fn open_interval(&self) -> u64 {
         self.index
     }

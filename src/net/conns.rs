@@ -41,10 +41,10 @@ impl ConnId {
         (self.0 & 0xffff_ffff) as usize
     }
 
-    #[cfg(test)]
     /// The accept count of the port when this connection was accepted: 1
     /// for the first, counting only connections admitted (so it can serve
     /// as a sequential client id, e.g. in reports), wrapping after 2³².
+    #[cfg(test)]
     #[inline]
     pub(crate) fn serial(self) -> u64 {
         self.0 >> 32

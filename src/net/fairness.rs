@@ -149,8 +149,8 @@ impl KeyList {
         self.keys.swap_remove(i)
     }
 
-    #[cfg(test)]
     /// True when nothing is listed.
+    #[cfg(test)]
     pub(crate) fn is_empty(&self) -> bool {
         self.keys.is_empty()
     }

@@ -91,8 +91,8 @@ impl Listener {
         self.local
     }
 
-    #[cfg(test)]
     /// True until [`close`](Self::close).
+    #[cfg(test)]
     pub(crate) fn is_open(&self) -> bool {
         self.inner.is_some()
     }

@@ -103,8 +103,8 @@ impl ReadBuf {
         self.len -= n;
     }
 
-    #[cfg(test)]
     /// The buffer's size.
+    #[cfg(test)]
     pub(crate) fn capacity(&self) -> usize {
         self.buf.len()
     }

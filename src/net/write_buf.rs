@@ -68,8 +68,8 @@ impl WriteBuf {
         self.hwm
     }
 
-    #[cfg(test)]
     /// Bytes the buffer holds without allocating (written prefix included).
+    #[cfg(test)]
     pub(crate) fn capacity(&self) -> usize {
         self.out.capacity()
     }

@@ -106,8 +106,8 @@ pub(crate) enum CommandCheck {
     },
 }
 
-#[cfg(test)]
 /// Whether `name` (any case) is a Redis 7.0.15 command.
+#[cfg(test)]
 pub(crate) fn is_known_redis_command(name: &[u8]) -> bool {
     lookup_command(name).is_some()
 }

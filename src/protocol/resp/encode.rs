@@ -68,8 +68,8 @@ pub(super) fn extend_sanitized(out: &mut impl RespBuf, s: &[u8]) {
     }
 }
 
-#[cfg(test)]
 /// Appends a simple string, `+<s>\r\n` (CR/LF in `s` become spaces).
+#[cfg(test)]
 pub(crate) fn append_simple_string(out: &mut impl RespBuf, s: &[u8]) {
     out.put_u8(b'+');
     extend_sanitized(out, s);
@@ -204,9 +204,9 @@ pub const MESSAGE_PREFIX: &[u8] = b"*3\r\n$7\r\nmessage\r\n";
 
 const PMESSAGE_HEAD: &[u8] = b"*4\r\n$8\r\npmessage\r\n";
 
-#[cfg(test)]
 /// `*3\r\n$7\r\nmessage\r\n`: a channel subscriber's frame is this prefix
 /// followed by the shared tail from [`append_message_tail`].
+#[cfg(test)]
 pub(super) fn message_prefix() -> &'static [u8] {
     MESSAGE_PREFIX
 }
@@ -219,9 +219,9 @@ pub(crate) fn append_pmessage_prefix(out: &mut impl RespBuf, pattern: &[u8]) {
     append_bulk(out, pattern);
 }
 
-#[cfg(test)]
 /// Exact size of [`append_pmessage_prefix`]'s output for a pattern of
 /// `pattern_len` bytes.
+#[cfg(test)]
 pub(crate) fn pmessage_prefix_len(pattern_len: usize) -> usize {
     PMESSAGE_HEAD.len() + bulk_len(pattern_len)
 }

@@ -165,10 +165,10 @@ fn wrong_arity_text(out: &mut impl RespBuf, fullname: &str) {
     out.put_slice(b"' command\r\n");
 }
 
-#[cfg(test)]
 /// Appends the refusal Redis 7.0 sends, over RESP2, for a valid command
 /// that is not allowed while the connection has subscriptions:
 /// `-ERR Can't execute '<fullname>': only (P|S)SUBSCRIBE / (P|S)UNSUBSCRIBE / PING / QUIT / RESET are allowed in this context\r\n`.
+#[cfg(test)]
 pub(crate) fn append_not_allowed_in_subscribed_context(out: &mut impl RespBuf, fullname: &str) {
     out.put_slice(b"-ERR ");
     not_allowed_text(out, fullname);
