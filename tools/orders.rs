@@ -394,6 +394,9 @@ fn connection(
                 *r.dead.entry(reason.clone()).or_default() += 1;
                 r.done_latency.saturating_record(lat.max(1));
             }
+            Reply::Status { .. } => r
+                .violations
+                .push(format!("STATUS reply never asked for: {}", line.trim_end())),
             Reply::Pong => {}
         }
     }

@@ -301,6 +301,12 @@ pub(crate) fn render(s: &Scrape<'_>) -> String {
         ord.replays,
     );
     o.one(
+        "tickfan_orders_replies_to_closed_total",
+        "counter",
+        "Replies for orders whose connection had closed (the order ran to its end; STATUS tells it).",
+        ord.replies_to_closed_connections,
+    );
+    o.one(
         "tickfan_order_queue_depth",
         "gauge",
         "Orders waiting for a worker.",

@@ -61,8 +61,80 @@ pub enum Reply {
         /// Detail text.
         detail: String,
     },
+    /// `STATUS <id> <state> cum=… amount=… left=… attempts=…` (not terminal:
+    /// it answers a question, it does not end the order).
+    Status {
+        /// Order id.
+        id: String,
+        /// Where the order is.
+        state: OrderState,
+        /// Filled lots.
+        cum: Lots,
+        /// Cumulative amount.
+        amount: Amount,
+        /// Remaining lots.
+        left: Lots,
+        /// Attempts so far.
+        attempts: u32,
+    },
     /// `PONG`.
     Pong,
+}
+
+/// The state a `STATUS` reply names.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum OrderState {
+    /// `QUEUED`.
+    Queued,
+    /// `AT_BRIDGE`.
+    AtBridge,
+    /// `RETRY_WAIT`.
+    RetryWait,
+    /// `DONE <status>`.
+    Done(DoneStatus),
+    /// `DEAD <reason>`.
+    Dead(String),
+    /// `EXPIRED`.
+    Expired,
+    /// `UNKNOWN`: never seen, or past the dedup retention.
+    Unknown,
+}
+
+impl OrderState {
+    /// True for the states that end an order (`DONE`, `DEAD`, `EXPIRED`).
+    pub fn is_terminal(&self) -> bool {
+        matches!(
+            self,
+            OrderState::Done(_) | OrderState::Dead(_) | OrderState::Expired
+        )
+    }
+
+    /// Reads the state from the start of `rest`; returns it and what follows.
+    fn parse(rest: &str) -> Option<(OrderState, &str)> {
+        let (word, after) = rest.split_once(' ').unwrap_or((rest, ""));
+        let simple = match word {
+            "QUEUED" => Some(OrderState::Queued),
+            "AT_BRIDGE" => Some(OrderState::AtBridge),
+            "RETRY_WAIT" => Some(OrderState::RetryWait),
+            "EXPIRED" => Some(OrderState::Expired),
+            "UNKNOWN" => Some(OrderState::Unknown),
+            _ => None,
+        };
+        if let Some(st) = simple {
+            return Some((st, after));
+        }
+        let (arg, after) = after.split_once(' ').unwrap_or((after, ""));
+        match word {
+            "DONE" => {
+                let d = DoneStatus::ALL.into_iter().find(|s| s.as_str() == arg)?;
+                Some((OrderState::Done(d), after))
+            }
+            "DEAD" if !arg.is_empty() && !arg.contains('=') => {
+                Some((OrderState::Dead(arg.to_string()), after))
+            }
+            _ => None,
+        }
+    }
 }
 
 impl Reply {
@@ -107,6 +179,21 @@ impl Reply {
                 reason: rest.split(' ').next()?.to_string(),
                 attempts: kv(&rest, "attempts")?.parse().ok()?,
             }),
+            "STATUS" => {
+                let (state, nums) = OrderState::parse(&rest)?;
+                Some(Reply::Status {
+                    id,
+                    state,
+                    cum: lots(kv(nums, "cum"))?,
+                    // `UNKNOWN` writes a bare `amount=0`.
+                    amount: match kv(nums, "amount")?.as_str() {
+                        "0" => Amount(0),
+                        a => parse_amount(a)?,
+                    },
+                    left: lots(kv(nums, "left"))?,
+                    attempts: kv(nums, "attempts")?.parse().ok()?,
+                })
+            }
             "REJECT" => {
                 let (reason, detail) = rest.split_once(' ').unwrap_or((&rest, ""));
                 Some(Reply::Reject {
@@ -126,7 +213,8 @@ impl Reply {
             | Reply::Fill { id, .. }
             | Reply::Done { id, .. }
             | Reply::Dead { id, .. }
-            | Reply::Reject { id, .. } => Some(id),
+            | Reply::Reject { id, .. }
+            | Reply::Status { id, .. } => Some(id),
             Reply::Pong => None,
         }
     }
@@ -148,6 +236,11 @@ fn parse_amount(s: &str) -> Option<Amount> {
     Some(Amount(
         i.parse::<u64>().ok()? * 10_000_000 + f.parse::<u64>().ok()?,
     ))
+}
+
+/// Formats a `STATUS` request (tools and tests).
+pub fn status_line(id: &str) -> String {
+    format!("STATUS {id}\n")
 }
 
 /// Formats a `NEW` line (tools and tests).
@@ -242,6 +335,92 @@ mod tests {
     }
 
     #[test]
+    fn status_replies_round_trip() {
+        use crate::order::gateway::status::{write_status, OrderStatus};
+        use crate::order::lanes::events::EventKind;
+        let mut st = OrderStatus::queued(Lots(100));
+        let mut out = Vec::new();
+        write_status(&mut out, "q", Some(st));
+        st.apply(&EventKind::Attempt);
+        write_status(&mut out, "a", Some(st));
+        st.apply(&EventKind::Parked);
+        write_status(&mut out, "r", Some(st));
+        let mut done = st;
+        done.apply(&EventKind::Done {
+            status: DoneStatus::Filled,
+            cum: Lots(100),
+            amount: Amount(11_000_000),
+            attempts: 2,
+        });
+        write_status(&mut out, "d", Some(done));
+        let mut dead = st;
+        dead.apply(&EventKind::Dead {
+            reason: DeadReason::BridgeRejected,
+            attempts: 1,
+            last: String::new(),
+        });
+        write_status(&mut out, "x", Some(dead));
+        let mut exp = st;
+        exp.apply(&EventKind::Expired { attempts: 1 });
+        write_status(&mut out, "e", Some(exp));
+        write_status(&mut out, "u", None);
+        let text = String::from_utf8(out).unwrap();
+        let parsed: Vec<Reply> = text.lines().map(|l| Reply::parse(l).unwrap()).collect();
+        let states: Vec<OrderState> = parsed
+            .iter()
+            .map(|r| match r {
+                Reply::Status { state, .. } => state.clone(),
+                other => panic!("{other:?}"),
+            })
+            .collect();
+        assert_eq!(
+            states,
+            [
+                OrderState::Queued,
+                OrderState::AtBridge,
+                OrderState::RetryWait,
+                OrderState::Done(DoneStatus::Filled),
+                OrderState::Dead("bridge_rejected".into()),
+                OrderState::Expired,
+                OrderState::Unknown,
+            ]
+        );
+        assert_eq!(
+            parsed[3],
+            Reply::Status {
+                id: "d".into(),
+                state: OrderState::Done(DoneStatus::Filled),
+                cum: Lots(100),
+                amount: Amount(11_000_000),
+                left: Lots(0),
+                attempts: 2,
+            }
+        );
+        assert!(matches!(
+            &parsed[0],
+            Reply::Status {
+                left: Lots(100),
+                attempts: 0,
+                ..
+            }
+        ));
+        assert!(
+            !parsed[3].is_terminal(),
+            "a STATUS answers, it ends nothing"
+        );
+        assert_eq!(parsed[6].id(), Some("u"));
+        assert!(matches!(
+            &parsed[6],
+            Reply::Status {
+                amount: Amount(0),
+                attempts: 0,
+                ..
+            }
+        ));
+        assert_eq!(status_line("o1"), "STATUS o1\n");
+    }
+
+    #[test]
     fn lines_that_are_not_replies_are_none() {
         for line in [
             "",
@@ -250,6 +429,9 @@ mod tests {
             "FILL o1 n=x cum=1 amount=0.0000000 left=0",
             "REJECT o1 BUSY full",
             "DONE o1 MAYBE cum=1 attempts=1",
+            "STATUS o1 LOST cum=0 amount=0.0000000 left=0 attempts=0",
+            "STATUS o1 DONE cum=0 amount=0.0000000 left=0 attempts=0",
+            "STATUS o1 QUEUED cum=0 left=0 attempts=0",
         ] {
             assert_eq!(Reply::parse(line), None, "{line}");
         }

@@ -44,7 +44,7 @@ pub struct OrderCounters {
     /// `REPLAY`s admitted.
     pub replays: AtomicU64,
     /// Replies whose client had disconnected (the order still ran to its end).
-    pub undeliverable: AtomicU64,
+    pub replies_to_closed_connections: AtomicU64,
     /// Gauge: orders in the lane queues, both lanes together.
     pub queue_depth: AtomicU64,
     /// Gauge: age of the oldest queued order, µs.
@@ -195,7 +195,7 @@ pub struct OrderSnapshot {
     /// Replays admitted.
     pub replays: u64,
     /// Replies to clients already gone.
-    pub undeliverable: u64,
+    pub replies_to_closed_connections: u64,
     /// Main queue depth now.
     pub queue_depth: u64,
     /// Oldest queued order's age now, µs.
@@ -263,7 +263,7 @@ impl OrderSnapshot {
             retries: r.fired.iter().map(get).collect(),
             retry_expired: get(&r.expired_when_due),
             replays: get(&o.replays),
-            undeliverable: get(&o.undeliverable),
+            replies_to_closed_connections: get(&o.replies_to_closed_connections),
             queue_depth: get(&o.queue_depth),
             queue_oldest_age_us: get(&o.queue_oldest_age_us),
             retry_depth: get(&r.depth),
@@ -365,13 +365,13 @@ impl fmt::Display for OrderSnapshot {
             .collect();
         writeln!(
             f,
-            "retries by number: {}   (expired when due {})  fills {}  bridge attempts {}  replays {}  undeliverable replies {}",
+            "retries by number: {}   (expired when due {})  fills {}  bridge attempts {}  replays {}  replies to closed connections {}",
             if retries.is_empty() { "none".to_string() } else { retries.join(", ") },
             self.retry_expired,
             self.fills,
             self.attempts,
             self.replays,
-            self.undeliverable
+            self.replies_to_closed_connections
         )?;
         let q = &self.sequencing;
         writeln!(

@@ -19,6 +19,7 @@
 //! - `orders_dlq`: DLQ file across a restart, replay on command, answers at shutdown (deadline)
 //! - `orders_tool`: `tickfan orders` against a running engine
 //! - `orders_lanes`: small orders never wait behind a large one; no lane starves; chunking
+//! - `orders_status`: `STATUS <id>` from any connection, after the sender left, past the retention, malformed
 //! - `orders_sequencing`: out-of-order and duplicated fills in order once; the gap timer
 //! - `faults`: misbehaving peers (10 MB lines, idle peers, floods, vanishing and trickling subscribers)
 //! - `accounting`: after mixed traffic every tick, update and order is counted exactly once
@@ -43,6 +44,7 @@ mod orders_dlq;
 mod orders_lanes;
 mod orders_retry;
 mod orders_sequencing;
+mod orders_status;
 mod orders_tool;
 mod poison;
 mod protocol;

@@ -9,6 +9,7 @@
 //! ```text
 //! NEW <id> <symbol> <BUY|SELL> <qty> [ttl=<duration>]   a new order
 //! REPLAY <id>                                           re-run a dead-lettered order
+//! STATUS <id>                                           where an order is (any connection)
 //! PING                                                  liveness: PONG
 //! ```
 //!
@@ -25,6 +26,7 @@
 //! DONE <id> <FILLED|PARTIAL|FAILED> cum=<lots> amount=<amount> attempts=<n>
 //! DEAD <id> <reason> attempts=<n> [last=<what the bridge said>]
 //! REJECT <id> <SYSTEM_BUSY|INVALID|DUPLICATE|EXPIRED> <detail…>
+//! STATUS <id> <state> cum=<lots> amount=<amount> left=<lots> attempts=<n>
 //! PONG
 //! ```
 //!
@@ -32,6 +34,11 @@
 //! or `ACK` and later exactly one terminal reply: `DONE`, `DEAD` or
 //! `REJECT … EXPIRED`. `FILL`s come between `ACK` and `DONE`. A line whose
 //! id cannot be read is rejected with id `-`.
+//!
+//! `STATUS <id>` is answered with one `STATUS` line, `<state>` being one of
+//! `QUEUED`, `AT_BRIDGE`, `RETRY_WAIT`, `DONE <FILLED|PARTIAL|FAILED>`,
+//! `DEAD <reason>`, `EXPIRED`, `UNKNOWN` (never seen, or past the dedup
+//! retention: then all numbers are 0); see `status.rs`.
 
 use std::fmt::Write as _;
 use std::time::Duration;
@@ -70,6 +77,8 @@ pub enum Request<'a> {
     New(NewOrder<'a>),
     /// Re-run the dead-lettered order with this id.
     Replay(&'a str),
+    /// Where the order with this id is.
+    Status(&'a str),
     /// Liveness check.
     Ping,
     /// A blank line (ignored, no reply).
@@ -137,32 +146,34 @@ pub fn parse_request(line: &[u8]) -> Result<Request<'_>, Invalid<'_>> {
             ),
         };
     }
-    if cmd.eq_ignore_ascii_case("REPLAY") {
+    for (name, usage) in [
+        ("REPLAY", "usage: REPLAY <id>"),
+        ("STATUS", "usage: STATUS <id>"),
+    ] {
+        if !cmd.eq_ignore_ascii_case(name) {
+            continue;
+        }
         let Some(id) = f.next() else {
-            return bad(
-                InvalidReason::MissingField,
-                "-",
-                "usage: REPLAY <id>".into(),
-            );
+            return bad(InvalidReason::MissingField, "-", usage.into());
         };
         if !valid_id(id) {
             return bad(InvalidReason::BadId, "-", id_hint());
         }
         if f.next().is_some() {
-            return bad(
-                InvalidReason::TooManyFields,
-                id,
-                "usage: REPLAY <id>".into(),
-            );
+            return bad(InvalidReason::TooManyFields, id, usage.into());
         }
-        return Ok(Request::Replay(id));
+        return Ok(if name == "REPLAY" {
+            Request::Replay(id)
+        } else {
+            Request::Status(id)
+        });
     }
     if !cmd.eq_ignore_ascii_case("NEW") {
         let shown: String = cmd.chars().take(16).collect();
         return bad(
             InvalidReason::UnknownCommand,
             "-",
-            format!("'{shown}' (commands: NEW, REPLAY, PING)"),
+            format!("'{shown}' (commands: NEW, REPLAY, STATUS, PING)"),
         );
     }
     const USAGE: &str = "usage: NEW <id> <symbol> <BUY|SELL> <qty> [ttl=<duration>]";
@@ -352,6 +363,7 @@ mod tests {
         assert_eq!(o.ttl, Some(Duration::from_millis(250)));
         assert_eq!(parse_request(b"PING"), Ok(Request::Ping));
         assert_eq!(parse_request(b"REPLAY o1"), Ok(Request::Replay("o1")));
+        assert_eq!(parse_request(b"status o-9\r"), Ok(Request::Status("o-9")));
         assert_eq!(parse_request(b"  \r"), Ok(Request::Blank));
     }
 
@@ -375,6 +387,9 @@ mod tests {
             (b"NEW o1 EURUSD BUY 1 color=red", R::TooManyFields, "o1"),
             (b"NEW o1 EUR\xffUSD BUY 1", R::InvalidUtf8, "-"),
             (b"PING now", R::TooManyFields, "-"),
+            (b"STATUS", R::MissingField, "-"),
+            (b"STATUS o/1", R::BadId, "-"),
+            (b"STATUS o1 o2", R::TooManyFields, "o1"),
         ] {
             let e = parse_request(line).unwrap_err();
             assert_eq!(

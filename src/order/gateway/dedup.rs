@@ -12,8 +12,8 @@
 //! letter; otherwise a dead id is a duplicate like any other.
 //!
 //! Memory: a fixed open-addressing table (linear probing, at most half
-//! full) of 24-byte slots holding a keyed 128-bit fingerprint of the id,
-//! never the id itself. It is allocated and written once at start, so the
+//! full) of 48-byte slots holding a keyed 128-bit fingerprint of the id,
+//! never the id itself, and the order's `STATUS` (`status.rs`). It is allocated and written once at start, so the
 //! store's resident memory is its configured bound from the first second
 //! and never grows or faults in pages on the order path. A false duplicate
 //! needs two ids with equal 128-bit SipHash fingerprints under a per-process
@@ -27,6 +27,8 @@
 //! Single writer and reader: the gateway thread.
 
 use std::hash::{BuildHasher, RandomState};
+
+use super::status::OrderStatus;
 
 /// Where an id's order is.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -64,11 +66,13 @@ pub enum Refusal {
     Full,
 }
 
-/// One table slot: a fingerprint and `since_ns << 2 | state` (0 = empty).
+/// One table slot: a fingerprint, `since_ns << 2 | state` (0 = empty) and
+/// the order's `STATUS` ([`super::status`]).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 struct Slot {
     fp: [u64; 2],
     meta: u64,
+    status: OrderStatus,
 }
 
 impl Slot {
@@ -77,6 +81,7 @@ impl Slot {
     const EMPTY: Slot = Slot {
         fp: [u64::MAX; 2],
         meta: 0,
+        status: OrderStatus::EMPTY,
     };
     /// Largest `since_ns` a slot holds (2^62 ns is 146 years of engine clock).
     const MAX_SINCE: u64 = (1 << 62) - 1;
@@ -85,10 +90,11 @@ impl Slot {
         self.meta == 0
     }
 
-    fn new(fp: [u64; 2], state: IdState, since_ns: u64) -> Slot {
+    fn new(fp: [u64; 2], state: IdState, since_ns: u64, status: OrderStatus) -> Slot {
         Slot {
             fp,
             meta: since_ns.min(Self::MAX_SINCE) << 2 | state.bits(),
+            status,
         }
     }
 
@@ -142,7 +148,7 @@ pub struct Dedup {
 
 impl Dedup {
     /// Remembers ids for `retention_ns`, at most `capacity` of them.
-    /// Allocates and writes the whole table now (24 bytes × the power of
+    /// Allocates and writes the whole table now (48 bytes × the power of
     /// two at or above 2 × `capacity`).
     pub fn new(retention_ns: u64, capacity: usize) -> Self {
         let capacity = capacity.max(1);
@@ -202,7 +208,7 @@ impl Dedup {
     /// [`check`](Self::check), which guarantees room.
     pub fn insert(&mut self, id: &str, now_ns: u64) {
         let fp = self.fingerprint(id);
-        let slot = Slot::new(fp, IdState::Live, now_ns);
+        let slot = Slot::new(fp, IdState::Live, now_ns, OrderStatus::EMPTY);
         let mut i = fp[0] as usize & self.mask;
         loop {
             let s = &mut self.slots[i];
@@ -233,7 +239,7 @@ impl Dedup {
         } else {
             s.since_ns()
         };
-        self.slots[i] = Slot::new(s.fp, state, since);
+        self.slots[i] = Slot::new(s.fp, state, since, s.status);
         if state != IdState::Live {
             let expiry = since.saturating_add(self.retention_ns);
             self.next_expiry_ns = self.next_expiry_ns.min(expiry);
@@ -244,6 +250,20 @@ impl Dedup {
     pub fn state(&self, id: &str, now_ns: u64) -> Option<IdState> {
         let s = self.slots[self.find(self.fingerprint(id))?];
         (!s.expired(now_ns, self.retention_ns)).then(|| s.state())
+    }
+
+    /// The `STATUS` of `id` at `now_ns`, if remembered (exactly as long as
+    /// [`state`](Self::state) answers).
+    pub fn status(&self, id: &str, now_ns: u64) -> Option<OrderStatus> {
+        let s = self.slots[self.find(self.fingerprint(id))?];
+        (!s.expired(now_ns, self.retention_ns)).then_some(s.status)
+    }
+
+    /// The `STATUS` of `id` to update (an event of a live order; an
+    /// [`insert`](Self::insert) starts it at [`OrderStatus::EMPTY`]).
+    pub fn track(&mut self, id: &str) -> Option<&mut OrderStatus> {
+        let i = self.find(self.fingerprint(id))?;
+        Some(&mut self.slots[i].status)
     }
 
     /// Ids held now: those inside their window plus expired ones the sweep
@@ -403,7 +423,7 @@ mod tests {
         // 200 windows never needs more than the table made at start.
         let mut d = Dedup::new(1_000, 64);
         let bytes = d.reserved_bytes();
-        assert_eq!(bytes, 128 * 24);
+        assert_eq!(bytes, 128 * 48);
         let mut now = 0;
         for n in 0..10_000u64 {
             now += 20;

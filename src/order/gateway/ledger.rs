@@ -28,6 +28,7 @@ use super::codec::{
 };
 use super::dedup::{Dedup, IdState, Refusal};
 use super::rate::RateLimit;
+use super::status::{write_status, OrderStatus};
 
 /// The gateway's state apart from the sockets.
 #[derive(Debug)]
@@ -65,6 +66,9 @@ impl Ledger {
         match parse_request(line) {
             Ok(Request::Blank) => {}
             Ok(Request::Ping) => out.extend_from_slice(b"PONG\n"),
+            Ok(Request::Status(id)) => {
+                write_status(out, id, self.dedup.status(id, self.clock.now_ns()));
+            }
             Ok(Request::New(o)) if !self.within_rate(rate, out, o.id) => {}
             Ok(Request::Replay(id)) if !self.within_rate(rate, out, id) => {}
             Ok(Request::New(o)) => {
@@ -187,6 +191,9 @@ impl Ledger {
         match admission.offer(order) {
             Ok(()) => {
                 self.dedup.insert(o.id, now);
+                if let Some(st) = self.dedup.track(o.id) {
+                    *st = OrderStatus::queued(o.qty);
+                }
                 write_ack(out, o.id);
                 bump(&self.counters.orders.accepted, 1);
                 self.in_flight += 1;
@@ -242,13 +249,17 @@ impl Ledger {
         true
     }
 
-    /// Counts an event, updates the dedup state and records a terminal
-    /// event's latency. Its reply line is [`write_event`]'s, written when
-    /// the connection is still open.
+    /// Counts an event, updates the dedup state and the order's `STATUS`,
+    /// and records a terminal event's latency. Its reply line is
+    /// [`write_event`]'s, written when the connection is still open.
     pub(super) fn apply(&mut self, ev: &Event) {
-        let o = &self.counters.orders;
         let id = &*ev.id;
+        if let Some(st) = self.dedup.track(id) {
+            st.apply(&ev.kind);
+        }
+        let o = &self.counters.orders;
         match &ev.kind {
+            EventKind::Attempt | EventKind::Parked => {}
             EventKind::Fill { .. } => bump(&o.fills, 1),
             EventKind::Done {
                 status, attempts, ..
@@ -285,6 +296,7 @@ impl Ledger {
 pub(super) fn write_event(out: &mut BytesMut, ev: &Event) {
     let id = &*ev.id;
     match &ev.kind {
+        EventKind::Attempt | EventKind::Parked => {}
         EventKind::Fill {
             n,
             cum,

@@ -24,7 +24,8 @@
 //! A client that half-closes (shuts down its sending side) keeps receiving
 //! the replies of its orders; the connection closes once they have all
 //! ended and been written. Replies for a client that has gone are counted
-//! (`undeliverable`); its orders still run to their end.
+//! (`replies_to_closed_connections`); its orders still run to their end,
+//! and `STATUS <id>` from any connection tells where each is.
 //!
 //! Security (mirrors the feed): with a token configured, a connection's
 //! first line must be `AUTH <token>` (answered `OK`); a wrong or missing
@@ -71,6 +72,7 @@ pub mod codec;
 pub mod dedup;
 mod ledger;
 pub(crate) mod rate;
+pub mod status;
 use ledger::{write_event, Ledger};
 
 /// Token of the waker workers, the timer and the runtime ring.
@@ -480,6 +482,9 @@ impl Gateway {
                     let id = ConnId::from_u64(ev.conn);
                     let terminal = ev.kind.is_terminal();
                     self.ledger.apply(&ev);
+                    if !ev.kind.has_reply() {
+                        continue;
+                    }
                     match self.conns.get_live(id) {
                         Some(c) => {
                             write_event(c.state.out.room_for(REPLY_ROOM), &ev);
@@ -488,7 +493,10 @@ impl Gateway {
                             }
                             self.dirty.mark(&mut c.state.dirty, id.key());
                         }
-                        None => bump(&self.ledger.counters.orders.undeliverable, 1),
+                        None => bump(
+                            &self.ledger.counters.orders.replies_to_closed_connections,
+                            1,
+                        ),
                     }
                 }
                 Err(TryRecvError::Empty) => return (n, false),

@@ -63,9 +63,15 @@ pub(crate) struct Event {
     pub kind: EventKind,
 }
 
-/// The kinds of [`Event`].
+/// The kinds of [`Event`]. `Attempt` and `Parked` have no reply line: they
+/// move the order's `STATUS` only (one each per bridge attempt, never per
+/// tick).
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub(crate) enum EventKind {
+    /// A worker took the order (or a chunk of it) and sends an attempt to a bridge.
+    Attempt,
+    /// A transient failure parked it until its retry is due.
+    Parked,
     /// A fill, absolute values.
     Fill {
         /// Fill number.
@@ -107,6 +113,14 @@ pub(crate) enum EventKind {
 impl EventKind {
     /// Does this event end the order?
     pub(crate) fn is_terminal(&self) -> bool {
-        !matches!(self, EventKind::Fill { .. })
+        matches!(
+            self,
+            EventKind::Done { .. } | EventKind::Dead { .. } | EventKind::Expired { .. }
+        )
+    }
+
+    /// Does this event write a reply line to the order's client?
+    pub(crate) fn has_reply(&self) -> bool {
+        !matches!(self, EventKind::Attempt | EventKind::Parked)
     }
 }

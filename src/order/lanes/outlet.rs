@@ -92,6 +92,24 @@ impl Outlet {
         }
     }
 
+    /// A step that moves the order's `STATUS` only ([`EventKind::Attempt`],
+    /// [`EventKind::Parked`]); a chunk's step is reported for its parent.
+    /// Does not wake the gateway: the attempt's end does.
+    pub(crate) fn progress(&self, o: &Order, kind: EventKind) {
+        let id = match o.chunk {
+            // A chunk's id is `<parent id>.c<index>` (see the worker's `split`).
+            Some(_) => Arc::from(o.id.rsplit_once(".c").map_or(&*o.id, |(p, _)| p)),
+            None => Arc::clone(&o.id),
+        };
+        self.events.send(Event {
+            conn: o.conn,
+            id,
+            recv_mono_ns: o.recv_mono_ns,
+            lane: o.lane,
+            kind,
+        });
+    }
+
     /// Past its TTL before it could be sent.
     pub(crate) fn expired(&self, o: &Order) {
         let attempts = o.attempts();

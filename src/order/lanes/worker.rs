@@ -54,6 +54,7 @@ use crate::order::fills::fill_book::FillMsg;
 
 use super::admission::LaneRx;
 use super::bridge_calls::BridgeCalls;
+use super::events::EventKind;
 use super::outlet::Outlet;
 use super::routing::{split, LaneConfig};
 
@@ -247,6 +248,7 @@ impl Worker {
             &self.bridges[((route + u64::from(n) - 1) % self.bridges.len() as u64) as usize];
         // Shown as in progress from `now` (the start the bridge is given)
         // until it returns, however long the venue takes.
+        self.out.progress(&o, EventKind::Attempt);
         let in_call = self.bridge_calls.enter(self.call_slot, now);
         let outcome = bridge.execute(
             &BridgeOrder {
@@ -304,6 +306,8 @@ impl Worker {
         }
         let delay = self.backoff.delay_ns(retry, o.next_delay.0, &mut self.rng);
         o.next_delay = (delay, self.backoff.ceiling_ns(retry));
+        // Reported before the hand-off: the timer may fire it at once.
+        self.out.progress(&o, EventKind::Parked);
         if let Err(e) = self.retry_tx.try_send((now.saturating_add(delay), o)) {
             // The channel holds `permits` orders, so only a stopped timer gets here.
             self.permits.release();
