@@ -14,7 +14,11 @@ use tickfan::model::order_reasons::DoneStatus;
 use tickfan::model::units::{Amount, Lots};
 use tickfan::retry::SimClock;
 
-use crate::util::{advance_until, order_engine, wait_until, OpenOnDrop, OrderClient, ScriptBridge};
+use tickfan::bridge::Bridge;
+
+use crate::util::{
+    advance_until, bridges_engine, order_engine, wait_until, OpenOnDrop, OrderClient, ScriptBridge,
+};
 
 /// Asks `STATUS id` on `cl` and reads its answer.
 fn status(cl: &mut OrderClient, id: &str) -> Reply {
@@ -112,6 +116,54 @@ fn an_order_sent_on_one_connection_is_followed_from_another() {
     );
     // The sending connection sees the same answer.
     assert_eq!(status(&mut a, "t1"), dead);
+}
+
+#[test]
+fn a_split_order_shows_its_chunks_steps_under_its_own_id() {
+    let clock = SimClock::new();
+    let bridge = ScriptBridge::new();
+    let e = bridges_engine(&clock, vec![Arc::clone(&bridge) as Arc<dyn Bridge>], |c| {
+        c.order.workers = 1;
+        c.order.large_workers = 2;
+    });
+    let _open = OpenOnDrop(Arc::clone(&bridge));
+    let mut cl = OrderClient::connect(e.order_addr());
+    // 1,000 lots: ten chunks of 100, two held at the venue at a time.
+    cl.accepted("big", "GATE", "1000");
+    let r = status_until(&mut cl, "big", &OrderState::AtBridge);
+    assert!(
+        matches!(
+            r,
+            Reply::Status {
+                cum: Lots(0),
+                left: Lots(100_000),
+                ..
+            }
+        ),
+        "{r:?}"
+    );
+    wait_until("two chunks at the venue", || {
+        bridge.chunk_calls("big").len() == 2
+    });
+    assert_eq!(
+        state_of(&status(&mut cl, "big.c0")),
+        OrderState::Unknown,
+        "chunks are not orders"
+    );
+    bridge.open_gate();
+    cl.until_terminal("big");
+    let done = status(&mut cl, "big");
+    assert_eq!(
+        done,
+        Reply::Status {
+            id: "big".into(),
+            state: OrderState::Done(DoneStatus::Filled),
+            cum: Lots(100_000),
+            amount: Amount::of(Lots(100_000), tickfan::model::units::Price(110_000)),
+            left: Lots(0),
+            attempts: 10,
+        }
+    );
 }
 
 #[test]
