@@ -208,6 +208,7 @@ pub fn run(args: &DemoArgs) -> Result<(), Failure> {
             seed: args.seed,
             id_prefix: "demo".into(),
             token_file: None,
+            status: false,
         };
         std::thread::spawn(move || orders::run(&oargs))
     });

@@ -9,6 +9,7 @@
 //!   (`report_charts` draws, `report_html` lays out the page)
 //! - `demo`: all of the above around an in-process engine
 //! - `orders`: open-loop order flow against an order port, every answer checked
+//!   (`orders_status`: `--status`, every id's `STATUS` at the end)
 //! - `auth`: the client side of `--token-file` (replay, subscribe, orders)
 
 pub mod auth;
@@ -17,6 +18,7 @@ pub mod flags;
 pub mod forward;
 pub mod gen;
 pub mod orders;
+pub mod orders_status;
 pub mod replay;
 pub mod report;
 pub mod report_charts;

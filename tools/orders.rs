@@ -19,6 +19,9 @@
 //! schedule starts once every connection is open and authenticated. An
 //! `ERR …` line later (the engine refusing the connection, e.g. a secured
 //! engine and no token given) ends the run the same way.
+//!
+//! With `--status`, the run ends by asking `STATUS` for every id it sent
+//! (`orders_status.rs`).
 
 use std::collections::BTreeMap;
 use std::io::{BufRead, BufReader, Write};
@@ -35,7 +38,7 @@ use rand::{RngExt, SeedableRng};
 use tickfan::client::orders::{new_order_line, Reply};
 use tickfan::model::units::{Lots, Side};
 
-use crate::tools::auth;
+use crate::tools::{auth, orders_status};
 use tickfan::error::Failure;
 
 /// Flags of `tickfan orders`.
@@ -76,6 +79,10 @@ pub struct OrdersArgs {
     /// File holding the engine's token; each connection sends `AUTH <token>` first.
     #[arg(long, value_name = "PATH")]
     pub token_file: Option<PathBuf>,
+    /// At the end, ask `STATUS <id>` for every id sent (on a new connection)
+    /// and print the answers by state.
+    #[arg(long)]
+    pub status: bool,
 }
 
 /// A quantity distribution.
@@ -212,6 +219,13 @@ pub fn run(args: &OrdersArgs) -> Result<(), Failure> {
         let _ = total.reject_latency.add(&r.reject_latency);
     }
     print_summary(&total, elapsed, &args);
+    if args.status {
+        let k = args.connections as u64;
+        let ids: Vec<String> = (0..args.count)
+            .map(|i| format!("{}{}-{i}", args.id_prefix, i % k))
+            .collect();
+        orders_status::print(&orders_status::query(args.to, token.as_ref(), &ids)?);
+    }
     if total.missing > 0 || !total.violations.is_empty() {
         for v in total.violations.iter().take(10) {
             eprintln!("  violation: {v}");

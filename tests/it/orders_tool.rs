@@ -1,5 +1,6 @@
 //! `tickfan orders`: open-loop order flow against a running engine; it
-//! checks every order got exactly one terminal reply and exits 0.
+//! checks every order got exactly one terminal reply and exits 0; with
+//! `--status` it asks `STATUS` for every id it sent and tallies the answers.
 
 use std::process::Command;
 
@@ -37,6 +38,7 @@ fn the_orders_tool_sees_exactly_one_terminal_reply_per_order() {
             "3",
             "--qty",
             "loguniform:0.01..50",
+            "--status",
         ])
         .output()
         .expect("binary runs");
@@ -55,6 +57,22 @@ fn the_orders_tool_sees_exactly_one_terminal_reply_per_order() {
     let s = e.counters().snapshot().orders;
     assert_eq!(s.accepted, 600);
     assert!(s.dead_total > 0 && s.retries[0] > 0, "{s:?}");
+    // `--status`: every id answered, each in a terminal state, as many
+    // DONE and DEAD as the engine counted.
+    let tally = stdout
+        .lines()
+        .find_map(|l| l.trim().strip_prefix("STATUS of every id sent: "))
+        .unwrap_or_else(|| panic!("no STATUS tally in: {stdout}"));
+    let mut counts = std::collections::HashMap::new();
+    for part in tally.split(", ") {
+        let (state, n) = part.rsplit_once(' ').unwrap();
+        let word = state.split(' ').next().unwrap().to_string();
+        *counts.entry(word).or_insert(0u64) += n.parse::<u64>().unwrap();
+    }
+    assert_eq!(counts.values().sum::<u64>(), 600, "{tally}");
+    assert_eq!(counts.get("DONE").copied(), Some(s.done_total), "{tally}");
+    assert_eq!(counts.get("DEAD").copied(), Some(s.dead_total), "{tally}");
+    assert_eq!(counts.len(), 2, "only terminal states: {tally}");
 }
 
 #[test]
