@@ -246,9 +246,10 @@ impl Worker {
         let route = o.seq + o.chunk.map_or(0, |c| u64::from(c.index));
         let bridge =
             &self.bridges[((route + u64::from(n) - 1) % self.bridges.len() as u64) as usize];
+        // The gateway's STATUS: at a bridge from here (no wake: the end does).
+        self.out.progress(&o, EventKind::Attempt);
         // Shown as in progress from `now` (the start the bridge is given)
         // until it returns, however long the venue takes.
-        self.out.progress(&o, EventKind::Attempt);
         let in_call = self.bridge_calls.enter(self.call_slot, now);
         let outcome = bridge.execute(
             &BridgeOrder {
