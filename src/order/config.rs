@@ -51,6 +51,9 @@ pub struct OrderConfig {
     /// At shutdown, how long accepted orders get to end normally before the
     /// ones not yet at a bridge are dead-lettered (`shutdown`).
     pub shutdown_deadline: Duration,
+    /// How long one bridge call may go unanswered before it is abandoned
+    /// and the order retried on the next bridge (`order::lanes::lease`).
+    pub bridge_lease: Duration,
 }
 
 impl Default for OrderConfig {
@@ -73,6 +76,7 @@ impl Default for OrderConfig {
             hold_total: 65_536,
             max_order_rate: 0,
             shutdown_deadline: Duration::from_secs(5),
+            bridge_lease: Duration::from_secs(10),
         }
     }
 }
@@ -160,6 +164,11 @@ impl OrderConfig {
         }
         if self.shutdown_deadline > Duration::from_secs(3600) {
             return invalid("--shutdown-deadline", "must be at most 1h");
+        }
+        if self.bridge_lease < Duration::from_millis(1)
+            || self.bridge_lease > Duration::from_secs(3600)
+        {
+            return invalid("--bridge-lease", "must be between 1ms and 1h");
         }
         if self.dedup_retention.is_zero() {
             return invalid("--dedup-retention", "must be positive");
