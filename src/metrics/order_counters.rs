@@ -378,9 +378,11 @@ impl fmt::Display for OrderSnapshot {
             .collect();
         writeln!(
             f,
-            "retries by number: {}   (expired when due {})  fills {}  bridge attempts {}  replays {}  undeliverable replies {}",
+            "retries by number: {}   (expired when due {})  leases expired {} (late answers discarded {})  fills {}  bridge attempts {}  replays {}  undeliverable replies {}",
             if retries.is_empty() { "none".to_string() } else { retries.join(", ") },
             self.retry_expired,
+            self.lease_expired,
+            self.late_answers_discarded,
             self.fills,
             self.attempts,
             self.replays,
