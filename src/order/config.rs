@@ -193,6 +193,18 @@ impl OrderConfig {
         if names.windows(2).any(|w| w[0] == w[1]) {
             return invalid("--bridge", "bridge names must differ");
         }
+        let mut logs: Vec<_> = self
+            .bridges
+            .iter()
+            .filter_map(|b| b.exec_log.as_ref())
+            .collect();
+        logs.sort_unstable();
+        if logs.windows(2).any(|w| w[0] == w[1]) {
+            return invalid(
+                "--bridge",
+                "exec_log files must differ (one record per venue)",
+            );
+        }
         Ok(())
     }
 }
@@ -247,5 +259,19 @@ mod tests {
             .unwrap_err()
             .to_string()
             .contains("--shutdown-deadline"));
+        c.shutdown_deadline = Duration::from_secs(5);
+        c.bridge_lease = Duration::ZERO;
+        assert!(c
+            .validate()
+            .unwrap_err()
+            .to_string()
+            .contains("--bridge-lease"));
+        c.bridge_lease = Duration::from_secs(10);
+        let logged = |name: &str| SimSpec {
+            exec_log: Some("venue.log".into()),
+            ..SimSpec::named(name)
+        };
+        c.bridges = vec![logged("a"), logged("b")];
+        assert!(c.validate().unwrap_err().to_string().contains("exec_log"));
     }
 }
