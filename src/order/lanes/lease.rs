@@ -90,6 +90,15 @@ impl CallPool {
     }
 }
 
+/// A call thread's place in the bound: released when dropped.
+struct Alive(Arc<CallPool>);
+
+impl Drop for Alive {
+    fn drop(&mut self) {
+        self.0.release();
+    }
+}
+
 /// One attempt, owned, for the call thread.
 struct Call {
     bridge: Arc<dyn Bridge>,
@@ -164,6 +173,8 @@ impl Caller {
         let spawned = std::thread::Builder::new()
             .name(self.name.clone())
             .spawn(move || {
+                // Counted out when the thread ends, by a panicking bridge too.
+                let _alive = Alive(Arc::clone(&pool));
                 for c in rx.iter() {
                     let outcome = c.bridge.execute(
                         &BridgeOrder {
@@ -188,7 +199,6 @@ impl Caller {
                             .fetch_add(1, Ordering::Relaxed);
                     }
                 }
-                pool.release();
             });
         match spawned {
             Ok(_) => Some(tx),

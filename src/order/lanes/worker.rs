@@ -258,6 +258,7 @@ impl Worker {
             &self.bridges[((route + u64::from(n) - 1) % self.bridges.len() as u64) as usize];
         // Shown as in progress from `now` (the start the bridge is given)
         // until it returns, however long the venue takes.
+        let fence_token = self.tokens.next();
         let in_call = self.bridge_calls.enter(self.call_slot, now);
         let result = self.caller.call(
             bridge,
@@ -267,7 +268,7 @@ impl Worker {
                 side: o.side,
                 qty: o.qty,
                 attempt: n,
-                fence_token: self.tokens.next(),
+                fence_token,
             },
             &o.id,
             now,
