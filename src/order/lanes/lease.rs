@@ -19,8 +19,8 @@
 //! Where a call runs: each worker has one call thread ([`Caller`]); an
 //! abandoned one keeps running until the venue's `execute` returns (it
 //! cannot be interrupted), then sees its channel closed and ends. Bound:
-//! call threads alive engine-wide ≤ workers + `max_hung` ([`CallPool`],
-//! `max_hung` = 4 × workers). When the bound is reached, a worker that needs
+//! call threads alive engine-wide ≤ workers + [`MAX_ABANDONED`]
+//! ([`CallPool`]). When the bound is reached, a worker that needs
 //! a new call thread waits until an abandoned call ends (a venue that hangs
 //! for good then holds workers again, but never more threads than that).
 //!
@@ -38,6 +38,11 @@ use crate::bridge::{Bridge, BridgeOrder, Outcome};
 use crate::metrics::counters::Counters;
 use crate::model::units::{Lots, Side};
 use crate::retry::Clock;
+
+/// Abandoned call threads alive at once, engine-wide, at most. A hung
+/// thread sleeps in the venue's call: it costs the pages of its stack it
+/// touched (tens of KiB), so 256 of them cost a few MiB.
+pub(crate) const MAX_ABANDONED: usize = 256;
 
 /// Longest real-time wait between two looks at the lease.
 pub(crate) const POLL: Duration = Duration::from_millis(20);
@@ -68,7 +73,7 @@ impl CallPool {
     pub(crate) fn new(lease: Duration, workers: usize, counters: Arc<Counters>) -> Self {
         CallPool {
             lease_ns: lease.as_nanos().min(u128::from(u64::MAX)) as u64,
-            max_threads: workers * 5,
+            max_threads: workers + MAX_ABANDONED,
             alive: Mutex::new(0),
             freed: Condvar::new(),
             counters,
