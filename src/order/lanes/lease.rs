@@ -71,9 +71,14 @@ pub(crate) struct CallPool {
 impl CallPool {
     /// A pool for `workers` workers whose calls hold a `lease`.
     pub(crate) fn new(lease: Duration, workers: usize, counters: Arc<Counters>) -> Self {
+        CallPool::bounded(lease, workers + MAX_ABANDONED, counters)
+    }
+
+    /// A pool allowing `max_threads` call threads alive at once.
+    fn bounded(lease: Duration, max_threads: usize, counters: Arc<Counters>) -> Self {
         CallPool {
             lease_ns: lease.as_nanos().min(u128::from(u64::MAX)) as u64,
-            max_threads: workers + MAX_ABANDONED,
+            max_threads,
             alive: Mutex::new(0),
             freed: Condvar::new(),
             counters,
@@ -394,6 +399,63 @@ mod tests {
         drop(caller);
         while *pool.alive.lock().unwrap() != 0 {
             assert!(std::time::Instant::now() < deadline, "call threads leaked");
+            std::thread::yield_now();
+        }
+    }
+
+    /// Advances `clock` past `lease` once `gate` has seen `calls` calls.
+    fn expire_after(clock: &SimClock, gate: &Arc<Gate>, calls: u64) -> std::thread::JoinHandle<()> {
+        let (clock, gate) = (clock.clone(), Arc::clone(gate));
+        std::thread::spawn(move || {
+            while gate.calls.load(Ordering::SeqCst) < calls {
+                std::thread::yield_now();
+            }
+            clock.advance_ms(1_001);
+        })
+    }
+
+    #[test]
+    fn at_the_thread_bound_a_new_call_waits_for_an_abandoned_one_to_end() {
+        let counters = Arc::new(Counters::default());
+        let pool = Arc::new(CallPool::bounded(
+            Duration::from_secs(1),
+            2,
+            Arc::clone(&counters),
+        ));
+        let mut caller = Caller::new(Arc::clone(&pool), "w");
+        let clock = SimClock::new();
+        let gate = Arc::new(Gate::default());
+        let bridge: Arc<dyn Bridge> = gate.clone();
+        let id: Arc<str> = "o1".into();
+        for n in 1..=2 {
+            let t = expire_after(&clock, &gate, n);
+            let r = caller.call(&bridge, &order(n), &id, clock.now_ns(), &clock);
+            t.join().unwrap();
+            assert_eq!(r, CallResult::LeaseExpired);
+        }
+        assert_eq!(
+            *pool.alive.lock().unwrap(),
+            2,
+            "two hung threads: the bound"
+        );
+        // The third call needs a thread: it gets one once a hung call ends.
+        let third = std::thread::spawn(move || {
+            let r = caller.call(&bridge, &order(3), &id, clock.now_ns(), &clock);
+            (r, caller)
+        });
+        gate.open();
+        let (r, caller) = third.join().unwrap();
+        assert!(matches!(r, CallResult::Answered(Outcome::Executed(_))));
+        assert_eq!(gate.calls.load(Ordering::SeqCst), 3);
+        drop(caller);
+        let deadline = std::time::Instant::now() + Duration::from_secs(20);
+        while counters.retry.late_answers_discarded.load(Ordering::SeqCst) != 2
+            || *pool.alive.lock().unwrap() != 0
+        {
+            assert!(
+                std::time::Instant::now() < deadline,
+                "hung calls never ended"
+            );
             std::thread::yield_now();
         }
     }
