@@ -196,6 +196,7 @@ fn run(name: &'static str, policy: Policy, orders: u32, outage_s: u64, seed: u64
                 side: Side::Buy,
                 qty: Lots(100),
                 attempt: m.retries + 1,
+                fence_token: u64::from(m.retries) + 1,
             },
             now,
             &mut sim_rng,

@@ -289,6 +289,18 @@ pub(crate) fn render(s: &Scrape<'_>) -> String {
         );
     }
     o.one(
+        "tickfan_orders_lease_expired_total",
+        "counter",
+        "Bridge calls abandoned when their lease (--bridge-lease) expired; the order is retried on the next bridge.",
+        ord.lease_expired,
+    );
+    o.one(
+        "tickfan_orders_late_answers_discarded_total",
+        "counter",
+        "Venue answers that arrived with a retired fencing token and were discarded (never applied).",
+        ord.late_answers_discarded,
+    );
+    o.one(
         "tickfan_order_fills_total",
         "counter",
         "FILL replies sent.",

@@ -10,13 +10,15 @@
 //! Contract for implementors: `execute` may block for the venue's latency
 //! and is called from several worker threads at once (`Send + Sync`); it must
 //! not panic on any order the gateway accepted. It bounds its own wait (I/O
-//! timeouts; the engine only alerts on a call that does not return, see
-//! `bridge_call_slow`). Every attempt of an order carries the same
+//! timeouts); the engine also holds each call to a lease (`--bridge-lease`):
+//! a call not answered within it is abandoned and its late answer discarded
+//! (`order::lanes::lease`), and it raises `bridge_call_slow` while it lasts. Every attempt of an order carries the same
 //! `order_id`: send it as the venue's idempotency key, so a retry after a
 //! lost answer cannot execute twice. A venue that cannot deduplicate must
 //! answer a timed-out send `Permanent` (an operator reconciles it), never
 //! `Transient` (which is retried).
 
+pub mod exec_log;
 pub mod sim;
 pub mod spec;
 
@@ -37,6 +39,11 @@ pub struct BridgeOrder<'a> {
     pub qty: Lots,
     /// Attempt number, 1 for the first send.
     pub attempt: u32,
+    /// Fencing token of this attempt: fresh for every attempt, increasing
+    /// within an engine. An answer is applied only while its attempt's token
+    /// is the order's current one (`order::lanes::lease`); a venue may
+    /// ignore it (the order id stays the idempotency key).
+    pub fence_token: u64,
 }
 
 /// One fill, with absolute cumulative values (never deltas), so a fill that

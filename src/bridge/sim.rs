@@ -18,25 +18,42 @@
 //!
 //! Deterministic: every random draw comes from a generator seeded with
 //! `(seed, order id, attempt)`, so outcomes do not depend on which worker
-//! thread runs the attempt or when. Stateless apart from the spec: no lock.
+//! thread runs the attempt or when.
+//!
+//! Idempotent by order id, like a venue keyed on the client order id: the
+//! one piece of state is its execution record ([`super::exec_log`]), locked
+//! around the decision, so an id executes at most once per venue (while
+//! remembered: the newest [`super::exec_log::MEMORY_IDS`] ids) and a
+//! re-sent id, whatever its attempt or fencing token, gets the first
+//! execution's fills. With `exec_log=PATH` the record survives restarts.
+//!
+//! Hang (`hang=P`): after the latency, with probability P the attempt
+//! sleeps `hang_for` (default 60 s) and then answers transient `hung`
+//! without executing, as a venue that dropped the request. The call thread
+//! it holds is the engine's to bound (`order::lanes::lease`): a hung call
+//! ends by itself after `hang_for`; its late answer is discarded there.
 
 use std::hash::{Hash, Hasher};
+use std::io;
 use std::time::Duration;
 
 use rand::rngs::StdRng;
 use rand::seq::SliceRandom;
 use rand::{RngExt, SeedableRng};
 
+use super::exec_log::{ExecRecord, MEMORY_IDS};
 use super::spec::{Latency, SimSpec};
 use super::{Bridge, BridgeOrder, Outcome, VenueFill};
 use crate::model::units::{Amount, Lots, Price};
 
 /// A simulated venue.
-#[derive(Debug, Clone)]
+#[derive(Debug)]
 pub struct SimBridge {
     spec: SimSpec,
     /// Engine-clock time of engine start (outages are measured from it).
     start_ns: u64,
+    /// What it executed (idempotency by order id).
+    record: ExecRecord,
 }
 
 fn hash_of(parts: &[&[u8]], n: u64) -> u64 {
@@ -49,9 +66,34 @@ fn hash_of(parts: &[&[u8]], n: u64) -> u64 {
 }
 
 impl SimBridge {
-    /// A simulator; outages count from `start_ns` on the engine clock.
+    /// A simulator with its execution record in memory only (the spec's
+    /// `exec_log` is not read: use [`open`](Self::open) for that); outages
+    /// count from `start_ns` on the engine clock.
     pub fn new(spec: SimSpec, start_ns: u64) -> Self {
-        SimBridge { spec, start_ns }
+        SimBridge {
+            spec,
+            start_ns,
+            record: ExecRecord::in_memory(MEMORY_IDS),
+        }
+    }
+
+    /// A simulator whose execution record is the spec's `exec_log` file
+    /// (read now, appended to before each executed answer); in memory when
+    /// the spec has none.
+    ///
+    /// # Errors
+    /// The file cannot be opened or read, or holds a bad line (the message
+    /// names the file).
+    pub fn open(spec: SimSpec, start_ns: u64) -> io::Result<Self> {
+        let record = match &spec.exec_log {
+            Some(path) => ExecRecord::open(path, MEMORY_IDS)?,
+            None => ExecRecord::in_memory(MEMORY_IDS),
+        };
+        Ok(SimBridge {
+            spec,
+            start_ns,
+            record,
+        })
     }
 
     /// Its settings.
@@ -187,7 +229,16 @@ impl Bridge for SimBridge {
         if !latency.is_zero() {
             std::thread::sleep(latency);
         }
-        self.decide(order, now_ns, &mut rng)
+        if self.spec.hang > 0.0 && rng.random_bool(self.spec.hang) {
+            std::thread::sleep(self.spec.hang_for);
+            return Outcome::Transient("hung".into());
+        }
+        // A venue in an outage answers nothing from its record either.
+        if self.is_down(now_ns) {
+            return Outcome::Transient("outage".into());
+        }
+        self.record
+            .once(order.order_id, || self.decide(order, now_ns, &mut rng))
     }
 }
 
@@ -204,6 +255,7 @@ mod tests {
             side: Side::Buy,
             qty: Lots(qty),
             attempt,
+            fence_token: u64::from(attempt),
         }
     }
 
@@ -369,5 +421,58 @@ mod tests {
                 b.execute(&order(&id, 77, 2), 0)
             );
         }
+    }
+
+    #[test]
+    fn an_id_executes_once_whatever_the_attempt_and_after_a_restart() {
+        let dir = tempfile::tempdir().unwrap();
+        let log = dir.path().join("venue.log");
+        let spec = SimSpec {
+            max_fills: 4,
+            exec_log: Some(log.clone()),
+            ..SimSpec::instant("a")
+        };
+        let b = SimBridge::open(spec.clone(), 0).unwrap();
+        let first = b.execute(&order("k1", 400, 1), 0);
+        assert!(matches!(first, Outcome::Executed(_)));
+        // Another attempt draws other fills if executed again: it is not.
+        assert_eq!(b.execute(&order("k1", 400, 7), 0), first);
+        drop(b);
+        let b = SimBridge::open(spec, 0).unwrap();
+        assert_eq!(b.execute(&order("k1", 400, 9), 0), first, "after a restart");
+        let record = crate::bridge::exec_log::read(&log).unwrap();
+        assert_eq!(record.len(), 1, "executed once: {record:?}");
+        assert_eq!(Outcome::Executed(record[0].1.clone()), first);
+        // Without exec_log: still idempotent within the process.
+        let m = SimBridge::new(
+            SimSpec {
+                max_fills: 4,
+                ..SimSpec::instant("m")
+            },
+            0,
+        );
+        let a = m.execute(&order("k2", 400, 1), 0);
+        assert_eq!(m.execute(&order("k2", 400, 2), 0), a);
+    }
+
+    #[test]
+    fn a_hung_attempt_answers_transient_after_hang_for_without_executing() {
+        let b = SimBridge::new(
+            SimSpec {
+                hang: 1.0,
+                hang_for: Duration::from_millis(1),
+                ..SimSpec::instant("h")
+            },
+            0,
+        );
+        assert_eq!(
+            b.execute(&order("h1", 1, 1), 0),
+            Outcome::Transient("hung".into())
+        );
+        assert!(
+            b.record
+                .once("h1", || Outcome::Transient("not executed".into()))
+                == Outcome::Transient("not executed".into())
+        );
     }
 }

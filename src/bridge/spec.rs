@@ -3,6 +3,7 @@
 //! ```text
 //! --bridge name=lp1,latency=uniform:1ms..5ms,transient=0.01,permanent=0.001,down=10s+5s,fills=3,partial=0.05,seed=7
 //! --bridge name=lp2,per_lot=2ms,reorder=0.2,dup=0.1,lose=0.01
+//! --bridge name=lp3,exec_log=venue3.log,hang=0.01,hang_for=30s
 //! ```
 //!
 //! Every key is optional; `down=` may repeat (one outage each, `FROM+FOR`
@@ -10,8 +11,12 @@
 //! `exp:MEAN` (exponential), durations as `250us`, `2ms`, `1s`; `per_lot`
 //! adds a duration per lot ordered (a large order takes longer in one
 //! piece). `reorder`, `dup` and `lose` shape how fills are delivered (see
-//! [`SimSpec`]).
+//! [`SimSpec`]). `exec_log` keeps the venue's execution record in a file
+//! across restarts (see [`super::exec_log`]); `hang` is the probability that
+//! an attempt does not answer for `hang_for` (then answers transient
+//! `hung`, having executed nothing).
 
+use std::path::PathBuf;
 use std::time::Duration;
 
 /// A latency distribution.
@@ -69,6 +74,14 @@ pub struct SimSpec {
     /// Probability that each fill but the last is never delivered (a gap the
     /// engine's gap timer must skip; the final report always arrives).
     pub lose: f64,
+    /// Probability that an attempt hangs: it answers nothing for `hang_for`,
+    /// then transient `hung` without having executed (the engine's lease
+    /// abandons it long before; see `order::lanes::lease`).
+    pub hang: f64,
+    /// How long a hung attempt blocks (at most 10 min).
+    pub hang_for: Duration,
+    /// The venue's execution record file (`None`: in memory only).
+    pub exec_log: Option<PathBuf>,
 }
 
 impl SimSpec {
@@ -90,6 +103,9 @@ impl SimSpec {
             reorder: 0.05,
             dup: 0.01,
             lose: 0.0,
+            hang: 0.0,
+            hang_for: Duration::from_secs(60),
+            exec_log: None,
         }
     }
 
@@ -139,6 +155,19 @@ impl SimSpec {
                 "reorder" => spec.reorder = prob(v)?,
                 "dup" => spec.dup = prob(v)?,
                 "lose" => spec.lose = prob(v)?,
+                "hang" => spec.hang = prob(v)?,
+                "hang_for" => {
+                    spec.hang_for = dur(k, v)?;
+                    if spec.hang_for > Duration::from_secs(600) {
+                        return Err("hang_for: at most 10m".into());
+                    }
+                }
+                "exec_log" => {
+                    if v.is_empty() {
+                        return Err("exec_log: expected a file path".into());
+                    }
+                    spec.exec_log = Some(PathBuf::from(v));
+                }
                 "per_lot" => {
                     spec.per_lot = dur(k, v)?;
                     if spec.per_lot > Duration::from_secs(1) {
@@ -168,7 +197,7 @@ impl SimSpec {
                 }
                 other => {
                     return Err(format!(
-                        "unknown key '{other}' (known: name, latency, transient, permanent, down, fills, partial, seed, per_lot, reorder, dup, lose)"
+                        "unknown key '{other}' (known: name, latency, transient, permanent, down, fills, partial, seed, per_lot, reorder, dup, lose, hang, hang_for, exec_log)"
                     ))
                 }
             }
@@ -250,6 +279,9 @@ mod tests {
         let s = SimSpec::parse("per_lot=2ms,reorder=0.5,dup=0.25,lose=0.125", "x").unwrap();
         assert_eq!(s.per_lot, Duration::from_millis(2));
         assert_eq!((s.reorder, s.dup, s.lose), (0.5, 0.25, 0.125));
+        let s = SimSpec::parse("hang=0.5,hang_for=2s,exec_log=/tmp/v.log", "x").unwrap();
+        assert_eq!((s.hang, s.hang_for), (0.5, Duration::from_secs(2)));
+        assert_eq!(s.exec_log, Some(PathBuf::from("/tmp/v.log")));
         assert_eq!(SimSpec::parse("", "x").unwrap(), SimSpec::named("x"));
         assert_eq!(
             SimSpec::parse("latency=2ms", "x").unwrap().latency,
@@ -275,6 +307,9 @@ mod tests {
             ("latency=uniform:1ms..x", "exp:MEAN"),
             ("per_lot=slow", "per_lot: 'slow' is not a duration"),
             ("down=soon+5s", "down: 'soon' is not a duration"),
+            ("hang=2", "probability"),
+            ("hang_for=1h", "hang_for"),
+            ("exec_log=", "exec_log"),
         ] {
             let e = SimSpec::parse(s, "x").unwrap_err();
             assert!(e.contains(want), "{s}: {e}");

@@ -131,6 +131,9 @@ pub struct OrderArgs {
     /// At shutdown, how long accepted orders get to end before those not yet at a bridge are dead-lettered (`shutdown`).
     #[arg(long, value_name = "DURATION", value_parser = humantime::parse_duration, default_value = "5s", help_heading = "Orders")]
     pub shutdown_deadline: Duration,
+    /// How long one bridge call may go unanswered; then it is abandoned and the order retried on the next bridge with a new fencing token (`lease_expired`).
+    #[arg(long, value_name = "DURATION", value_parser = humantime::parse_duration, default_value = "10s", help_heading = "Orders")]
+    pub bridge_lease: Duration,
 }
 
 impl OrderArgs {
@@ -180,6 +183,7 @@ impl OrderArgs {
             hold_total: self.fill_hold_total,
             max_order_rate: self.max_order_rate,
             shutdown_deadline: self.shutdown_deadline,
+            bridge_lease: self.bridge_lease,
         };
         c.validate()?;
         Ok((self.order_listen, c))

@@ -146,7 +146,8 @@ impl FillSnapshot {
     }
 }
 
-/// Written by the retry timer thread only.
+/// Written by the retry timer thread only, but for the two lease counters
+/// (written by the workers: see each).
 #[derive(Debug, Default)]
 pub struct RetryCounters {
     /// Retries handed back to the workers, by retry number (index 0 = retry 1).
@@ -157,6 +158,12 @@ pub struct RetryCounters {
     pub depth: AtomicU64,
     /// Gauge: µs until the next retry is due (0 when none).
     pub next_due_in_us: AtomicU64,
+    /// Bridge calls abandoned when their lease expired (written by the
+    /// order workers, `fetch_add`; `order::lanes::lease`).
+    pub lease_expired: AtomicU64,
+    /// Answers that came with a retired fencing token and were discarded
+    /// (written by the workers and their call threads, `fetch_add`).
+    pub late_answers_discarded: AtomicU64,
 }
 
 /// A copy of the order counters, for reports.
@@ -192,6 +199,10 @@ pub struct OrderSnapshot {
     pub retries: Vec<u64>,
     /// Orders expired when their retry came due.
     pub retry_expired: u64,
+    /// Bridge calls abandoned at their lease's expiry.
+    pub lease_expired: u64,
+    /// Late answers (retired fencing token) discarded.
+    pub late_answers_discarded: u64,
     /// Replays admitted.
     pub replays: u64,
     /// Replies to clients already gone.
@@ -262,6 +273,8 @@ impl OrderSnapshot {
             attempts: get(&o.attempts),
             retries: r.fired.iter().map(get).collect(),
             retry_expired: get(&r.expired_when_due),
+            lease_expired: get(&r.lease_expired),
+            late_answers_discarded: get(&r.late_answers_discarded),
             replays: get(&o.replays),
             replies_to_closed_connections: get(&o.replies_to_closed_connections),
             queue_depth: get(&o.queue_depth),
@@ -365,9 +378,11 @@ impl fmt::Display for OrderSnapshot {
             .collect();
         writeln!(
             f,
-            "retries by number: {}   (expired when due {})  fills {}  bridge attempts {}  replays {}  replies to closed connections {}",
+            "retries by number: {}   (expired when due {})  leases expired {} (late answers discarded {})  fills {}  bridge attempts {}  replays {}  replies to closed connections {}",
             if retries.is_empty() { "none".to_string() } else { retries.join(", ") },
             self.retry_expired,
+            self.lease_expired,
+            self.late_answers_discarded,
             self.fills,
             self.attempts,
             self.replays,

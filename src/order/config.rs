@@ -51,6 +51,9 @@ pub struct OrderConfig {
     /// At shutdown, how long accepted orders get to end normally before the
     /// ones not yet at a bridge are dead-lettered (`shutdown`).
     pub shutdown_deadline: Duration,
+    /// How long one bridge call may go unanswered before it is abandoned
+    /// and the order retried on the next bridge (`order::lanes::lease`).
+    pub bridge_lease: Duration,
 }
 
 impl Default for OrderConfig {
@@ -73,6 +76,7 @@ impl Default for OrderConfig {
             hold_total: 65_536,
             max_order_rate: 0,
             shutdown_deadline: Duration::from_secs(5),
+            bridge_lease: Duration::from_secs(10),
         }
     }
 }
@@ -161,6 +165,11 @@ impl OrderConfig {
         if self.shutdown_deadline > Duration::from_secs(3600) {
             return invalid("--shutdown-deadline", "must be at most 1h");
         }
+        if self.bridge_lease < Duration::from_millis(1)
+            || self.bridge_lease > Duration::from_secs(3600)
+        {
+            return invalid("--bridge-lease", "must be between 1ms and 1h");
+        }
         if self.dedup_retention.is_zero() {
             return invalid("--dedup-retention", "must be positive");
         }
@@ -183,6 +192,18 @@ impl OrderConfig {
         names.sort_unstable();
         if names.windows(2).any(|w| w[0] == w[1]) {
             return invalid("--bridge", "bridge names must differ");
+        }
+        let mut logs: Vec<_> = self
+            .bridges
+            .iter()
+            .filter_map(|b| b.exec_log.as_ref())
+            .collect();
+        logs.sort_unstable();
+        if logs.windows(2).any(|w| w[0] == w[1]) {
+            return invalid(
+                "--bridge",
+                "exec_log files must differ (one record per venue)",
+            );
         }
         Ok(())
     }
@@ -238,5 +259,19 @@ mod tests {
             .unwrap_err()
             .to_string()
             .contains("--shutdown-deadline"));
+        c.shutdown_deadline = Duration::from_secs(5);
+        c.bridge_lease = Duration::ZERO;
+        assert!(c
+            .validate()
+            .unwrap_err()
+            .to_string()
+            .contains("--bridge-lease"));
+        c.bridge_lease = Duration::from_secs(10);
+        let logged = |name: &str| SimSpec {
+            exec_log: Some("venue.log".into()),
+            ..SimSpec::named(name)
+        };
+        c.bridges = vec![logged("a"), logged("b")];
+        assert!(c.validate().unwrap_err().to_string().contains("exec_log"));
     }
 }

@@ -79,6 +79,7 @@ use super::gateway::{Gateway, GatewayParts, GatewaySettings, WAKER};
 use super::lanes::admission::{admission, LaneRx};
 use super::lanes::bridge_calls::BridgeCalls;
 use super::lanes::events::{EventSender, EVENT_CAPACITY};
+use super::lanes::lease::{CallPool, Caller, FenceTokens};
 use super::lanes::outlet::Outlet;
 use super::lanes::retry_handoff::RetryHandoff;
 use super::lanes::routing::LaneMode;
@@ -219,14 +220,22 @@ impl OrderPath {
             None => c
                 .bridges
                 .iter()
-                .map(|s| Arc::new(SimBridge::new(s.clone(), start_ns)) as Arc<dyn Bridge>)
-                .collect(),
+                .map(|s| {
+                    SimBridge::open(s.clone(), start_ns).map(|b| Arc::new(b) as Arc<dyn Bridge>)
+                })
+                .collect::<std::io::Result<_>>()?,
         };
         let [n_small, n_large] = c.lane_workers();
         let chunk_cap = n_large.max(1) * c.lanes.max_chunks as usize;
         let chunks =
             (c.lanes.mode == LaneMode::Split).then(|| crossbeam_channel::bounded(chunk_cap));
         let bridge_calls = Arc::new(BridgeCalls::new(n_small + n_large));
+        let call_pool = Arc::new(CallPool::new(
+            c.bridge_lease,
+            n_small + n_large,
+            Arc::clone(&i.counters),
+        ));
+        let tokens = Arc::new(FenceTokens::default());
 
         let mut workers = Vec::with_capacity(n_small + n_large);
         for (lane, count) in [(Lane::Small, n_small), (Lane::Large, n_large)] {
@@ -250,6 +259,8 @@ impl OrderPath {
                     bridges: Arc::clone(&bridges),
                     bridge_calls: Arc::clone(&bridge_calls),
                     call_slot: workers.len(),
+                    caller: Caller::new(Arc::clone(&call_pool), &name),
+                    tokens: Arc::clone(&tokens),
                     backoff: c.retry,
                     clock: Arc::clone(&i.clock),
                     mono: i.mono,

@@ -230,6 +230,8 @@ fn order_and_connection_alerts_start_and_clear() {
         c.order.queue_capacity = 10;
         c.max_conns_per_port = 5;
         c.alert_order_age = std::time::Duration::from_secs(1);
+        // The clock jumps below; the gated call must outlive it (no lease expiry).
+        c.order.bridge_lease = std::time::Duration::from_secs(3600);
     });
     let admin = e.admin_addr();
     // Connections: 4 of 5 subscribers is 80 %.

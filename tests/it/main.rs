@@ -17,6 +17,7 @@
 //! - `orders_admission`: bounded queue and SYSTEM_BUSY under overload, malformed lines, duplicates
 //! - `orders_retry`: transient → delayed retry (simulated clock), permanent → DLQ, deadlines
 //! - `orders_dlq`: DLQ file across a restart, replay on command, answers at shutdown (deadline)
+//! - `orders_venue`: the venue's exec_log across a restart (an id executes once); leases: a hung venue never holds a worker, late answers discarded
 //! - `orders_tool`: `tickfan orders` against a running engine
 //! - `orders_lanes`: small orders never wait behind a large one; no lane starves; chunking
 //! - `orders_status`: `STATUS <id>` from any connection, after the sender left, past the retention, malformed
@@ -46,6 +47,7 @@ mod orders_retry;
 mod orders_sequencing;
 mod orders_status;
 mod orders_tool;
+mod orders_venue;
 mod poison;
 mod protocol;
 mod readme_flags;

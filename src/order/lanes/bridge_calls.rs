@@ -2,11 +2,10 @@
 //! [`Bridge::execute`](crate::bridge::Bridge::execute) started, so the
 //! gateway can show how long the oldest one has been at a venue.
 //!
-//! A venue that never answers holds its worker inside `execute` for good:
-//! the call is synchronous, and its outcome is unknown until the venue
-//! answers, so the engine does not time it out (`docs/decisions.md`). It
-//! shows it instead: the gauges `bridge_calls_in_progress` and
-//! `bridge_call_oldest_age_us`, and the `bridge_call_slow` alert.
+//! A worker waits for its call at most the bridge lease
+//! ([`super::lease`]); while it waits, the call shows here: the gauges
+//! `bridge_calls_in_progress` and `bridge_call_oldest_age_us`, and the
+//! `bridge_call_slow` alert (`docs/decisions.md`).
 //!
 //! ```text
 //!  worker i:  enter(i, start) ──▶ bridge.execute(…) ──▶ (guard dropped: slot i = 0)

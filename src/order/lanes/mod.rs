@@ -35,12 +35,15 @@
 //!   back to its lane;
 //! * [`bridge_calls`]: when each worker's bridge call started (how long the
 //!   oldest has been at a venue);
+//! * [`lease`]: bridge calls on abandonable call threads under a lease,
+//!   fencing tokens, late answers discarded;
 //! * [`events`]: the link back to the gateway ([`events::Event`],
 //!   [`events::EventSender`]).
 
 pub(crate) mod admission;
 pub(crate) mod bridge_calls;
 pub(crate) mod events;
+pub(crate) mod lease;
 pub(crate) mod outlet;
 pub(crate) mod retry_handoff;
 pub mod routing;

@@ -29,6 +29,12 @@
 //! the queue has that capacity (a chunk that would not fit runs at once in
 //! the splitting worker, which cannot happen but is handled).
 //!
+//! Leases: the bridge call runs on the worker's call thread under a lease
+//! (`--bridge-lease`, [`super::lease`]); each attempt has a fresh fencing
+//! token. A call not answered within the lease is abandoned and the order
+//! parked as a transient failure `lease_expired`, so its retry goes to the
+//! next bridge with a new token; the abandoned call's answer is discarded.
+//!
 //! Ownership: a worker owns the order it holds; it owns its histograms and
 //! its random generator. Workers share nothing mutable but the channels, the
 //! retry permits and the bridge-call slots (each writes only its own:
@@ -55,6 +61,7 @@ use crate::order::fills::fill_book::FillMsg;
 use super::admission::LaneRx;
 use super::bridge_calls::BridgeCalls;
 use super::events::EventKind;
+use super::lease::{CallResult, Caller, FenceTokens};
 use super::outlet::Outlet;
 use super::routing::{split, LaneConfig};
 
@@ -82,6 +89,10 @@ pub(crate) struct Worker {
     pub bridge_calls: Arc<BridgeCalls>,
     /// This worker's slot in `bridge_calls`.
     pub call_slot: usize,
+    /// Runs its bridge calls under a lease ([`super::lease`]).
+    pub caller: Caller,
+    /// Fencing tokens, one per attempt (shared by every worker).
+    pub tokens: Arc<FenceTokens>,
     /// Retry policy.
     pub backoff: Backoff,
     /// Engine clock (deadlines, due times).
@@ -250,16 +261,21 @@ impl Worker {
         self.out.progress(&o, EventKind::Attempt);
         // Shown as in progress from `now` (the start the bridge is given)
         // until it returns, however long the venue takes.
+        let fence_token = self.tokens.next();
         let in_call = self.bridge_calls.enter(self.call_slot, now);
-        let outcome = bridge.execute(
+        let result = self.caller.call(
+            bridge,
             &BridgeOrder {
                 order_id: &o.id,
                 symbol: &o.symbol,
                 side: o.side,
                 qty: o.qty,
                 attempt: n,
+                fence_token,
             },
+            &o.id,
             now,
+            &*self.clock,
         );
         drop(in_call);
         let (delay_ns, ceiling_ns) = o.next_delay;
@@ -271,6 +287,11 @@ impl Worker {
             wall_ns: wall_ns(),
             delay_ns,
             ceiling_ns,
+        };
+        let outcome = match result {
+            CallResult::Answered(outcome) => outcome,
+            // Abandoned: retried (next bridge, new token) like a transient failure.
+            CallResult::LeaseExpired => Outcome::Transient("lease_expired".into()),
         };
         match outcome {
             Outcome::Executed(fills) => {
