@@ -27,6 +27,7 @@ use crate::metrics::alerts::AlertGauges;
 use crate::metrics::report::SubscriberStats;
 use crate::metrics::reporter::Totals;
 use crate::metrics::Counters;
+use crate::sys::watch::Watch;
 
 /// What the endpoint reads.
 #[derive(Debug, Clone)]
@@ -47,6 +48,8 @@ pub struct AdminState {
     pub order_addr: SocketAddr,
     /// Engine start.
     pub started: Instant,
+    /// The engine's threads: `/health` answers 503 when one died or stalled.
+    pub watch: Arc<Watch>,
 }
 
 /// What the workers share: the engine's state and the endpoint's counters.

@@ -22,6 +22,7 @@
 //! - `orders_sequencing`: out-of-order and duplicated fills in order once; the gap timer
 //! - `faults`: misbehaving peers (10 MB lines, idle peers, floods, vanishing and trickling subscribers)
 //! - `accounting`: after mixed traffic every tick, update and order is counted exactly once
+//! - `health`: a thread that panics or stalls: `/health` 503 naming it; the binary exits 3 with one line
 //! - `admin`: `/metrics` (parsed as Prometheus text), `/report`, `/health`, `/dlq`, alerts; stalled clients cannot freeze it
 //! - `metrics`: `promtool check metrics` on a live scrape, `process_*`, series bounded under reconnect loops
 //! - `deploy`: `deploy/` — the example config is the default and names every flag; `systemd-analyze verify`; `promtool` on the alert rules
@@ -37,6 +38,7 @@ mod clients;
 mod deploy;
 mod fanout;
 mod faults;
+mod health;
 mod metrics;
 mod orders_admission;
 mod orders_dlq;
