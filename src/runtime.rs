@@ -180,8 +180,10 @@ impl Engine {
                 capacity: config.dlq_capacity,
                 file: config.dlq_file.clone(),
                 handoff_capacity: 4096,
+                max_bytes: config.dlq_max_bytes,
             },
             Arc::clone(&counters),
+            &watch,
         )
         .map_err(|source| StartError::DlqFile {
             path: config

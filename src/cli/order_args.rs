@@ -6,6 +6,7 @@
 //! Orders, Retry, Lanes and Fills (`--order-listen` under Listeners).
 
 use std::net::SocketAddr;
+use std::path::PathBuf;
 use std::time::Duration;
 
 use clap::Args;
@@ -131,6 +132,14 @@ pub struct OrderArgs {
     /// At shutdown, how long accepted orders get to end before those not yet at a bridge are dead-lettered (`shutdown`).
     #[arg(long, value_name = "DURATION", value_parser = humantime::parse_duration, default_value = "5s", help_heading = "Orders")]
     pub shutdown_deadline: Duration,
+    /// Directory for the order journal and the dead-letter file (created when missing).
+    #[arg(
+        long,
+        value_name = "DIR",
+        default_value = "tickfan-data",
+        help_heading = "Orders"
+    )]
+    pub data_dir: PathBuf,
 }
 
 impl OrderArgs {
@@ -180,6 +189,7 @@ impl OrderArgs {
             hold_total: self.fill_hold_total,
             max_order_rate: self.max_order_rate,
             shutdown_deadline: self.shutdown_deadline,
+            data_dir: self.data_dir.clone(),
         };
         c.validate()?;
         Ok((self.order_listen, c))

@@ -51,6 +51,9 @@ pub struct OrderConfig {
     /// At shutdown, how long accepted orders get to end normally before the
     /// ones not yet at a bridge are dead-lettered (`shutdown`).
     pub shutdown_deadline: Duration,
+    /// Directory for the order journal and the dead-letter file (created
+    /// when missing).
+    pub data_dir: std::path::PathBuf,
 }
 
 impl Default for OrderConfig {
@@ -73,6 +76,7 @@ impl Default for OrderConfig {
             hold_total: 65_536,
             max_order_rate: 0,
             shutdown_deadline: Duration::from_secs(5),
+            data_dir: std::path::PathBuf::from("tickfan-data"),
         }
     }
 }
