@@ -171,6 +171,7 @@ impl Engine {
             interval: config.report_interval,
             log,
             clock,
+            watch: Arc::clone(&watch),
         })
         .map_err(os("reporter thread"))?;
         let totals = Arc::clone(reporter.totals());

@@ -112,7 +112,11 @@ impl AdminServer {
             threads: Vec::new(),
         };
         let spawn = |name: String, f: Box<dyn FnOnce() + Send>| {
-            std::thread::Builder::new().name(name).spawn(f)
+            let watch = Arc::clone(&shared.state.watch);
+            std::thread::Builder::new().name(name).spawn(move || {
+                let _beat = watch.guard();
+                f();
+            })
         };
         for i in 0..limits.workers.max(1) {
             let (jobs, answers, replays) = (job_rx.clone(), ans_tx.clone(), replay_tx.clone());
