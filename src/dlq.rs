@@ -31,10 +31,10 @@
 //! the record again, which makes it replayable again after a restart.
 
 mod file;
+mod replay_index;
 
 use std::collections::{BTreeMap, VecDeque};
 
-use indexmap::IndexMap;
 use std::path::PathBuf;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
@@ -46,6 +46,7 @@ use parking_lot::Mutex;
 use crate::metrics::counters::{bump, Counters};
 use crate::sys::watch::Watch;
 use file::DlqFile;
+use replay_index::ReplayIndex;
 
 /// Name of the dead-letter file in the data directory.
 pub const DLQ_FILE_NAME: &str = "dlq.jsonl";
@@ -174,7 +175,7 @@ pub struct DlqStore {
     evicted: AtomicU64,
     capacity: usize,
     /// Replayable dead-lettered orders by id, oldest first (bounded by `capacity`).
-    orders: Mutex<IndexMap<String, DeadLetter>>,
+    orders: Mutex<ReplayIndex>,
 }
 
 impl DlqStore {
@@ -212,7 +213,7 @@ impl DlqStore {
 
     /// Takes order `id` out of the replay index (the caller replays it).
     pub fn take_replayable(&self, id: &str) -> Option<DeadLetter> {
-        self.orders.lock().shift_remove(id)
+        self.orders.lock().remove(id)
     }
 
     /// Puts a record taken with [`take_replayable`](Self::take_replayable)
@@ -223,7 +224,7 @@ impl DlqStore {
 
     /// Ids of every replayable order, oldest first.
     pub fn replayable_ids(&self) -> Vec<String> {
-        self.orders.lock().keys().cloned().collect()
+        self.orders.lock().ids()
     }
 
     fn index_order(&self, rec: DeadLetter) {
@@ -232,14 +233,10 @@ impl DlqStore {
         };
         let mut idx = self.orders.lock();
         if rec.replayed_ns.is_some() {
-            idx.shift_remove(&id);
-            return;
+            idx.remove(&id);
+        } else {
+            idx.insert(id, rec);
         }
-        idx.shift_remove(&id);
-        if idx.len() >= self.capacity {
-            idx.shift_remove_index(0);
-        }
-        idx.insert(id, rec);
     }
 
     fn push(&self, rec: DeadLetter) {
@@ -363,6 +360,7 @@ impl Dlq {
     ) -> std::io::Result<(Dlq, DlqSender)> {
         let store = Arc::new(DlqStore {
             capacity: config.capacity.max(1),
+            orders: Mutex::new(ReplayIndex::new(config.capacity)),
             ..DlqStore::default()
         });
         let file = match &config.file {
