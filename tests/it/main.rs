@@ -16,7 +16,7 @@
 //! - `vs_redis`: the benchmark's tool modes against a real `redis-server` and the raw forwarder
 //! - `orders_admission`: bounded queue and SYSTEM_BUSY under overload, malformed lines, duplicates
 //! - `orders_retry`: transient → delayed retry (simulated clock), permanent → DLQ, deadlines
-//! - `orders_dlq`: DLQ file across a restart, replay on command, answers at shutdown (deadline)
+//! - `orders_dlq`: DLQ file across a restart (and a `kill -9`, in `--data-dir` by default), replay on command (its record on disk first), answers at shutdown (deadline)
 //! - `orders_tool`: `tickfan orders` against a running engine
 //! - `orders_lanes`: small orders never wait behind a large one; no lane starves; chunking
 //! - `orders_sequencing`: out-of-order and duplicated fills in order once; the gap timer
