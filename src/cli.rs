@@ -136,9 +136,17 @@ pub struct ServeArgs {
         help_heading = "Dead letters"
     )]
     pub dlq_capacity: usize,
-    /// Append every dead letter to this JSON-lines file.
+    /// Append every dead letter to this JSON-lines file, synced per batch (without it: `<data-dir>/dlq.jsonl`).
     #[arg(long, value_name = "PATH", help_heading = "Dead letters")]
     pub dlq_file: Option<PathBuf>,
+    /// Rotate the dead-letter file past this size (renamed to `dlq.1`, the older ones shifted; 3 rotations kept).
+    #[arg(
+        long,
+        value_name = "BYTES",
+        default_value_t = 64 << 20,
+        help_heading = "Dead letters"
+    )]
+    pub dlq_max_bytes: u64,
     /// Run this long, then stop and print the final report (e.g. `30s`, `5m`); without it, until a signal.
     #[arg(long, value_name = "DURATION", value_parser = humantime::parse_duration, help_heading = "Reporting")]
     pub duration: Option<Duration>,
@@ -228,6 +236,11 @@ impl ServeArgs {
     /// The first invalid value, naming its flag.
     pub fn to_config(&self) -> Result<Config, ConfigError> {
         let (order_addr, order) = self.order.to_config()?;
+        // Durable by default: in the data directory unless named.
+        let dlq_file = self
+            .dlq_file
+            .clone()
+            .unwrap_or_else(|| order.data_dir.join(crate::dlq::DLQ_FILE_NAME));
         let c = Config {
             order_addr,
             order,
@@ -247,7 +260,8 @@ impl ServeArgs {
             report_interval: self.report_interval,
             print_intervals: !self.quiet,
             dlq_capacity: self.dlq_capacity,
-            dlq_file: self.dlq_file.clone(),
+            dlq_file: Some(dlq_file),
+            dlq_max_bytes: self.dlq_max_bytes,
             alert_staleness: self.alert_staleness,
             alert_dlq_rate: self.alert_dlq_rate,
             alert_order_age: self.alert_order_age,
@@ -284,5 +298,32 @@ mod tests {
         assert!(parse_pin("gpu=1").unwrap_err().contains("unknown thread"));
         assert!(parse_pin("feed=1,feed=2").unwrap_err().contains("twice"));
         assert!(parse_pin("feed").unwrap_err().contains("THREAD=CORE"));
+    }
+
+    fn config_of(args: &[&str]) -> Config {
+        use clap::FromArgMatches;
+        let m = serve_command()
+            .try_get_matches_from(std::iter::once("serve").chain(args.iter().copied()))
+            .unwrap();
+        ServeArgs::from_arg_matches(&m)
+            .unwrap()
+            .to_config()
+            .unwrap()
+    }
+
+    #[test]
+    fn the_dlq_file_is_in_the_data_dir_unless_named() {
+        let c = config_of(&[]);
+        assert_eq!(c.dlq_file, Some(PathBuf::from("tickfan-data/dlq.jsonl")));
+        assert_eq!(c.dlq_max_bytes, 64 << 20);
+        let c = config_of(&["--data-dir", "/var/lib/tickfan"]);
+        assert_eq!(c.order.data_dir, PathBuf::from("/var/lib/tickfan"));
+        assert_eq!(
+            c.dlq_file,
+            Some(PathBuf::from("/var/lib/tickfan/dlq.jsonl"))
+        );
+        let c = config_of(&["--data-dir", "d", "--dlq-file", "elsewhere.jsonl"]);
+        assert_eq!(c.dlq_file, Some(PathBuf::from("elsewhere.jsonl")));
+        assert!(config_of(&["--dlq-max-bytes", "4096"]).dlq_max_bytes == 4096);
     }
 }

@@ -69,8 +69,11 @@ pub struct Config {
     pub print_intervals: bool,
     /// Dead letters kept in memory.
     pub dlq_capacity: usize,
-    /// JSON-lines file every dead letter is appended to.
+    /// JSON-lines file every dead letter is appended to (default:
+    /// `tickfan-data/dlq.jsonl`; none: memory only).
     pub dlq_file: Option<PathBuf>,
+    /// The dead-letter file is rotated past this size (`--dlq-max-bytes`).
+    pub dlq_max_bytes: u64,
     /// A subscriber this far behind raises the `subscriber_stale` alert.
     pub alert_staleness: Duration,
     /// Dead letters per second that raise the `dlq_growth` alert.
@@ -109,7 +112,9 @@ impl Default for Config {
             report_interval: Duration::from_secs(5),
             print_intervals: true,
             dlq_capacity: 10_000,
-            dlq_file: None,
+            // Durable by default, as `serve`'s flags resolve it.
+            dlq_file: Some(PathBuf::from("tickfan-data").join(crate::dlq::DLQ_FILE_NAME)),
+            dlq_max_bytes: 64 << 20,
             alert_staleness: Duration::from_secs(1),
             alert_dlq_rate: 100.0,
             alert_order_age: Duration::from_secs(1),
@@ -123,7 +128,8 @@ impl Default for Config {
 
 impl Config {
     /// A configuration for tests and tools: every listener on an ephemeral
-    /// loopback port, no interval printing, figures refreshed every 100 ms.
+    /// loopback port, no interval printing, figures refreshed every 100 ms,
+    /// no dead-letter file (nothing written into the working directory).
     pub fn ephemeral() -> Self {
         let any: SocketAddr = "127.0.0.1:0".parse().expect("static address");
         Config {
@@ -133,6 +139,7 @@ impl Config {
             order_addr: any,
             print_intervals: false,
             report_interval: Duration::from_millis(100),
+            dlq_file: None,
             ..Config::default()
         }
     }
@@ -155,6 +162,7 @@ impl Config {
             10_000_000,
         )?;
         range("--dlq-capacity", self.dlq_capacity as u64, 1, 10_000_000)?;
+        range("--dlq-max-bytes", self.dlq_max_bytes, 4096, u64::MAX)?;
         if self.report_interval < Duration::from_millis(10) {
             return Err(E::Invalid {
                 flag: "--report-interval",

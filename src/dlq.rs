@@ -15,21 +15,26 @@
 //!   record. The separate channel means a feed flood cannot take its room.
 //!
 //! The DLQ thread is the single writer of the store: it appends each record
-//! as one JSON line to the optional file (so nothing is lost on restart) and
-//! keeps the newest `capacity` records in memory for listing; older ones are
-//! evicted from memory (counted), never from the file.
+//! as one JSON line to the file ([`file`]: in the data directory by
+//! default, `fdatasync`ed after every batch, rotated by size) and keeps the
+//! newest `capacity` records in memory for listing; older ones are evicted
+//! from memory (counted), never from the file.
 //!
 //! Dead-lettered orders are also kept in a replay index (by order id, newest
-//! `capacity` ids), rebuilt from the file at start, so `REPLAY <id>` on the
-//! order port works after a restart. A replay appends a marker line (the
-//! record with `replayed_ns` set) so a replayed order is not replayable again
-//! after the next restart.
+//! `capacity` ids), rebuilt at start by streaming the file and its
+//! rotations line by line, so `REPLAY <id>` on the order port works after a
+//! restart. A replay first appends a marker line (the record with
+//! `replayed_ns` set) and waits until it is synced
+//! ([`DlqSender::record_durably`]); only then is the order admitted again,
+//! so a crash in between leaves an order that is not replayable, never one
+//! executed twice. A replay that is then not admitted (queue full) appends
+//! the record again, which makes it replayable again after a restart.
+
+mod file;
+mod replay_index;
 
 use std::collections::{BTreeMap, VecDeque};
 
-use indexmap::IndexMap;
-use std::fs::{File, OpenOptions};
-use std::io::{BufWriter, Write};
 use std::path::PathBuf;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
@@ -39,6 +44,12 @@ use crossbeam_channel::{Receiver, Sender, TrySendError};
 use parking_lot::Mutex;
 
 use crate::metrics::counters::{bump, Counters};
+use crate::sys::watch::Watch;
+use file::DlqFile;
+use replay_index::ReplayIndex;
+
+/// Name of the dead-letter file in the data directory.
+pub const DLQ_FILE_NAME: &str = "dlq.jsonl";
 
 /// Longest raw input kept in a record; longer input is cut (its full length is kept).
 pub(crate) const RAW_MAX: usize = 512;
@@ -142,10 +153,16 @@ pub(crate) struct DlqConfig {
     pub capacity: usize,
     /// JSON-lines file every record is appended to, if any.
     pub file: Option<PathBuf>,
+    /// The file is rotated when a record would take it past this size.
+    pub max_bytes: u64,
     /// Capacity of the feed → DLQ thread channel (the order path has its
     /// own, [`ORDER_HANDOFF_CAPACITY`], on which it blocks).
     pub handoff_capacity: usize,
 }
+
+/// Records written between two syncs, at most (a flood still syncs, and
+/// a replay waiting for its marker is answered, every this many).
+const BATCH_MAX: usize = 1024;
 
 /// Capacity of the order path → DLQ thread channel.
 pub(crate) const ORDER_HANDOFF_CAPACITY: usize = 1024;
@@ -158,7 +175,7 @@ pub struct DlqStore {
     evicted: AtomicU64,
     capacity: usize,
     /// Replayable dead-lettered orders by id, oldest first (bounded by `capacity`).
-    orders: Mutex<IndexMap<String, DeadLetter>>,
+    orders: Mutex<ReplayIndex>,
 }
 
 impl DlqStore {
@@ -196,7 +213,7 @@ impl DlqStore {
 
     /// Takes order `id` out of the replay index (the caller replays it).
     pub fn take_replayable(&self, id: &str) -> Option<DeadLetter> {
-        self.orders.lock().shift_remove(id)
+        self.orders.lock().remove(id)
     }
 
     /// Puts a record taken with [`take_replayable`](Self::take_replayable)
@@ -207,7 +224,7 @@ impl DlqStore {
 
     /// Ids of every replayable order, oldest first.
     pub fn replayable_ids(&self) -> Vec<String> {
-        self.orders.lock().keys().cloned().collect()
+        self.orders.lock().ids()
     }
 
     fn index_order(&self, rec: DeadLetter) {
@@ -216,14 +233,10 @@ impl DlqStore {
         };
         let mut idx = self.orders.lock();
         if rec.replayed_ns.is_some() {
-            idx.shift_remove(&id);
-            return;
+            idx.remove(&id);
+        } else {
+            idx.insert(id, rec);
         }
-        idx.shift_remove(&id);
-        if idx.len() >= self.capacity {
-            idx.shift_remove_index(0);
-        }
-        idx.insert(id, rec);
     }
 
     fn push(&self, rec: DeadLetter) {
@@ -245,7 +258,29 @@ impl DlqStore {
 #[derive(Debug, Clone)]
 pub(crate) struct DlqSender {
     tx: Sender<DeadLetter>,
-    order_tx: Sender<DeadLetter>,
+    order_tx: Sender<OrderRecord>,
+}
+
+/// What the order path hands the DLQ thread.
+#[derive(Debug)]
+struct OrderRecord {
+    rec: DeadLetter,
+    /// A replayable order written again after a replay that was not
+    /// admitted: on disk only (memory already has it back).
+    restore: bool,
+    /// Told `true` once the record is synced (`false`: it could not be).
+    synced: Option<Sender<bool>>,
+}
+
+/// A record the caller needed on disk is not.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, thiserror::Error)]
+pub(crate) enum DurableError {
+    /// The dead-letter file could not be written or synced.
+    #[error("the dead-letter file could not be written or synced")]
+    NotSynced,
+    /// The DLQ thread has stopped.
+    #[error("the DLQ thread has stopped")]
+    Stopped,
 }
 
 impl DlqSender {
@@ -265,7 +300,39 @@ impl DlqSender {
     /// # Errors
     /// Hands the record back only when the DLQ thread has stopped.
     pub(crate) fn send_order(&self, rec: DeadLetter) -> Result<(), Box<DeadLetter>> {
-        self.order_tx.send(rec).map_err(|e| Box::new(e.0))
+        self.order_tx
+            .send(OrderRecord {
+                rec,
+                restore: false,
+                synced: None,
+            })
+            .map_err(|e| Box::new(e.0.rec))
+    }
+
+    /// Hands a replay marker (`restore` false) or a restored replayable
+    /// record (`restore` true) to the DLQ thread and waits until it is
+    /// synced to the file (at once when there is no file).
+    ///
+    /// # Errors
+    /// [`DurableError`] when it is not on disk.
+    pub(crate) fn record_durably(
+        &self,
+        rec: DeadLetter,
+        restore: bool,
+    ) -> Result<(), DurableError> {
+        let (tx, rx) = crossbeam_channel::bounded(1);
+        self.order_tx
+            .send(OrderRecord {
+                rec,
+                restore,
+                synced: Some(tx),
+            })
+            .map_err(|_| DurableError::Stopped)?;
+        match rx.recv() {
+            Ok(true) => Ok(()),
+            Ok(false) => Err(DurableError::NotSynced),
+            Err(_) => Err(DurableError::Stopped),
+        }
     }
 }
 
@@ -277,41 +344,61 @@ pub(crate) struct Dlq {
 }
 
 impl Dlq {
-    /// Opens the file (append mode) and starts the DLQ thread.
+    /// Rebuilds the replay index from the file (streamed), opens it for
+    /// appending and starts the DLQ thread, which registers the file's
+    /// sync with `watch` for the fatal path.
     ///
     /// The thread stops once every [`DlqSender`] is dropped, after writing
-    /// everything it was handed.
+    /// and syncing everything it was handed.
     ///
     /// # Errors
-    /// When the file cannot be opened or the thread cannot start.
+    /// When the file cannot be read or opened or the thread cannot start.
     pub(crate) fn start(
         config: &DlqConfig,
         counters: Arc<Counters>,
+        watch: &Arc<Watch>,
     ) -> std::io::Result<(Dlq, DlqSender)> {
-        let previous = match &config.file {
-            Some(p) if p.exists() => read_file_lenient(p)?,
-            _ => Vec::new(),
-        };
-        let file = match &config.file {
-            Some(p) => Some(BufWriter::new(
-                OpenOptions::new().create(true).append(true).open(p)?,
-            )),
-            None => None,
-        };
         let store = Arc::new(DlqStore {
             capacity: config.capacity.max(1),
+            orders: Mutex::new(ReplayIndex::new(config.capacity)),
             ..DlqStore::default()
         });
-        // A restart: dead-lettered orders stay replayable.
-        for rec in previous.into_iter().filter(|r| r.source == "order") {
-            store.index_order(rec);
+        let file = match &config.file {
+            Some(p) => {
+                // A restart: dead-lettered orders stay replayable.
+                let bad = file::for_each_record(p, |rec| {
+                    if rec.source == "order" {
+                        store.index_order(rec);
+                    }
+                })?;
+                if bad > 0 {
+                    log::warn!(
+                        "dead-letter file {}: {bad} unreadable line(s) skipped",
+                        p.display()
+                    );
+                }
+                Some(DlqFile::open(p.clone(), config.max_bytes)?)
+            }
+            None => None,
+        };
+        if let Some(f) = &file {
+            let handle = f.for_fatal();
+            watch.on_fatal(move || {
+                if let Some(f) = handle.lock().as_ref() {
+                    let _ = f.sync_data();
+                }
+            });
         }
         let (tx, rx) = crossbeam_channel::bounded(config.handoff_capacity.max(1));
         let (order_tx, order_rx) = crossbeam_channel::bounded(ORDER_HANDOFF_CAPACITY);
         let s = Arc::clone(&store);
+        let watch = Arc::clone(watch);
         let handle = std::thread::Builder::new()
             .name("tickfan-dlq".into())
-            .spawn(move || run(rx, order_rx, file, s, counters))?;
+            .spawn(move || {
+                let _beat = watch.guard();
+                run(rx, order_rx, file, s, counters);
+            })?;
         Ok((Dlq { store, handle }, DlqSender { tx, order_tx }))
     }
 
@@ -328,12 +415,13 @@ impl Dlq {
 
 fn run(
     rx: Receiver<DeadLetter>,
-    order_rx: Receiver<DeadLetter>,
-    mut file: Option<BufWriter<File>>,
+    order_rx: Receiver<OrderRecord>,
+    mut file: Option<DlqFile>,
     store: Arc<DlqStore>,
     counters: Arc<Counters>,
 ) {
-    let mut file_failed = false;
+    let mut failed = false;
+    let mut waiting: Vec<Sender<bool>> = Vec::new();
     let (mut feed_open, mut order_open) = (true, true);
     while feed_open || order_open {
         let mut sel = crossbeam_channel::Select::new();
@@ -343,7 +431,7 @@ fn run(
         let i = op.index();
         let first = if Some(i) == feed_i {
             match op.recv(&rx) {
-                Ok(r) => r,
+                Ok(r) => plain(r),
                 Err(_) => {
                     feed_open = false;
                     continue;
@@ -359,54 +447,73 @@ fn run(
                 }
             }
         };
+        // One batch: what is waiting now (at most BATCH_MAX), then one sync.
+        let mut batch_ok = true;
+        let mut taken = 0usize;
         let mut next = Some(first);
-        while let Some(rec) = next {
+        while let Some(OrderRecord {
+            rec,
+            restore,
+            synced,
+        }) = next
+        {
             if let Some(f) = file.as_mut() {
-                let line = serde_json::to_string(&rec).expect("dead letter serialises");
-                if let Err(e) = writeln!(f, "{line}") {
-                    if !file_failed {
+                if let Err(e) = f.write(&rec) {
+                    batch_ok = false;
+                    if !failed {
                         log::error!(
                             "dead-letter file write failed: {e}; records stay in memory only"
                         );
-                        file_failed = true;
+                        failed = true;
                     }
                 }
             }
-            if rec.replayed_ns.is_some() {
+            waiting.extend(synced);
+            if restore {
+                // Memory has it back already: the line is for a restart.
+            } else if rec.replayed_ns.is_some() {
                 // A marker: the file keeps it; memory only updates the index.
                 store.index_order(rec);
             } else {
                 store.push(rec);
                 bump(&counters.dlq_stored, 1);
             }
-            next = order_rx.try_recv().or_else(|_| rx.try_recv()).ok();
+            taken += 1;
+            next = (taken < BATCH_MAX)
+                .then(|| {
+                    order_rx
+                        .try_recv()
+                        .ok()
+                        .or_else(|| rx.try_recv().ok().map(plain))
+                })
+                .flatten();
         }
         if let Some(f) = file.as_mut() {
-            let _ = f.flush();
+            if let Err(e) = f.sync() {
+                batch_ok = false;
+                if !failed {
+                    log::error!(
+                        "dead-letter file sync failed: {e}; records may not survive a crash"
+                    );
+                    failed = true;
+                }
+            }
+        }
+        for w in waiting.drain(..) {
+            let _ = w.send(batch_ok);
         }
     }
     if let Some(f) = file.as_mut() {
-        let _ = f.flush();
+        let _ = f.sync();
     }
 }
 
-/// Reads a DLQ file at start, skipping lines that do not parse (a line cut
-/// by a crash must not stop the engine from starting); says how many once.
-fn read_file_lenient(path: &std::path::Path) -> std::io::Result<Vec<DeadLetter>> {
-    let text = std::fs::read_to_string(path)?;
-    let mut bad = 0usize;
-    let recs = text
-        .lines()
-        .filter(|l| !l.trim().is_empty())
-        .filter_map(|l| serde_json::from_str(l).map_err(|_| bad += 1).ok())
-        .collect();
-    if bad > 0 {
-        log::warn!(
-            "dead-letter file {}: {bad} unreadable line(s) skipped",
-            path.display()
-        );
+fn plain(rec: DeadLetter) -> OrderRecord {
+    OrderRecord {
+        rec,
+        restore: false,
+        synced: None,
     }
-    Ok(recs)
 }
 
 /// Reads every record of a DLQ file (e.g. after a restart).
@@ -440,9 +547,10 @@ mod tests {
             capacity: 3,
             file: Some(path.clone()),
             handoff_capacity: 64,
+            max_bytes: 1 << 20,
         };
         let counters = Arc::new(Counters::default());
-        let (dlq, tx) = Dlq::start(&cfg, Arc::clone(&counters)).unwrap();
+        let (dlq, tx) = Dlq::start(&cfg, Arc::clone(&counters), &Arc::default()).unwrap();
         for i in 0..10u8 {
             tx.try_send(rec(
                 if i % 2 == 0 {
@@ -473,5 +581,75 @@ mod tests {
         let long = vec![b'z'; 2000];
         let r = DeadLetter::refused("feed", "p", "line_too_long", &long, 10_000_000, 0);
         assert_eq!((r.raw.len(), r.raw_len), (RAW_MAX, 10_000_000));
+    }
+
+    fn order(id: &str) -> DeadLetter {
+        let mut r = DeadLetter::refused("order", "p", "bridge_rejected", b"NEW", 3, 1);
+        r.order_id = Some(id.to_string());
+        r
+    }
+
+    #[test]
+    fn a_marker_is_synced_before_record_durably_returns_and_a_restore_makes_it_replayable_again() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("dlq.jsonl");
+        let cfg = DlqConfig {
+            capacity: 2,
+            file: Some(path.clone()),
+            handoff_capacity: 64,
+            max_bytes: 1 << 20,
+        };
+        let start = || Dlq::start(&cfg, Arc::new(Counters::default()), &Arc::default()).unwrap();
+        let (dlq, tx) = start();
+        // Waits until written (and indexed) this time.
+        tx.record_durably(order("a"), false).unwrap();
+        let taken = dlq.store().take_replayable("a");
+        // Before the marker is synced the caller would have the order in hand.
+        let mut marker = order("a");
+        marker.replayed_ns = Some(2);
+        tx.record_durably(marker, false).unwrap();
+        let on_disk = read_file(&path).unwrap();
+        assert_eq!(
+            on_disk.len(),
+            2,
+            "the marker is in the file when it returns"
+        );
+        assert!(on_disk[1].replayed_ns.is_some());
+        // Not admitted after all: back in memory, and in the file.
+        dlq.store().restore_replayable(taken.unwrap());
+        tx.record_durably(order("a"), true).unwrap();
+        assert_eq!(dlq.store().len(), 1, "a restore is not a new dead letter");
+        drop(tx);
+        dlq.finish();
+        let (dlq, tx) = start();
+        assert!(
+            dlq.store().replayable("a").is_some(),
+            "replayable after a restart"
+        );
+        drop(tx);
+        dlq.finish();
+    }
+
+    #[test]
+    fn the_replay_index_rebuilt_at_start_is_bounded_by_the_capacity() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("dlq.jsonl");
+        let cfg = DlqConfig {
+            capacity: 3,
+            file: Some(path.clone()),
+            handoff_capacity: 64,
+            max_bytes: 4096,
+        };
+        let (dlq, tx) = Dlq::start(&cfg, Arc::new(Counters::default()), &Arc::default()).unwrap();
+        for i in 0..100 {
+            tx.send_order(order(&format!("o{i}"))).unwrap();
+        }
+        drop(tx);
+        dlq.finish();
+        assert!(path.with_extension("1").exists(), "rotated at 4 KiB");
+        let (dlq, tx) = Dlq::start(&cfg, Arc::new(Counters::default()), &Arc::default()).unwrap();
+        assert_eq!(dlq.store().replayable_ids(), ["o97", "o98", "o99"]);
+        drop(tx);
+        dlq.finish();
     }
 }

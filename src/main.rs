@@ -3,7 +3,8 @@
 //! exit code.
 //!
 //! Exit codes: 0 success; 1 runtime failure (cannot bind, I/O error);
-//! 2 usage error (bad flag or value).
+//! 2 usage error (bad flag or value); 3 an engine thread died (panicked):
+//! the engine stopped after syncing what is durable.
 
 use std::process::ExitCode;
 use std::sync::atomic::Ordering;
@@ -105,7 +106,17 @@ fn serve(args: &ServeArgs) -> Result<(), Failure> {
         .map_err(|e| Failure::Usage(e.to_string()))?;
     let stop = tickfan::sys::signals::stop_flag()
         .map_err(|e| Failure::Runtime(format!("cannot install signal handlers: {e}")))?;
-    let engine = Engine::start(&config).map_err(|e| match e {
+    // Test-only: `TICKFAN_FAULT=panic:<thread>` or `stall:<thread>` (see
+    // `tickfan::sys::watch::Fault`).
+    let fault = match std::env::var("TICKFAN_FAULT") {
+        Ok(v) => Some(tickfan::sys::watch::Fault::parse(&v).map_err(Failure::Usage)?),
+        Err(_) => None,
+    };
+    let injected = tickfan::runtime::Injected {
+        fault,
+        ..Default::default()
+    };
+    let engine = Engine::start_with(&config, injected).map_err(|e| match e {
         tickfan::error::StartError::Config(c) => Failure::Usage(c.to_string()),
         other => Failure::Runtime(other.to_string()),
     })?;
@@ -120,6 +131,13 @@ fn serve(args: &ServeArgs) -> Result<(), Failure> {
     let started = Instant::now();
     // The main thread only watches for the end: a signal or --duration.
     while !stop.load(Ordering::Relaxed) {
+        if let Some(why) = engine.watch().fatal() {
+            // A stage is gone: make durable what is, then exit without a
+            // drain that could wait for the missing stage forever.
+            engine.watch().run_fatal_hooks();
+            eprintln!("tickfan: {why}; engine stopped");
+            std::process::exit(tickfan::sys::watch::FATAL_EXIT);
+        }
         if config.duration.is_some_and(|d| started.elapsed() >= d) {
             break;
         }

@@ -12,6 +12,13 @@
 //! accepted one its terminal reply) → the feed (stop flag, wake, join: it
 //! flushes its histograms) → the publisher (its final drain sees every
 //! tick) → the DLQ and the reporter, when their last producer is gone.
+//!
+//! A thread that panics does not stop anything by itself: its beat in the
+//! [`Watch`] marks it dead, `/health` answers 503 naming it, and the
+//! binary's main thread, which polls [`Watch::fatal`], runs the on-fatal
+//! hooks (the DLQ file's `sync_data`; the journal registers its own with
+//! [`Watch::on_fatal`]) and exits with status 3 without a graceful stop
+//! (a stage is missing, so a drain could wait for it forever).
 
 use std::net::SocketAddr;
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -40,6 +47,7 @@ use crate::slots::slots;
 use crate::symbols::{SymbolInterner, SymbolTable};
 use crate::sys::affinity::pin_and_log;
 use crate::sys::clock::MonoClock;
+use crate::sys::watch::{Fault, Watch};
 
 /// Parts a test or a tool may put in place of the defaults.
 #[derive(Debug, Default)]
@@ -49,6 +57,9 @@ pub struct Injected {
     pub clock: Option<SharedClock>,
     /// Bridges to use instead of the simulators the config describes.
     pub bridges: Option<Vec<Arc<dyn Bridge>>>,
+    /// A fault that makes one thread panic or stall (tests; the binary
+    /// takes it from `TICKFAN_FAULT`). See [`crate::sys::watch`].
+    pub fault: Option<Fault>,
 }
 
 /// A running engine.
@@ -72,6 +83,7 @@ pub struct Engine {
     dlq: Option<Dlq>,
     totals: Arc<Totals>,
     admin: Option<AdminServer>,
+    watch: Arc<Watch>,
 }
 
 fn bind(what: &'static str, addr: SocketAddr) -> Result<mio::net::TcpListener, StartError> {
@@ -124,6 +136,7 @@ impl Engine {
         let feed_stop = Arc::new(AtomicBool::new(false));
         let publish_stop = Arc::new(AtomicBool::new(false));
         let clock = MonoClock::new();
+        let watch = Arc::new(Watch::new(clock, injected.fault));
 
         let alerts = Alerts::new(AlertLimits {
             fill_ratio: 0.8,
@@ -158,6 +171,7 @@ impl Engine {
             interval: config.report_interval,
             log,
             clock,
+            watch: Arc::clone(&watch),
         })
         .map_err(os("reporter thread"))?;
         let totals = Arc::clone(reporter.totals());
@@ -167,8 +181,10 @@ impl Engine {
                 capacity: config.dlq_capacity,
                 file: config.dlq_file.clone(),
                 handoff_capacity: 4096,
+                max_bytes: config.dlq_max_bytes,
             },
             Arc::clone(&counters),
+            &watch,
         )
         .map_err(|source| StartError::DlqFile {
             path: config
@@ -191,6 +207,7 @@ impl Engine {
                 token: config.token.clone(),
                 order_addr,
                 started: std::time::Instant::now(),
+                watch: Arc::clone(&watch),
             },
         )
         .map_err(|source| StartError::Bind {
@@ -212,6 +229,7 @@ impl Engine {
             bridges: injected.bridges,
             token: config.token.clone(),
             auth_timeout: config.auth_timeout,
+            watch: Arc::clone(&watch),
         })
         .map_err(os("order path"))?;
 
@@ -242,6 +260,7 @@ impl Engine {
                 ),
                 clock,
                 stop: Arc::clone(&publish_stop),
+                beat: watch.beat("tickfan-publish"),
             },
             slot_reader,
             Arc::clone(&symbols),
@@ -267,6 +286,7 @@ impl Engine {
                 recorder: StageRecorder::new(&[Stage::FeedParse], link),
                 clock,
                 stop: Arc::clone(&feed_stop),
+                beat: watch.beat("tickfan-feed"),
             },
             interner,
             slot_writer,
@@ -321,6 +341,7 @@ impl Engine {
             dlq: Some(dlq),
             totals,
             admin: Some(admin),
+            watch,
         })
     }
 
@@ -375,6 +396,12 @@ impl Engine {
     /// Merged stage histograms as of the last hand-off.
     pub fn totals(&self) -> &Arc<Totals> {
         &self.totals
+    }
+
+    /// The thread watch: `/health`'s source; register here what must be
+    /// made durable before a fatal exit ([`Watch::on_fatal`]).
+    pub fn watch(&self) -> &Arc<Watch> {
+        &self.watch
     }
 
     /// Stops every thread and returns the final report.

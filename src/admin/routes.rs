@@ -45,7 +45,10 @@ pub(crate) fn route(req: &Request, sh: &Shared) -> Routed {
     }
     let json = |v: serde_json::Value| Response::with_type(200, "application/json", v.to_string());
     Routed::Now(match (req.method.as_str(), path) {
-        ("GET", "/health") => Response::text(200, "ok\n"),
+        ("GET", "/health") => match st.watch.health() {
+            Ok(()) => Response::text(200, "ok\n"),
+            Err(why) => Response::text(503, format!("unhealthy: {why}\n")),
+        },
         ("GET", "/metrics") => {
             let counters = st.counters.snapshot();
             let stages: Vec<(Stage, LatencyBuckets)> = Stage::ALL

@@ -27,6 +27,7 @@ use crate::metrics::alerts::AlertGauges;
 use crate::metrics::report::SubscriberStats;
 use crate::metrics::reporter::Totals;
 use crate::metrics::Counters;
+use crate::sys::watch::Watch;
 
 /// What the endpoint reads.
 #[derive(Debug, Clone)]
@@ -47,6 +48,8 @@ pub struct AdminState {
     pub order_addr: SocketAddr,
     /// Engine start.
     pub started: Instant,
+    /// The engine's threads: `/health` answers 503 when one died or stalled.
+    pub watch: Arc<Watch>,
 }
 
 /// What the workers share: the engine's state and the endpoint's counters.
@@ -109,7 +112,11 @@ impl AdminServer {
             threads: Vec::new(),
         };
         let spawn = |name: String, f: Box<dyn FnOnce() + Send>| {
-            std::thread::Builder::new().name(name).spawn(f)
+            let watch = Arc::clone(&shared.state.watch);
+            std::thread::Builder::new().name(name).spawn(move || {
+                let _beat = watch.guard();
+                f();
+            })
         };
         for i in 0..limits.workers.max(1) {
             let (jobs, answers, replays) = (job_rx.clone(), ans_tx.clone(), replay_tx.clone());

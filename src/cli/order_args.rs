@@ -6,6 +6,7 @@
 //! Orders, Retry, Lanes and Fills (`--order-listen` under Listeners).
 
 use std::net::SocketAddr;
+use std::path::PathBuf;
 use std::time::Duration;
 
 use clap::Args;
@@ -134,6 +135,14 @@ pub struct OrderArgs {
     /// How long one bridge call may go unanswered; then it is abandoned and the order retried on the next bridge with a new fencing token (`lease_expired`).
     #[arg(long, value_name = "DURATION", value_parser = humantime::parse_duration, default_value = "10s", help_heading = "Orders")]
     pub bridge_lease: Duration,
+    /// Directory for the order journal and the dead-letter file (created when missing).
+    #[arg(
+        long,
+        value_name = "DIR",
+        default_value = "tickfan-data",
+        help_heading = "Orders"
+    )]
+    pub data_dir: PathBuf,
 }
 
 impl OrderArgs {
@@ -184,6 +193,7 @@ impl OrderArgs {
             max_order_rate: self.max_order_rate,
             shutdown_deadline: self.shutdown_deadline,
             bridge_lease: self.bridge_lease,
+            data_dir: self.data_dir.clone(),
         };
         c.validate()?;
         Ok((self.order_listen, c))

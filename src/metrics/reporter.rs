@@ -35,6 +35,7 @@ use super::recorder::{Handoff, RecorderLink};
 use super::report::{FinalReport, StageSummary, SubscriberStats};
 use super::stage::{new_histogram, Stage};
 use crate::sys::clock::MonoClock;
+use crate::sys::watch::Watch;
 
 /// Merged totals, readable while the engine runs.
 #[derive(Debug)]
@@ -82,6 +83,8 @@ pub(crate) struct ReporterInputs {
     pub log: Option<HistogramLog>,
     /// The engine clock every recorder stamps its samples with.
     pub clock: MonoClock,
+    /// The engine's thread watch (the reporter holds a death guard).
+    pub watch: Arc<Watch>,
 }
 
 /// A running reporter.
@@ -109,7 +112,10 @@ impl Reporter {
         let lost = Arc::clone(&link.lost);
         let handle = std::thread::Builder::new()
             .name("tickfan-reporter".into())
-            .spawn(move || run(rx, ptx, t, lost, inputs))?;
+            .spawn(move || {
+                let _beat = inputs.watch.guard();
+                run(rx, ptx, t, lost, inputs)
+            })?;
         Ok((Reporter { handle, totals }, link))
     }
 

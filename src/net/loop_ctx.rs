@@ -1,6 +1,6 @@
 //! What every event loop thread of the engine holds besides its sockets:
-//! its poller, the shared counters, its own stage recorder, the clock and
-//! the stop flag.
+//! its poller, the shared counters, its own stage recorder, the clock, the
+//! stop flag and its heartbeat.
 //!
 //! Handed to a stage's constructor as one value, so constructors take the
 //! stage's own parts and this (no constructor of more than seven
@@ -16,6 +16,7 @@ use mio::{Events, Poll, Registry};
 use crate::metrics::{Counters, StageRecorder};
 use crate::sys::clock::MonoClock;
 use crate::sys::net::{poll_events, Polled};
+use crate::sys::watch::Beat;
 
 /// The context of one event loop thread.
 #[derive(Debug)]
@@ -30,6 +31,8 @@ pub(crate) struct LoopCtx {
     pub clock: MonoClock,
     /// Set by the runtime to end the loop (the loop's waker is rung after).
     pub stop: Arc<AtomicBool>,
+    /// This loop's heartbeat: beaten every turn ([`wait`](Self::wait)).
+    pub beat: Beat,
 }
 
 impl LoopCtx {
@@ -54,6 +57,7 @@ impl LoopCtx {
         timeout: Option<Duration>,
         what: &str,
     ) -> Polled {
+        self.beat.beat();
         poll_events(&mut self.poll, events, timeout, what)
     }
 }

@@ -54,6 +54,9 @@ pub struct OrderConfig {
     /// How long one bridge call may go unanswered before it is abandoned
     /// and the order retried on the next bridge (`order::lanes::lease`).
     pub bridge_lease: Duration,
+    /// Directory for the order journal and the dead-letter file (created
+    /// when missing).
+    pub data_dir: std::path::PathBuf,
 }
 
 impl Default for OrderConfig {
@@ -77,6 +80,7 @@ impl Default for OrderConfig {
             max_order_rate: 0,
             shutdown_deadline: Duration::from_secs(5),
             bridge_lease: Duration::from_secs(10),
+            data_dir: std::path::PathBuf::from("tickfan-data"),
         }
     }
 }

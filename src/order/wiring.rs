@@ -66,6 +66,7 @@ use crate::net::LoopCtx;
 use crate::retry::timer::TimerLoop;
 use crate::retry::{Permits, SharedClock};
 use crate::sys::clock::MonoClock;
+use crate::sys::watch::Watch;
 
 use crate::model::lane::Lane;
 use crate::model::order_reasons::DeadReason;
@@ -117,6 +118,8 @@ pub(crate) struct OrderPathInputs {
     pub token: Option<AuthToken>,
     /// Close a connection that has not authenticated by then.
     pub auth_timeout: Duration,
+    /// The engine's thread watch: every order-path thread holds a beat.
+    pub watch: Arc<Watch>,
 }
 
 /// What `stop` needs to dead-letter the orders still queued when the
@@ -279,7 +282,9 @@ impl OrderPath {
                     rng: StdRng::seed_from_u64(worker_seed(n + lane.index() * 1_000)),
                 };
                 let done = done_tx.clone();
+                let watch = Arc::clone(&i.watch);
                 workers.push(std::thread::Builder::new().name(name).spawn(move || {
+                    let _beat = watch.guard();
                     let _done = done; // dropped when the worker ends, even by a panic
                     w.run();
                 })?);
@@ -306,9 +311,11 @@ impl OrderPath {
             RETRY_TICK,
             Arc::clone(&timer_stop),
         );
+        let watch = Arc::clone(&i.watch);
         let timer = std::thread::Builder::new()
             .name("tickfan-retry".into())
             .spawn(move || {
+                let _beat = watch.guard();
                 timer.run();
             })?;
         drop(out);
@@ -322,9 +329,13 @@ impl OrderPath {
             counters: Arc::clone(&i.counters),
             tick: c.gap_tick,
         };
+        let watch = Arc::clone(&i.watch);
         let fills = std::thread::Builder::new()
             .name("tickfan-fills".into())
-            .spawn(move || fills.run())?;
+            .spawn(move || {
+                let _beat = watch.guard();
+                fills.run();
+            })?;
         drop(events);
 
         let gateway = Gateway::new(
@@ -343,6 +354,7 @@ impl OrderPath {
                 ),
                 clock: i.mono,
                 stop: Arc::clone(&closing),
+                beat: i.watch.beat("tickfan-order-gw"),
             },
             GatewayParts {
                 admission: adm,

@@ -1,5 +1,6 @@
 //! The only code that touches the operating system directly: thread pinning,
 //! clocks, signals, the process's own figures (`/proc/self`) and the
+//! thread watch (heartbeats, deaths), the
 //! non-blocking socket idioms (`accept_one`, `poll_events`) the connection
 //! kit, the admin endpoint and the tools share. Everything above it is
 //! portable Rust.
@@ -9,3 +10,4 @@ pub mod clock;
 pub mod net;
 pub(crate) mod process;
 pub mod signals;
+pub mod watch;

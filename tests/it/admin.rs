@@ -507,6 +507,7 @@ fn a_replay_stuck_on_the_order_port_does_not_hold_up_probes() {
         token: None,
         order_addr: order_port.local_addr().unwrap(),
         started: std::time::Instant::now(),
+        watch: Arc::default(),
     };
     let server = AdminServer::start("127.0.0.1:0".parse().unwrap(), state).unwrap();
     let admin = server.addr();

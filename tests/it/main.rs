@@ -16,7 +16,7 @@
 //! - `vs_redis`: the benchmark's tool modes against a real `redis-server` and the raw forwarder
 //! - `orders_admission`: bounded queue and SYSTEM_BUSY under overload, malformed lines, duplicates
 //! - `orders_retry`: transient → delayed retry (simulated clock), permanent → DLQ, deadlines
-//! - `orders_dlq`: DLQ file across a restart, replay on command, answers at shutdown (deadline)
+//! - `orders_dlq`: DLQ file across a restart (and a `kill -9`, in `--data-dir` by default), replay on command (its record on disk first), answers at shutdown (deadline)
 //! - `orders_venue`: the venue's exec_log across a restart (an id executes once); leases: a hung venue never holds a worker, late answers discarded
 //! - `orders_tool`: `tickfan orders` against a running engine
 //! - `orders_lanes`: small orders never wait behind a large one; no lane starves; chunking
@@ -24,6 +24,7 @@
 //! - `orders_sequencing`: out-of-order and duplicated fills in order once; the gap timer
 //! - `faults`: misbehaving peers (10 MB lines, idle peers, floods, vanishing and trickling subscribers)
 //! - `accounting`: after mixed traffic every tick, update and order is counted exactly once
+//! - `health`: a thread that panics or stalls: `/health` 503 naming it; the binary exits 3 with one line
 //! - `admin`: `/metrics` (parsed as Prometheus text), `/report`, `/health`, `/dlq`, alerts; stalled clients cannot freeze it
 //! - `metrics`: `promtool check metrics` on a live scrape, `process_*`, series bounded under reconnect loops
 //! - `deploy`: `deploy/` — the example config is the default and names every flag; `systemd-analyze verify`; `promtool` on the alert rules
@@ -39,6 +40,7 @@ mod clients;
 mod deploy;
 mod fanout;
 mod faults;
+mod health;
 mod metrics;
 mod orders_admission;
 mod orders_dlq;

@@ -1,7 +1,9 @@
 //! Dead-lettered orders: kept in the DLQ file across a restart with their
 //! attempt history, replayed on command once the cause is fixed, replayed
 //! once only; and at shutdown every accepted order still gets its answer
-//! (within the shutdown deadline, or `DEAD shutdown`).
+//! (within the shutdown deadline, or `DEAD shutdown`). The file is in the
+//! data directory by default and survives `kill -9`; a replay's record is
+//! on disk before the order reaches a venue again.
 
 use std::collections::HashMap;
 use std::sync::atomic::Ordering;
@@ -356,4 +358,126 @@ fn shutdown_deadline_dead_letters_what_is_still_queued_and_flushes_the_file() {
         .collect();
     ids.sort();
     assert_eq!(ids, queued);
+}
+
+/// A venue that, before each call, reads the DLQ file from disk and notes
+/// whether it already holds the replay marker of the order it is sent.
+#[derive(Debug)]
+struct MarkerObserver {
+    inner: Arc<ScriptBridge>,
+    path: std::path::PathBuf,
+    seen: parking_lot::Mutex<Vec<(String, bool)>>,
+}
+
+impl tickfan::bridge::Bridge for MarkerObserver {
+    fn name(&self) -> &str {
+        "observer"
+    }
+    fn execute(
+        &self,
+        o: &tickfan::bridge::BridgeOrder<'_>,
+        now_ns: u64,
+    ) -> tickfan::bridge::Outcome {
+        let marked = read_file(&self.path).is_ok_and(|recs| {
+            recs.iter()
+                .any(|r| r.order_id.as_deref() == Some(o.order_id) && r.replayed_ns.is_some())
+        });
+        self.seen.lock().push((o.order_id.to_string(), marked));
+        self.inner.execute(o, now_ns)
+    }
+}
+
+#[test]
+fn the_replay_record_is_on_disk_before_the_order_is_admitted_again() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("data").join("dlq.jsonl");
+    let clock = SimClock::new();
+    let observer = Arc::new(MarkerObserver {
+        inner: ScriptBridge::new(),
+        path: path.clone(),
+        seen: Default::default(),
+    });
+    let e = crate::util::bridges_engine(
+        &clock,
+        vec![Arc::clone(&observer) as Arc<dyn tickfan::bridge::Bridge>],
+        |c| {
+            c.order.workers = 1;
+            c.dlq_file = Some(path.clone());
+        },
+    );
+    assert!(!path.exists(), "created with the first record, not before");
+    let mut cl = OrderClient::connect(e.order_addr());
+    cl.new_order("m1", "PERM", "1");
+    let r = cl.until_terminal("m1");
+    assert!(matches!(r.last(), Some(Reply::Dead { .. })), "{r:?}");
+    // The dead letter is synced by the time it is indexed (per batch).
+    wait_until("dead letter indexed", || e.dlq().replayable("m1").is_some());
+    observer.inner.accept_all.store(true, Ordering::Relaxed);
+    cl.line("REPLAY m1");
+    let r = cl.until_terminal("m1");
+    assert_eq!(r[0], Reply::Ack { id: "m1".into() });
+    assert_eq!(
+        *observer.seen.lock(),
+        [("m1".to_string(), false), ("m1".to_string(), true)],
+        "the second call (the replay) found the marker already in the file"
+    );
+    e.stop();
+    let recs = read_file(&path).unwrap();
+    assert_eq!(recs.len(), 2);
+    assert!(recs[0].replayed_ns.is_none() && recs[1].replayed_ns.is_some());
+}
+
+/// `tickfan serve` with `args` on ephemeral ports; returns the child
+/// (killed by pid when dropped) and its order port.
+fn serve_binary(args: &[&str]) -> (crate::util::Spawned, std::net::SocketAddr) {
+    let mut all = vec!["serve", "--quiet"];
+    for what in [
+        "--feed-listen",
+        "--sub-listen",
+        "--admin-listen",
+        "--order-listen",
+    ] {
+        all.extend_from_slice(&[what, "127.0.0.1:0"]);
+    }
+    all.extend_from_slice(args);
+    let (child, banner) = crate::util::spawn_until(&all, "tickfan serving");
+    let orders = banner
+        .split(" orders ")
+        .nth(1)
+        .and_then(|r| r.split_whitespace().next())
+        .and_then(|a| a.parse().ok())
+        .expect("order address in the banner");
+    (child, orders)
+}
+
+#[test]
+fn the_binary_keeps_dead_letters_in_the_data_dir_by_default_across_a_kill() {
+    let dir = tempfile::tempdir().unwrap();
+    let data = dir.path().join("data");
+    let data_arg = data.to_str().unwrap();
+    let refusing = "name=refusing,permanent=1,transient=0";
+    let path = data.join("dlq.jsonl");
+    {
+        let (_child, orders) = serve_binary(&["--data-dir", data_arg, "--bridge", refusing]);
+        assert!(!data.exists(), "created on the first dead letter");
+        let mut cl = OrderClient::connect(orders);
+        cl.new_order("k1", "EURUSD", "1");
+        let r = cl.until_terminal("k1");
+        assert!(matches!(r.last(), Some(Reply::Dead { .. })), "{r:?}");
+        wait_until("the dead letter is in the data directory", || {
+            read_file(&path).is_ok_and(|recs| recs.len() == 1)
+        });
+        // `_child` is killed (SIGKILL, by pid) here: no graceful stop.
+    }
+    let (_child, orders) = serve_binary(&["--data-dir", data_arg, "--bridge", refusing]);
+    let mut cl = OrderClient::connect(orders);
+    cl.line("REPLAY k1");
+    let r = cl.until_terminal("k1");
+    assert_eq!(
+        r[0],
+        Reply::Ack { id: "k1".into() },
+        "replayable after the kill"
+    );
+    let recs = read_file(&path).unwrap();
+    assert!(recs[1].replayed_ns.is_some(), "{recs:?}");
 }

@@ -226,6 +226,7 @@ fn several_bridges_side_by_side_and_a_retry_goes_to_the_next_one() {
                 Arc::clone(&a) as Arc<dyn Bridge>,
                 Arc::clone(&b) as Arc<dyn Bridge>,
             ]),
+            ..Default::default()
         },
     )
     .unwrap();

@@ -264,6 +264,7 @@ pub fn order_engine(
         Injected {
             clock: Some(Arc::new(clock.clone())),
             bridges: Some(vec![Arc::clone(bridge) as Arc<dyn Bridge>]),
+            ..Default::default()
         },
     )
     .expect("engine starts")
@@ -282,6 +283,7 @@ pub fn bridges_engine(
         Injected {
             clock: Some(Arc::new(clock.clone())),
             bridges: Some(bridges),
+            ..Default::default()
         },
     )
     .expect("engine starts")

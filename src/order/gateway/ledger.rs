@@ -211,7 +211,7 @@ impl Ledger {
 
     /// `REPLAY <id>`: admits the dead-lettered order again; true if accepted.
     fn replay(&mut self, conn: ConnId, peer: &Arc<str>, out: &mut BytesMut, id: &str) -> bool {
-        let Some(mut rec) = self.dlq_store.take_replayable(id) else {
+        let Some(rec) = self.dlq_store.take_replayable(id) else {
             let detail = match self.dedup.state(id, self.clock.now_ns()) {
                 Some(IdState::Live) => "order is in flight, not dead-lettered",
                 Some(IdState::Done) => "order ended, not dead-lettered",
@@ -221,8 +221,8 @@ impl Ledger {
             return false;
         };
         let raw = rec.raw.clone();
-        let accepted = match parse_request(raw.as_bytes()) {
-            Ok(Request::New(o)) if o.id == id => self.admit(conn, peer, out, &o, &raw, true),
+        let o = match parse_request(raw.as_bytes()) {
+            Ok(Request::New(o)) if o.id == id => o,
             _ => {
                 self.reject_invalid(
                     out,
@@ -233,19 +233,36 @@ impl Ledger {
                 return false;
             }
         };
-        if !accepted {
-            self.dlq_store.restore_replayable(rec);
+        // The marker is on disk before the order is admitted again: a crash
+        // in between leaves it not replayable, never executed twice. Rare
+        // and operator-driven: waiting for the DLQ thread's sync is fine.
+        let mut marker = rec.clone();
+        marker.replayed_ns = Some(wall_ns());
+        marker.last_seen_ns = wall_ns();
+        if let Some(dlq) = &self.dlq {
+            if let Err(e) = dlq.record_durably(marker, false) {
+                log::error!("replay of order {id} refused: its replay record is not stored: {e}");
+                self.dlq_store.restore_replayable(rec);
+                self.reject(
+                    out,
+                    id,
+                    RejectReason::SystemBusy,
+                    "dlq_unsynced: the replay record could not be stored",
+                );
+                return false;
+            }
+        }
+        if !self.admit(conn, peer, out, &o, &raw, true) {
+            // Replayable again, in memory and (after a restart) on disk.
+            self.dlq_store.restore_replayable(rec.clone());
+            if let Some(dlq) = &self.dlq {
+                if let Err(e) = dlq.record_durably(rec, true) {
+                    log::error!("order {id} is replayable until the next restart only: {e}");
+                }
+            }
             return false;
         }
         bump(&self.counters.orders.replays, 1);
-        rec.replayed_ns = Some(wall_ns());
-        rec.last_seen_ns = wall_ns();
-        // Rare and operator-driven: waiting for the DLQ thread here is fine.
-        if let Some(dlq) = &self.dlq {
-            if dlq.send_order(rec).is_err() {
-                log::error!("replay marker of order {id} not stored: DLQ thread stopped");
-            }
-        }
         true
     }
 

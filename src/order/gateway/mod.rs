@@ -58,6 +58,7 @@ use crate::net::{
 };
 use crate::retry::SharedClock;
 use crate::sys::net::{poll_events, Polled};
+use crate::sys::watch::Beat;
 
 use crate::model::lane::Lane;
 use crate::model::order_reasons::InvalidReason;
@@ -161,6 +162,8 @@ pub(crate) struct Gateway {
     bridge_calls: Arc<BridgeCalls>,
     settings: GatewaySettings,
     closing: Arc<AtomicBool>,
+    /// The gateway's heartbeat (beaten every turn).
+    beat: Beat,
 }
 
 impl Gateway {
@@ -182,6 +185,7 @@ impl Gateway {
             recorder,
             clock: mono,
             stop: closing,
+            beat,
         } = ctx;
         let policy = PortPolicy {
             max_conns: settings.max_conns,
@@ -235,6 +239,7 @@ impl Gateway {
             bridge_calls,
             settings,
             closing,
+            beat,
         })
     }
 
@@ -255,6 +260,7 @@ impl Gateway {
             } else {
                 self.settings.idle.poll_timeout(work, max_park)
             };
+            self.beat.beat();
             match poll_events(&mut self.poll, &mut events, timeout, "order gateway") {
                 Polled::Ready => {}
                 Polled::Interrupted => continue,
