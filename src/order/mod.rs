@@ -41,5 +41,6 @@ pub(crate) mod accepted;
 pub(crate) mod config;
 pub(crate) mod fills;
 pub mod gateway;
+pub mod journal;
 pub mod lanes;
 pub(crate) mod wiring;
