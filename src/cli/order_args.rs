@@ -131,6 +131,25 @@ pub struct OrderArgs {
     /// At shutdown, how long accepted orders get to end before those not yet at a bridge are dead-lettered (`shutdown`).
     #[arg(long, value_name = "DURATION", value_parser = humantime::parse_duration, default_value = "5s", help_heading = "Orders")]
     pub shutdown_deadline: Duration,
+    /// directory for the order journal and the dead-letter file (created when missing)
+    #[arg(
+        long,
+        value_name = "DIR",
+        default_value = "tickfan-data",
+        help_heading = "Orders"
+    )]
+    pub data_dir: std::path::PathBuf,
+    /// Keep orders in memory only (no journal; orders are lost on a crash).
+    #[arg(long, help_heading = "Orders")]
+    pub no_journal: bool,
+    /// Most bytes of journal segments on disk; past 80 % the `journal_full` alert, at 100 % new orders get SYSTEM_BUSY journal_full.
+    #[arg(
+        long,
+        value_name = "BYTES",
+        default_value_t = 1 << 30,
+        help_heading = "Orders"
+    )]
+    pub journal_max_bytes: u64,
 }
 
 impl OrderArgs {
@@ -180,6 +199,9 @@ impl OrderArgs {
             hold_total: self.fill_hold_total,
             max_order_rate: self.max_order_rate,
             shutdown_deadline: self.shutdown_deadline,
+            data_dir: self.data_dir.clone(),
+            journal: !self.no_journal,
+            journal_max_bytes: self.journal_max_bytes,
         };
         c.validate()?;
         Ok((self.order_listen, c))

@@ -51,6 +51,13 @@ pub struct OrderConfig {
     /// At shutdown, how long accepted orders get to end normally before the
     /// ones not yet at a bridge are dead-lettered (`shutdown`).
     pub shutdown_deadline: Duration,
+    /// directory for the order journal and the dead-letter file (created when missing)
+    pub data_dir: std::path::PathBuf,
+    /// Write every accepted order to the journal before its `ACK`
+    /// (`--no-journal` turns it off: orders are lost on a crash).
+    pub journal: bool,
+    /// Most bytes of journal segments on disk (`--journal-max-bytes`).
+    pub journal_max_bytes: u64,
 }
 
 impl Default for OrderConfig {
@@ -73,6 +80,9 @@ impl Default for OrderConfig {
             hold_total: 65_536,
             max_order_rate: 0,
             shutdown_deadline: Duration::from_secs(5),
+            data_dir: std::path::PathBuf::from("tickfan-data"),
+            journal: true,
+            journal_max_bytes: 1 << 30,
         }
     }
 }
@@ -138,6 +148,12 @@ impl OrderConfig {
         )?;
         range("--fill-hold-total", self.hold_total as u64, 1, 100_000_000)?;
         range(
+            "--journal-max-bytes",
+            self.journal_max_bytes,
+            1 << 16,
+            1 << 50,
+        )?;
+        range(
             "--max-order-rate",
             u64::from(self.max_order_rate),
             0,
@@ -160,6 +176,9 @@ impl OrderConfig {
         }
         if self.shutdown_deadline > Duration::from_secs(3600) {
             return invalid("--shutdown-deadline", "must be at most 1h");
+        }
+        if self.data_dir.as_os_str().is_empty() {
+            return invalid("--data-dir", "must not be empty");
         }
         if self.dedup_retention.is_zero() {
             return invalid("--dedup-retention", "must be positive");

@@ -17,6 +17,7 @@
 //! - `orders_admission`: bounded queue and SYSTEM_BUSY under overload, malformed lines, duplicates
 //! - `orders_retry`: transient → delayed retry (simulated clock), permanent → DLQ, deadlines
 //! - `orders_dlq`: DLQ file across a restart, replay on command, answers at shutdown (deadline)
+//! - `orders_journal`: ACK after durable; `kill -9` and restart (re-queued, still duplicates); journal full
 //! - `orders_tool`: `tickfan orders` against a running engine
 //! - `orders_lanes`: small orders never wait behind a large one; no lane starves; chunking
 //! - `orders_sequencing`: out-of-order and duplicated fills in order once; the gap timer
@@ -40,6 +41,7 @@ mod faults;
 mod metrics;
 mod orders_admission;
 mod orders_dlq;
+mod orders_journal;
 mod orders_lanes;
 mod orders_retry;
 mod orders_sequencing;

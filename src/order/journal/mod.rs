@@ -11,7 +11,9 @@
 //!   trait so tests can inject a failing disk);
 //! * [`writer`]: the journal thread (`tickfan-journal`, single writer) and
 //!   its handle, group commit (one write and one `fdatasync` per batch);
-//! * [`recover`]: reading the segments back at start.
+//! * [`recover`]: reading the segments back at start;
+//! * [`startup`]: recovery into the order path (re-queued orders, the
+//!   dedup store) and the journal thread's start.
 //!
 //! Invariant: an LSN is reported durable only after the `fdatasync` that
 //! covers its bytes returned success.
@@ -20,6 +22,7 @@ pub mod files;
 pub mod record;
 pub mod recover;
 pub mod segment;
+pub(crate) mod startup;
 pub mod writer;
 
 #[cfg(test)]

@@ -4,9 +4,9 @@
 //! strings as a `u16` length and their UTF-8 bytes:
 //!
 //! ```text
-//!  Accepted     1 | seq u64 | id str | symbol str | side u8 | qty u64 | lane u8 | deadline u64 (0 = none) | recv_wall_ns u64
-//!  Terminal     2 | seq u64 | id str | state u8 | reason str | cum u64 | amount u64 | attempts u32
-//!  Replay       3 | seq u64 | id str
+//!  Accepted     1 | seq u64 | id str | symbol str | side u8 | qty u64 | lane u8 | deadline_wall u64 (0 = none) | recv_wall_ns u64 | raw str
+//!  Terminal     2 | id str | state u8 | reason str | cum u64 | amount u64 | attempts u32
+//!  Replay       3 | id str
 //!  AttemptSent  4 | id str | bridge str | fence_token u64
 //!  FillApplied  5 | id str | fill_no u32 | cum u64 | amount u64
 //! ```
@@ -26,6 +26,8 @@ pub enum TerminalState {
     Dead,
     /// Past its deadline before it was sent (`EXPIRED`).
     Expired,
+    /// Journaled but refused before its `ACK` (shutting down): never ran.
+    Rejected,
 }
 
 /// One journal record.
@@ -45,15 +47,16 @@ pub enum Record {
         qty: Lots,
         /// Its lane.
         lane: Lane,
-        /// Engine-clock deadline, ns, if it has one.
-        deadline_ns: Option<u64>,
+        /// Deadline, wall-clock ns, if it has one (the engine clock does
+        /// not survive a restart; the wall clock does).
+        deadline_wall_ns: Option<u64>,
         /// Received, wall-clock ns.
         recv_wall_ns: u64,
+        /// The `NEW` line as received (dead letters and replays).
+        raw: String,
     },
     /// An order reached its terminal state.
     Terminal {
-        /// Admission number.
-        seq: u64,
         /// Client order id.
         id: String,
         /// `DONE`, `DEAD` or `EXPIRED`.
@@ -69,8 +72,6 @@ pub enum Record {
     },
     /// A dead-lettered order was replayed (recorded before the re-admission).
     Replay {
-        /// Admission number of the replay.
-        seq: u64,
         /// Client order id.
         id: String,
     },
@@ -136,8 +137,9 @@ impl Record {
                 side,
                 qty,
                 lane,
-                deadline_ns,
+                deadline_wall_ns,
                 recv_wall_ns,
+                raw,
             } => {
                 out.push(1);
                 put_u64(out, *seq);
@@ -149,11 +151,11 @@ impl Record {
                 });
                 put_u64(out, qty.0);
                 out.push(lane.index() as u8);
-                put_u64(out, deadline_ns.unwrap_or(0));
+                put_u64(out, deadline_wall_ns.unwrap_or(0));
                 put_u64(out, *recv_wall_ns);
+                put_str(out, raw);
             }
             Record::Terminal {
-                seq,
                 id,
                 state,
                 reason,
@@ -162,7 +164,6 @@ impl Record {
                 attempts,
             } => {
                 out.push(2);
-                put_u64(out, *seq);
                 put_str(out, id);
                 out.push(*state as u8);
                 put_str(out, reason);
@@ -170,9 +171,8 @@ impl Record {
                 put_u64(out, amount.0);
                 out.extend_from_slice(&attempts.to_le_bytes());
             }
-            Record::Replay { seq, id } => {
+            Record::Replay { id } => {
                 out.push(3);
-                put_u64(out, *seq);
                 put_str(out, id);
             }
             Record::AttemptSent {
@@ -222,16 +222,17 @@ impl Record {
                     1 => Lane::Large,
                     byte => return Err(DecodeError::Unknown { what: "lane", byte }),
                 },
-                deadline_ns: Some(r.u64()?).filter(|&d| d != 0),
+                deadline_wall_ns: Some(r.u64()?).filter(|&d| d != 0),
                 recv_wall_ns: r.u64()?,
+                raw: r.str()?,
             },
             2 => Record::Terminal {
-                seq: r.u64()?,
                 id: r.str()?,
                 state: match r.u8()? {
                     0 => TerminalState::Done,
                     1 => TerminalState::Dead,
                     2 => TerminalState::Expired,
+                    3 => TerminalState::Rejected,
                     byte => {
                         return Err(DecodeError::Unknown {
                             what: "state",
@@ -244,10 +245,7 @@ impl Record {
                 amount: Amount(r.u64()?),
                 attempts: r.u32()?,
             },
-            3 => Record::Replay {
-                seq: r.u64()?,
-                id: r.str()?,
-            },
+            3 => Record::Replay { id: r.str()? },
             4 => Record::AttemptSent {
                 id: r.str()?,
                 bridge: r.str()?,
@@ -333,11 +331,11 @@ pub(crate) mod tests {
                 side: Side::Sell,
                 qty: Lots(250),
                 lane: Lane::Large,
-                deadline_ns: Some(99),
+                deadline_wall_ns: Some(99),
                 recv_wall_ns: 1_700_000_000_000_000_000,
+                raw: "NEW k100 EURUSD SELL 2.5 ttl=2s".into(),
             },
             Record::Terminal {
-                seq: 7,
                 id: "k100".into(),
                 state: TerminalState::Dead,
                 reason: "retries_exhausted".into(),
@@ -345,10 +343,7 @@ pub(crate) mod tests {
                 amount: Amount(123_456),
                 attempts: 5,
             },
-            Record::Replay {
-                seq: 8,
-                id: "k100".into(),
-            },
+            Record::Replay { id: "k100".into() },
             Record::AttemptSent {
                 id: "k100".into(),
                 bridge: "sim1".into(),

@@ -1,0 +1,127 @@
+//! Orders journaled but not yet durable: the gateway holds each accepted
+//! order here, in admission order, until the journal reports its LSN
+//! durable; only then is it offered to its lane and its `ACK` written. An
+//! `ACK` therefore never promises an order the journal could lose.
+//!
+//! Owned by the gateway thread alone. The journal thread rings the
+//! gateway's waker after each commit, so a held order is released within a
+//! loop turn of its sync.
+//!
+//! Room: an order is held only if its lane's queue has room for it and
+//! every order held before it in that lane, so a released order normally
+//! finds its place; if the lane is full anyway (recovered orders, which are
+//! re-queued at start whatever the queue's room), the release stops and
+//! waits for a later turn, keeping admission order.
+//!
+//! Recovered orders (accepted before a restart, not terminal in the
+//! journal) enter at the front, already durable, with no connection to
+//! answer.
+
+use std::collections::VecDeque;
+
+use crate::model::lane::Lane;
+use crate::order::accepted::Order;
+use crate::order::journal::writer::Journal;
+
+/// An order waiting for its LSN to be durable.
+#[derive(Debug)]
+struct Held {
+    /// Its `Accepted` record's LSN (0: recovered, durable already).
+    lsn: u64,
+    order: Order,
+}
+
+/// What the front of the hold has become.
+#[derive(Debug)]
+pub(super) enum Released {
+    /// Durable: offer it and `ACK` it (`recovered`: no one to `ACK`).
+    Durable {
+        /// The order.
+        order: Order,
+        /// Recovered at start (no `ACK` owed).
+        recovered: bool,
+    },
+    /// Its record will never be durable (disk error): `REJECT … journal_error`.
+    Lost(Order),
+}
+
+/// The held orders and the journal they wait on.
+#[derive(Debug)]
+pub(crate) struct PendingAcks {
+    journal: Journal,
+    held: VecDeque<Held>,
+    /// Held orders per lane (by [`Lane::index`]).
+    per_lane: [usize; 2],
+}
+
+impl PendingAcks {
+    /// An empty hold on `journal`, with `recovered` orders (lane set) to
+    /// re-queue first, in admission order.
+    pub(crate) fn new(journal: Journal, recovered: Vec<Order>) -> Self {
+        let mut p = PendingAcks {
+            journal,
+            held: VecDeque::with_capacity(recovered.len().max(64)),
+            per_lane: [0; 2],
+        };
+        for order in recovered {
+            p.hold(0, order);
+        }
+        p
+    }
+
+    /// The journal.
+    pub(super) fn journal(&self) -> &Journal {
+        &self.journal
+    }
+
+    /// Orders held in `lane`.
+    pub(super) fn held_in(&self, lane: Lane) -> usize {
+        self.per_lane[lane.index()]
+    }
+
+    /// Orders held in all.
+    pub(super) fn len(&self) -> usize {
+        self.held.len()
+    }
+
+    /// Holds `order` (its lane set) until `lsn` is durable.
+    pub(super) fn hold(&mut self, lsn: u64, order: Order) {
+        self.per_lane[order.lane.index()] += 1;
+        self.held.push_back(Held { lsn, order });
+    }
+
+    /// Puts back an order whose lane was full, at the front.
+    pub(super) fn put_back(&mut self, order: Order, recovered: bool) {
+        self.per_lane[order.lane.index()] += 1;
+        let lsn = if recovered { 0 } else { 1 };
+        self.held.push_front(Held { lsn, order });
+    }
+
+    /// The front order if it is durable or lost, else `None`.
+    pub(super) fn next(&mut self) -> Option<Released> {
+        let front = self.held.front()?;
+        let durable = self.journal.durable_lsn();
+        let released = if front.lsn <= durable {
+            let h = self.held.pop_front()?;
+            Released::Durable {
+                order: h.order,
+                recovered: h.lsn == 0,
+            }
+        } else if self.journal.lost_from().is_some_and(|l| front.lsn > l) {
+            Released::Lost(self.held.pop_front()?.order)
+        } else {
+            return None;
+        };
+        let o = match &released {
+            Released::Durable { order, .. } | Released::Lost(order) => order,
+        };
+        self.per_lane[o.lane.index()] -= 1;
+        Some(released)
+    }
+
+    /// Takes every held order (shutdown: none will be offered).
+    pub(super) fn take_all(&mut self) -> Vec<Order> {
+        self.per_lane = [0; 2];
+        self.held.drain(..).map(|h| h.order).collect()
+    }
+}
