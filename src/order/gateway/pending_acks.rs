@@ -125,3 +125,88 @@ impl PendingAcks {
         self.held.drain(..).map(|h| h.order).collect()
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
+    use std::sync::Arc;
+
+    use super::*;
+    use crate::model::units::{Lots, Side};
+    use crate::order::journal::record::tests::samples;
+    use crate::order::journal::tests::Injected;
+    use crate::order::journal::writer::JournalLimits;
+
+    fn order(seq: u64) -> Order {
+        Order {
+            seq,
+            conn: 0,
+            id: format!("o{seq}").into(),
+            symbol: "X".into(),
+            side: Side::Buy,
+            qty: Lots(1),
+            raw: "".into(),
+            peer: "".into(),
+            recv_mono_ns: 0,
+            enq_mono_ns: 0,
+            deadline_ns: None,
+            recv_wall_ns: 0,
+            history: Vec::new(),
+            next_delay: (0, 0),
+            replay: false,
+            lane: Lane::Small,
+            chunk: None,
+        }
+    }
+
+    #[test]
+    fn held_orders_leave_in_order_once_durable_and_as_lost_after_a_disk_error() {
+        let fail = Arc::new(AtomicBool::new(false));
+        let files = Injected {
+            fail: Arc::clone(&fail),
+            syncs: Arc::new(AtomicUsize::new(0)),
+            kind: std::io::ErrorKind::StorageFull,
+        };
+        let limits = JournalLimits {
+            max_bytes: 1 << 20,
+            segment_bytes: 1 << 20,
+        };
+        let (j, t) =
+            Journal::start(Box::new(files), limits, 1, Vec::new(), Box::new(|| {})).unwrap();
+        let mut p = PendingAcks::new(j.clone(), vec![order(1)]);
+        let rec = samples().remove(0);
+        // The recovered order is durable already; nothing else is held.
+        assert!(matches!(
+            p.next(),
+            Some(Released::Durable {
+                recovered: true,
+                ..
+            })
+        ));
+        let lsn = j.append(&rec).unwrap();
+        p.hold(lsn, order(2));
+        assert_eq!(p.held_in(Lane::Small), 1);
+        assert!(j.wait_durable(lsn));
+        match p.next() {
+            Some(Released::Durable { order, recovered }) => {
+                assert_eq!((order.seq, recovered), (2, false));
+            }
+            other => panic!("{other:?}"),
+        }
+        // The disk fails: the orders waiting for the failed sync are lost,
+        // never durable, in order.
+        fail.store(true, Ordering::Relaxed);
+        let a = j.append(&rec).unwrap();
+        p.hold(a, order(3));
+        assert!(!j.wait_durable(a));
+        assert!(j.append(&rec).is_err(), "new orders are refused");
+        match p.next() {
+            Some(Released::Lost(o)) => assert_eq!(o.seq, 3),
+            other => panic!("{other:?}"),
+        }
+        assert!(p.next().is_none());
+        assert_eq!(p.held_in(Lane::Small), 0);
+        j.stop();
+        t.join().unwrap();
+    }
+}

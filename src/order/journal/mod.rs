@@ -26,4 +26,4 @@ pub(crate) mod startup;
 pub mod writer;
 
 #[cfg(test)]
-mod tests;
+pub(crate) mod tests;

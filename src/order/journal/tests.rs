@@ -193,10 +193,10 @@ fn a_failing_disk_never_reports_durable_and_refuses_new_appends() {
 }
 
 /// Segments in memory whose writes fail on demand (`ENOSPC`, `EIO`).
-struct Injected {
-    fail: Arc<AtomicBool>,
-    syncs: Arc<AtomicUsize>,
-    kind: io::ErrorKind,
+pub(crate) struct Injected {
+    pub(crate) fail: Arc<AtomicBool>,
+    pub(crate) syncs: Arc<AtomicUsize>,
+    pub(crate) kind: io::ErrorKind,
 }
 
 struct InjectedFile {
