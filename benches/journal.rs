@@ -25,6 +25,7 @@ fn bench(c: &mut Criterion) {
         JournalLimits {
             max_bytes: u64::MAX,
             segment_bytes: 64 << 20,
+            retain_ns: u64::MAX,
         },
         1,
         Vec::new(),

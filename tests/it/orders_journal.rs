@@ -2,7 +2,7 @@
 //! so acknowledged orders survive `kill -9` (re-queued and completed after
 //! the restart, their ids still `DUPLICATE`); a full journal refuses new
 //! orders with `SYSTEM_BUSY journal_full` (after the `journal_full` alert)
-//! and never acknowledges them.
+//! and never acknowledges them; segments whose orders ended are retired.
 
 use std::collections::HashMap;
 use std::process::{Command, Stdio};
@@ -172,4 +172,33 @@ fn a_full_journal_refuses_new_orders_with_journal_full_and_acks_none_of_them() {
     })
     .unwrap();
     assert_eq!(n, acked, "every ACKed order is in the journal, no other");
+}
+
+#[test]
+fn ended_orders_segments_are_retired_so_a_small_journal_never_fills() {
+    let dir = tempfile::tempdir().unwrap();
+    let e = engine_with(|c| {
+        c.order.journal = true;
+        c.order.data_dir = dir.path().to_path_buf();
+        c.order.journal_max_bytes = 64 * 1024;
+        c.order.dedup_retention = std::time::Duration::from_millis(1);
+        c.order.bridges = vec![tickfan::bridge::spec::SimSpec::instant("fast")];
+    });
+    let mut cl = OrderClient::connect(e.order_addr());
+    // Several times what 64 KiB holds (the test above fills it in far fewer).
+    for i in 0..3_000 {
+        let id = format!("r{i}");
+        cl.new_order(&id, "EURUSD", "1");
+        let replies = cl.until_terminal(&id);
+        assert!(
+            matches!(replies[0], Reply::Ack { .. }),
+            "order {i}: {replies:?}"
+        );
+    }
+    e.stop();
+    let bytes: u64 = std::fs::read_dir(dir.path())
+        .unwrap()
+        .map(|f| f.unwrap().metadata().unwrap().len())
+        .sum();
+    assert!(bytes <= 64 * 1024, "{bytes} bytes on disk");
 }

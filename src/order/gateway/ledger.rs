@@ -316,7 +316,10 @@ impl Ledger {
                 self.dedup.mark(id, IdState::Done, self.clock.now_ns());
             }
         }
-        if let Some(p) = &self.pending {
+        if let Some(p) = &mut self.pending {
+            if ev.kind.is_terminal() {
+                p.ended(id);
+            }
             let rec = match &ev.kind {
                 EventKind::Fill { .. } => None,
                 EventKind::Done {

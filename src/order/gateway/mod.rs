@@ -499,18 +499,24 @@ impl Gateway {
             let Some(admission) = &self.ledger.admission else {
                 // Closing: `close_intake` refuses what is left.
                 match released {
-                    Released::Durable { order, recovered } => p.put_back(order, recovered),
-                    Released::Lost(order) => p.put_back(order, false),
+                    Released::Durable { order, lsn, .. } => p.put_back(order, lsn),
+                    // Above the durable LSN: still lost when looked at again.
+                    Released::Lost(order) => p.put_back(order, u64::MAX),
                 }
                 return n;
             };
             match released {
-                Released::Durable { order, recovered } => {
+                Released::Durable {
+                    order,
+                    lsn,
+                    recovered,
+                } => {
                     let conn = ConnId::from_u64(order.conn);
                     let id = Arc::clone(&order.id);
                     match admission.offer(order) {
                         Ok(()) => {
                             n += 1;
+                            p.started(&id, lsn);
                             if recovered {
                                 continue;
                             }
@@ -524,7 +530,7 @@ impl Gateway {
                             }
                         }
                         Err(Busy(back)) => {
-                            p.put_back(back, recovered);
+                            p.put_back(back, lsn);
                             return n;
                         }
                     }
@@ -666,6 +672,7 @@ impl Gateway {
         // shutdown, so its gauges (and `bridge_call_slow`) stay live.
         self.bridge_calls.publish_gauges(o, &*self.ledger.clock);
         if let Some(p) = &self.ledger.pending {
+            p.publish_oldest_live();
             set(&o.journal_bytes, p.journal().used_bytes());
             set(&o.journal_max_bytes, p.journal().limits().max_bytes);
         }

@@ -16,8 +16,13 @@
 //! Recovered orders (accepted before a restart, not terminal in the
 //! journal) enter at the front, already durable, with no connection to
 //! answer.
+//!
+//! It also knows the LSN of every released order not yet ended, so the
+//! journal can retire the segments whose orders have all ended
+//! ([`PendingAcks::publish_oldest_live`]); bounded by the orders in flight.
 
-use std::collections::VecDeque;
+use std::collections::{BTreeMap, HashMap, VecDeque};
+use std::sync::Arc;
 
 use crate::model::lane::Lane;
 use crate::order::accepted::Order;
@@ -38,6 +43,8 @@ pub(super) enum Released {
     Durable {
         /// The order.
         order: Order,
+        /// Its `Accepted` record's LSN (0: recovered).
+        lsn: u64,
         /// Recovered at start (no `ACK` owed).
         recovered: bool,
     },
@@ -52,6 +59,10 @@ pub(crate) struct PendingAcks {
     held: VecDeque<Held>,
     /// Held orders per lane (by [`Lane::index`]).
     per_lane: [usize; 2],
+    /// Released orders not ended: id → its `Accepted` LSN (0: recovered).
+    live: HashMap<Arc<str>, u64>,
+    /// The same LSNs with their counts (several recovered orders share 0).
+    live_lsns: BTreeMap<u64, u32>,
 }
 
 impl PendingAcks {
@@ -62,6 +73,8 @@ impl PendingAcks {
             journal,
             held: VecDeque::with_capacity(recovered.len().max(64)),
             per_lane: [0; 2],
+            live: HashMap::new(),
+            live_lsns: BTreeMap::new(),
         };
         for order in recovered {
             p.hold(0, order);
@@ -90,10 +103,9 @@ impl PendingAcks {
         self.held.push_back(Held { lsn, order });
     }
 
-    /// Puts back an order whose lane was full, at the front.
-    pub(super) fn put_back(&mut self, order: Order, recovered: bool) {
+    /// Puts back a released order (its lane was full), at the front.
+    pub(super) fn put_back(&mut self, order: Order, lsn: u64) {
         self.per_lane[order.lane.index()] += 1;
-        let lsn = if recovered { 0 } else { 1 };
         self.held.push_front(Held { lsn, order });
     }
 
@@ -105,6 +117,7 @@ impl PendingAcks {
             let h = self.held.pop_front()?;
             Released::Durable {
                 order: h.order,
+                lsn: h.lsn,
                 recovered: h.lsn == 0,
             }
         } else if self.journal.lost_from().is_some_and(|l| front.lsn > l) {
@@ -117,6 +130,35 @@ impl PendingAcks {
         };
         self.per_lane[o.lane.index()] -= 1;
         Some(released)
+    }
+
+    /// `id`, accepted at `lsn` (0: recovered), was offered to its lane.
+    pub(super) fn started(&mut self, id: &Arc<str>, lsn: u64) {
+        if self.live.insert(Arc::clone(id), lsn).is_none() {
+            *self.live_lsns.entry(lsn).or_default() += 1;
+        }
+    }
+
+    /// `id` ended (its terminal reply went out).
+    pub(super) fn ended(&mut self, id: &str) {
+        let Some(lsn) = self.live.remove(id) else {
+            return;
+        };
+        if let Some(n) = self.live_lsns.get_mut(&lsn) {
+            *n -= 1;
+            if *n == 0 {
+                self.live_lsns.remove(&lsn);
+            }
+        }
+    }
+
+    /// Tells the journal the LSN of the oldest order not ended (held or
+    /// released), so it may retire the segments before it.
+    pub(super) fn publish_oldest_live(&self) {
+        let released = self.live_lsns.keys().next().copied();
+        let held = self.held.front().map(|h| h.lsn);
+        let oldest = released.into_iter().chain(held).min().unwrap_or(u64::MAX);
+        self.journal.set_oldest_live(oldest);
     }
 
     /// Takes every held order (shutdown: none will be offered).
@@ -170,6 +212,7 @@ mod tests {
         let limits = JournalLimits {
             max_bytes: 1 << 20,
             segment_bytes: 1 << 20,
+            retain_ns: u64::MAX,
         };
         let (j, t) =
             Journal::start(Box::new(files), limits, 1, Vec::new(), Box::new(|| {})).unwrap();
@@ -188,7 +231,9 @@ mod tests {
         assert_eq!(p.held_in(Lane::Small), 1);
         assert!(j.wait_durable(lsn));
         match p.next() {
-            Some(Released::Durable { order, recovered }) => {
+            Some(Released::Durable {
+                order, recovered, ..
+            }) => {
                 assert_eq!((order.seq, recovered), (2, false));
             }
             other => panic!("{other:?}"),

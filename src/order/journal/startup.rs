@@ -126,6 +126,7 @@ pub(crate) fn open(
     let limits = JournalLimits {
         max_bytes: c.journal_max_bytes,
         segment_bytes: SEGMENT_BYTES.min(c.journal_max_bytes / 8).max(4096),
+        retain_ns: c.dedup_retention.as_nanos() as u64,
     };
     let next = r.next_segment();
     let (journal, thread) = Journal::start(

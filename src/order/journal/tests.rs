@@ -14,6 +14,7 @@ use super::writer::{AppendError, Journal, JournalLimits};
 const LIMITS: JournalLimits = JournalLimits {
     max_bytes: 1 << 30,
     segment_bytes: 4096,
+    retain_ns: u64::MAX,
 };
 
 fn start(dir: &std::path::Path, limits: JournalLimits) -> (Journal, std::thread::JoinHandle<()>) {
@@ -66,6 +67,52 @@ fn appended_records_are_durable_then_recovered_in_order_across_segments() {
     let mut n = 0;
     recover(dir.path(), |_| n += 1).unwrap();
     assert_eq!(n, 501);
+}
+
+#[test]
+fn segments_are_retired_once_their_orders_ended_and_the_retention_passed() {
+    let dir = tempfile::tempdir().unwrap();
+    let files = |d: &std::path::Path| std::fs::read_dir(d).unwrap().count();
+    for (retain_ns, oldest_live, kept_all) in [
+        (0, 0, true),
+        (u64::MAX, u64::MAX, true),
+        (0, u64::MAX, false),
+    ] {
+        let sub = dir.path().join(format!("{retain_ns}-{oldest_live}"));
+        let (j, h) = start(
+            &sub,
+            JournalLimits {
+                retain_ns,
+                ..LIMITS
+            },
+        );
+        j.set_oldest_live(oldest_live);
+        let rec = samples().remove(0);
+        for _ in 0..10 {
+            let mut last = 0;
+            for _ in 0..50 {
+                last = j.append(&rec).unwrap();
+            }
+            assert!(j.wait_durable(last));
+        }
+        j.stop();
+        h.join().unwrap();
+        if kept_all {
+            assert!(files(&sub) > 3, "every segment kept");
+            assert_eq!(j.segment_count(), files(&sub));
+        } else {
+            // Only the segment being written is left, and the bytes count it.
+            assert_eq!((files(&sub), j.segment_count()), (1, 1));
+            let file = std::fs::read_dir(&sub).unwrap().next().unwrap().unwrap();
+            assert_eq!(j.used_bytes(), file.metadata().unwrap().len());
+
+            // 500 records were written; at most the last commit (a batch
+            // of at most 50) is left.
+            let mut n = 0;
+            recover(&sub, |_| n += 1).unwrap();
+            assert!(n > 0 && n <= 50, "{n} records left");
+        }
+    }
 }
 
 #[test]
@@ -133,6 +180,7 @@ fn the_size_limit_refuses_appends_with_full() {
         JournalLimits {
             max_bytes: 1_000,
             segment_bytes: 4096,
+            retain_ns: u64::MAX,
         },
     );
     let rec = samples().remove(0);

@@ -14,12 +14,25 @@
 //! *failed* for good (after a failed `fsync` the kernel may have dropped the
 //! dirty pages, so nothing later can be trusted): every LSN above the
 //! durable one will never be durable, and new appends are refused. Disk use
-//! (segments on disk plus pending bytes) never passes `max_bytes`.
+//! (segments on disk plus pending bytes) never passes `max_bytes` by more
+//! than a segment header.
+//!
+//! Retirement: a closed segment is deleted once every order accepted in it
+//! has ended (its last LSN is below the oldest live order's, which the
+//! gateway publishes with [`Journal::set_oldest_live`]) and its last record
+//! is older than `retain_ns` (the dedup retention: its ids need not be
+//! remembered after a restart). Only the oldest segments go, in order; the
+//! journal thread checks after each commit and every [`RETIRE_TICK`] when
+//! idle (a full journal appends nothing, and must still empty).
+//! Segments found at start count as holding LSN 0 and as written at start.
 
 use std::io;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Condvar, Mutex, MutexGuard};
 use std::thread::JoinHandle;
+use std::time::Duration;
+
+use crate::sys::clock::wall_ns;
 
 use super::files::{JournalFile, JournalFiles};
 use super::record::Record;
@@ -35,6 +48,23 @@ pub struct JournalLimits {
     pub max_bytes: u64,
     /// A segment is closed and a new one begun past this many bytes.
     pub segment_bytes: u64,
+    /// A closed segment whose orders have all ended is kept this long after
+    /// its last record (`--dedup-retention`), ns.
+    pub retain_ns: u64,
+}
+
+/// How often an idle journal thread looks for segments to retire.
+pub const RETIRE_TICK: Duration = Duration::from_secs(1);
+
+/// A segment on disk.
+#[derive(Debug, Clone, Copy)]
+struct Segment {
+    number: u64,
+    bytes: u64,
+    /// LSN of its last record (0: found at start, or none yet).
+    last_lsn: u64,
+    /// Wall-clock ns of its last commit (start time for segments found at start).
+    last_wall_ns: u64,
 }
 
 /// Why an append was refused.
@@ -59,8 +89,8 @@ struct State {
     last_lsn: u64,
     /// Bytes in segment files on disk (written, synced or not).
     disk_bytes: u64,
-    /// Segments on disk, oldest first, with their sizes.
-    segments: Vec<(u64, u64)>,
+    /// Segments on disk, oldest first; the last is the one written.
+    segments: Vec<Segment>,
     /// Set once a write or sync failed: the error, for new appends.
     failed: Option<String>,
     /// Set by [`Journal::stop`].
@@ -77,6 +107,9 @@ struct Shared {
     durable: AtomicU64,
     /// LSNs above this never become durable (`u64::MAX` while healthy).
     lost_from: AtomicU64,
+    /// LSN of the oldest order not ended (`u64::MAX`: none), written by the
+    /// gateway, read by the journal thread for retirement.
+    oldest_live: AtomicU64,
     limits: JournalLimits,
     notify: Notify,
 }
@@ -116,9 +149,16 @@ impl Journal {
         let mut file = files.create(first_segment)?;
         file.write_all(&header(first_segment))?;
         file.sync_data()?;
-        let mut segments = existing;
-        segments.push((first_segment, header(0).len() as u64));
-        let disk_bytes = segments.iter().map(|s| s.1).sum();
+        let now = wall_ns();
+        let seg = |(number, bytes)| Segment {
+            number,
+            bytes,
+            last_lsn: 0,
+            last_wall_ns: now,
+        };
+        let mut segments: Vec<Segment> = existing.into_iter().map(seg).collect();
+        segments.push(seg((first_segment, header(0).len() as u64)));
+        let disk_bytes = segments.iter().map(|s| s.bytes).sum();
         let shared = Arc::new(Shared {
             state: Mutex::new(State {
                 pending: Vec::with_capacity(1 << 16),
@@ -132,6 +172,7 @@ impl Journal {
             committed: Condvar::new(),
             durable: AtomicU64::new(0),
             lost_from: AtomicU64::new(u64::MAX),
+            oldest_live: AtomicU64::new(0),
             limits,
             notify,
         });
@@ -174,6 +215,17 @@ impl Journal {
         drop(st);
         self.shared.work.notify_one();
         Ok(lsn)
+    }
+
+    /// Publishes the LSN of the oldest order not ended (`u64::MAX`: none;
+    /// 0 holds every segment), for retirement.
+    pub fn set_oldest_live(&self, lsn: u64) {
+        self.shared.oldest_live.store(lsn, Ordering::Relaxed);
+    }
+
+    /// Segments on disk now (retired ones are gone).
+    pub fn segment_count(&self) -> usize {
+        lock(&self.shared).segments.len()
     }
 
     /// Highest durable LSN (0 before the first commit).
@@ -235,12 +287,20 @@ struct Writer {
 
 impl Writer {
     fn run(mut self) {
+        let shared = Arc::clone(&self.shared);
         let mut batch = Vec::with_capacity(1 << 16);
         loop {
             let last = {
-                let mut st = lock(&self.shared);
+                let mut st = lock(&shared);
                 while st.pending.is_empty() && !st.stop {
-                    st = self.shared.work.wait(st).unwrap_or_else(|p| p.into_inner());
+                    let (next, waited) = shared
+                        .work
+                        .wait_timeout(st, RETIRE_TICK)
+                        .unwrap_or_else(|p| p.into_inner());
+                    st = next;
+                    if waited.timed_out() {
+                        self.retire(&mut st);
+                    }
                 }
                 if st.pending.is_empty() || st.failed.is_some() {
                     return;
@@ -249,14 +309,17 @@ impl Writer {
                 st.last_lsn
             };
             let result = self.commit(&batch);
-            let mut st = lock(&self.shared);
+            let mut st = lock(&shared);
             match result {
                 Ok(()) => {
                     st.disk_bytes += batch.len() as u64;
                     if let Some(s) = st.segments.last_mut() {
-                        s.1 = self.segment_len;
+                        s.bytes = self.segment_len;
+                        s.last_lsn = last;
+                        s.last_wall_ns = wall_ns();
                     }
                     self.shared.durable.store(last, Ordering::Release);
+                    self.retire(&mut st);
                 }
                 Err(e) => {
                     log::error!("journal: write failed, new orders are refused: {e}");
@@ -282,6 +345,27 @@ impl Writer {
         }
     }
 
+    /// Deletes the oldest closed segments whose orders have all ended and
+    /// whose last record is older than the retention.
+    fn retire(&mut self, st: &mut State) {
+        let oldest_live = self.shared.oldest_live.load(Ordering::Relaxed);
+        let now = wall_ns();
+        while st.segments.len() > 1 {
+            let s = st.segments[0];
+            let ended = s.last_lsn < oldest_live;
+            let old = now.saturating_sub(s.last_wall_ns) >= self.shared.limits.retain_ns;
+            if !(ended && old) {
+                return;
+            }
+            if let Err(e) = self.files.remove(s.number) {
+                log::warn!("journal: cannot retire segment {}: {e}", s.number);
+                return;
+            }
+            st.segments.remove(0);
+            st.disk_bytes = st.disk_bytes.saturating_sub(s.bytes);
+        }
+    }
+
     /// One write and one sync for the whole batch, rolling to a new segment
     /// first when the current one is full.
     fn commit(&mut self, batch: &[u8]) -> io::Result<()> {
@@ -295,7 +379,12 @@ impl Writer {
             self.segment = next;
             self.segment_len = header(0).len() as u64;
             let mut st = lock(&self.shared);
-            st.segments.push((next, self.segment_len));
+            st.segments.push(Segment {
+                number: next,
+                bytes: self.segment_len,
+                last_lsn: 0,
+                last_wall_ns: wall_ns(),
+            });
             st.disk_bytes += self.segment_len;
         }
         self.file.write_all(batch)?;
