@@ -350,6 +350,7 @@ impl OrderPath {
                 recorder: StageRecorder::new(
                     &[
                         Stage::OrderReject,
+                        Stage::OrderAck,
                         Stage::OrderE2e,
                         e2e_stage(Lane::Small),
                         e2e_stage(Lane::Large),

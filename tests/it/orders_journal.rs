@@ -163,7 +163,10 @@ fn a_full_journal_refuses_new_orders_with_journal_full_and_acks_none_of_them() {
         crate::admin::value(&m, "tickfan_alert", Some(("name", "journal_full")))
     };
     crate::util::wait_until("journal_full starts", || alert() == 1.0);
-    e.stop();
+    let report = e.stop();
+    // Each ACK's latency, the sync included, is measured.
+    let acks = report.stage(tickfan::metrics::Stage::OrderAck).unwrap();
+    assert_eq!(acks.pct.count, acked as u64);
     let mut n = 0;
     recover(dir.path(), |r| {
         if matches!(r, Record::Accepted { .. }) {

@@ -234,6 +234,8 @@ impl Ledger {
             Ok(()) => {
                 self.dedup.insert(o.id, now);
                 write_ack(out, o.id);
+                self.recorder
+                    .record_span(Stage::OrderAck, mono, self.mono.now_ns());
                 bump(&self.counters.orders.accepted, 1);
                 self.in_flight += 1;
                 true

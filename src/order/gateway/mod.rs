@@ -513,6 +513,7 @@ impl Gateway {
                 } => {
                     let conn = ConnId::from_u64(order.conn);
                     let id = Arc::clone(&order.id);
+                    let recv_mono_ns = order.recv_mono_ns;
                     match admission.offer(order) {
                         Ok(()) => {
                             n += 1;
@@ -525,6 +526,12 @@ impl Gateway {
                                 Some(c) => {
                                     codec::write_ack(c.state.out.room_for(REPLY_ROOM), &id);
                                     self.dirty.mark(&mut c.state.dirty, conn.key());
+                                    let now = self.ledger.mono.now_ns();
+                                    self.ledger.recorder.record_span(
+                                        Stage::OrderAck,
+                                        recv_mono_ns,
+                                        now,
+                                    );
                                 }
                                 None => bump(&self.ledger.counters.orders.undeliverable, 1),
                             }
