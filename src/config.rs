@@ -129,10 +129,16 @@ impl Default for Config {
 impl Config {
     /// A configuration for tests and tools: every listener on an ephemeral
     /// loopback port, no interval printing, figures refreshed every 100 ms,
-    /// no dead-letter file (nothing written into the working directory).
+    /// no dead-letter file and no order journal (nothing written into the
+    /// working directory; a test of the journal sets `order.journal` and a
+    /// temporary `order.data_dir`).
     pub fn ephemeral() -> Self {
         let any: SocketAddr = "127.0.0.1:0".parse().expect("static address");
         Config {
+            order: OrderConfig {
+                journal: false,
+                ..OrderConfig::default()
+            },
             feed_addr: any,
             sub_addr: any,
             admin_addr: any,

@@ -120,8 +120,13 @@ fn serve(args: &ServeArgs) -> Result<(), Failure> {
         tickfan::error::StartError::Config(c) => Failure::Usage(c.to_string()),
         other => Failure::Runtime(other.to_string()),
     })?;
+    let journal = if config.order.journal {
+        format!("journal {}", config.order.data_dir.display())
+    } else {
+        "journal: off (orders are lost on a crash)".to_owned()
+    };
     eprintln!(
-        "tickfan serving: feed {} · subscribers {} (redis-cli -p {} psubscribe '*') · orders {} · admin http://{} (/health /metrics /report /dlq)",
+        "tickfan serving: feed {} · subscribers {} (redis-cli -p {} psubscribe '*') · orders {} · admin http://{} (/health /metrics /report /dlq) · {journal}",
         engine.feed_addr(),
         engine.subscriber_addr(),
         engine.subscriber_addr().port(),

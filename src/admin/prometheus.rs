@@ -378,6 +378,18 @@ pub(crate) fn render(s: &Scrape<'_>) -> String {
         "How long the oldest bridge call in progress has been waiting for its venue (engine clock; 0 when none).",
         ord.bridge_call_oldest_age_us as f64 / 1e6,
     );
+    o.one(
+        "tickfan_journal_bytes",
+        "gauge",
+        "Bytes of order journal on disk and pending (0 with --no-journal); journal_full starts at 80 % of tickfan_journal_max_bytes.",
+        ord.journal_bytes,
+    );
+    o.one(
+        "tickfan_journal_max_bytes",
+        "gauge",
+        "--journal-max-bytes (0 with --no-journal); at it new orders get SYSTEM_BUSY journal_full.",
+        ord.journal_max_bytes,
+    );
     let sq = &ord.sequencing;
     o.head(
         "tickfan_fills_total",

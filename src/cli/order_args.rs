@@ -143,6 +143,17 @@ pub struct OrderArgs {
         help_heading = "Orders"
     )]
     pub data_dir: PathBuf,
+    /// Keep orders in memory only (no journal; orders are lost on a crash).
+    #[arg(long, help_heading = "Orders")]
+    pub no_journal: bool,
+    /// Most bytes of journal segments on disk; past 80 % the `journal_full` alert, at 100 % new orders get SYSTEM_BUSY journal_full.
+    #[arg(
+        long,
+        value_name = "BYTES",
+        default_value_t = 1 << 30,
+        help_heading = "Orders"
+    )]
+    pub journal_max_bytes: u64,
 }
 
 impl OrderArgs {
@@ -194,6 +205,8 @@ impl OrderArgs {
             shutdown_deadline: self.shutdown_deadline,
             bridge_lease: self.bridge_lease,
             data_dir: self.data_dir.clone(),
+            journal: !self.no_journal,
+            journal_max_bytes: self.journal_max_bytes,
         };
         c.validate()?;
         Ok((self.order_listen, c))

@@ -32,11 +32,13 @@ pub enum Alert {
     /// A bridge call has been in progress longer than the threshold (a
     /// venue that does not answer holds its worker; see `order::lanes::bridge_calls`).
     BridgeCallSlow,
+    /// The order journal holds `pct`% of `--journal-max-bytes` (SYSTEM_BUSY journal_full comes next).
+    JournalFull,
 }
 
 impl Alert {
     /// Number of alerts.
-    pub const COUNT: usize = 8;
+    pub const COUNT: usize = 9;
     /// Every alert, in gauge-index order.
     pub const ALL: [Alert; Alert::COUNT] = [
         Alert::SymbolsNearLimit,
@@ -47,6 +49,7 @@ impl Alert {
         Alert::OrderQueueHigh,
         Alert::OrderQueueOld,
         Alert::BridgeCallSlow,
+        Alert::JournalFull,
     ];
 
     /// Stable snake-case name (log lines, metric label).
@@ -60,6 +63,7 @@ impl Alert {
             Alert::OrderQueueHigh => "order_queue_high",
             Alert::OrderQueueOld => "order_queue_old",
             Alert::BridgeCallSlow => "bridge_call_slow",
+            Alert::JournalFull => "journal_full",
         }
     }
 }
@@ -226,6 +230,14 @@ impl Alerts {
                     )
                 },
             ),
+            (
+                Alert::JournalFull,
+                near(n.orders.journal_bytes, n.orders.journal_max_bytes),
+                format!(
+                    "journal {} of {} bytes",
+                    n.orders.journal_bytes, n.orders.journal_max_bytes
+                ),
+            ),
         ];
         let mut out = Vec::new();
         for (alert, on, detail) in checks {
@@ -285,6 +297,8 @@ mod tests {
         busy.orders.queue_oldest_age_us = 600_000;
         busy.orders.bridge_calls_in_progress = 1;
         busy.orders.bridge_call_oldest_age_us = 6_000_000;
+        busy.orders.journal_bytes = 800;
+        busy.orders.journal_max_bytes = 1_000;
         let stale = [SubscriberStats {
             connected: true,
             staleness_us: 2_000_000,

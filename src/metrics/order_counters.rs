@@ -66,6 +66,10 @@ pub struct OrderCounters {
     /// Gauge: how long the oldest bridge call in progress has run on the
     /// engine clock, µs (0 when none).
     pub bridge_call_oldest_age_us: AtomicU64,
+    /// Gauge: bytes of order journal on disk and pending (0 with `--no-journal`).
+    pub journal_bytes: AtomicU64,
+    /// Gauge: `--journal-max-bytes` (0 with `--no-journal`).
+    pub journal_max_bytes: AtomicU64,
 }
 
 /// Written by the fill thread only (`order::fills::fill_thread`).
@@ -225,6 +229,10 @@ pub struct OrderSnapshot {
     pub bridge_calls_in_progress: u64,
     /// Age of the oldest bridge call in progress now (engine clock), µs; 0 when none.
     pub bridge_call_oldest_age_us: u64,
+    /// Order journal bytes now (0 with `--no-journal`).
+    pub journal_bytes: u64,
+    /// `--journal-max-bytes` (0 with `--no-journal`).
+    pub journal_max_bytes: u64,
     /// Fill sequencing, positions and chunks.
     pub sequencing: FillSnapshot,
     /// Connections refused for a wrong, missing or late token.
@@ -292,6 +300,8 @@ impl OrderSnapshot {
             ),
             bridge_calls_in_progress: get(&o.bridge_calls_in_progress),
             bridge_call_oldest_age_us: get(&o.bridge_call_oldest_age_us),
+            journal_bytes: get(&o.journal_bytes),
+            journal_max_bytes: get(&o.journal_max_bytes),
             sequencing: FillSnapshot::take(f),
             auth_failures: get(&o.auth_failures),
             rate_limited: get(&o.rate_limited),

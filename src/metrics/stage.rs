@@ -40,11 +40,15 @@ pub enum Stage {
     OrderE2eSmall,
     /// [`Stage::OrderE2e`] of large orders (received → the parent's terminal reply).
     OrderE2eLarge,
+    /// Order line received → its `ACK` written to the connection's buffer
+    /// (order gateway); with the journal on, the wait for the `fdatasync`
+    /// that makes the order durable is inside it.
+    OrderAck,
 }
 
 impl Stage {
     /// Number of stages.
-    pub const COUNT: usize = 15;
+    pub const COUNT: usize = 16;
     /// Every stage, in index order.
     pub const ALL: [Stage; Stage::COUNT] = [
         Stage::FeedParse,
@@ -62,6 +66,7 @@ impl Stage {
         Stage::OrderProcessLarge,
         Stage::OrderE2eSmall,
         Stage::OrderE2eLarge,
+        Stage::OrderAck,
     ];
 
     /// Stable snake-case name (reports, files, metric labels).
@@ -82,6 +87,7 @@ impl Stage {
             Stage::OrderProcessLarge => "order_process_large",
             Stage::OrderE2eSmall => "order_e2e_small",
             Stage::OrderE2eLarge => "order_e2e_large",
+            Stage::OrderAck => "order_ack",
         }
     }
 

@@ -57,6 +57,11 @@ pub struct OrderConfig {
     /// Directory for the order journal and the dead-letter file (created
     /// when missing).
     pub data_dir: std::path::PathBuf,
+    /// Write every accepted order to the journal before its `ACK`
+    /// (`--no-journal` turns it off: orders are lost on a crash).
+    pub journal: bool,
+    /// Most bytes of journal segments on disk (`--journal-max-bytes`).
+    pub journal_max_bytes: u64,
 }
 
 impl Default for OrderConfig {
@@ -81,6 +86,8 @@ impl Default for OrderConfig {
             shutdown_deadline: Duration::from_secs(5),
             bridge_lease: Duration::from_secs(10),
             data_dir: std::path::PathBuf::from("tickfan-data"),
+            journal: true,
+            journal_max_bytes: 1 << 30,
         }
     }
 }
@@ -146,6 +153,12 @@ impl OrderConfig {
         )?;
         range("--fill-hold-total", self.hold_total as u64, 1, 100_000_000)?;
         range(
+            "--journal-max-bytes",
+            self.journal_max_bytes,
+            1 << 16,
+            1 << 50,
+        )?;
+        range(
             "--max-order-rate",
             u64::from(self.max_order_rate),
             0,
@@ -173,6 +186,9 @@ impl OrderConfig {
             || self.bridge_lease > Duration::from_secs(3600)
         {
             return invalid("--bridge-lease", "must be between 1ms and 1h");
+        }
+        if self.data_dir.as_os_str().is_empty() {
+            return invalid("--data-dir", "must not be empty");
         }
         if self.dedup_retention.is_zero() {
             return invalid("--dedup-retention", "must be positive");

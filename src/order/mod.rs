@@ -26,6 +26,9 @@
 //! * [`fills`] (thread `tickfan-fills`): the fill book, the sequencer and
 //!   the positions: fills back in order per order, positions from absolute
 //!   values, chunks folded into their parent, the `FILL`/`DONE` replies;
+//! * [`journal`] (thread `tickfan-journal`): the write-ahead journal in
+//!   `--data-dir`; an order is `ACK`ed only once its record is synced,
+//!   and recovered at the next start;
 //! * [`accepted`]: the accepted [`accepted::Order`] that travels between
 //!   them, owned by one stage at a time;
 //! * [`wiring`]: builds the threads and the queues between them and stops
@@ -41,5 +44,6 @@ pub(crate) mod accepted;
 pub(crate) mod config;
 pub(crate) mod fills;
 pub mod gateway;
+pub mod journal;
 pub mod lanes;
 pub(crate) mod wiring;

@@ -76,7 +76,10 @@ use super::config::OrderConfig;
 use super::fills::fill_book::FillBook;
 use super::fills::fill_thread::{FillThread, FILL_CAPACITY};
 use super::gateway::dedup::Dedup;
+use super::gateway::pending_acks::PendingAcks;
 use super::gateway::{Gateway, GatewayParts, GatewaySettings, WAKER};
+use super::journal::startup;
+use super::journal::writer::Journal;
 use super::lanes::admission::{admission, LaneRx};
 use super::lanes::bridge_calls::BridgeCalls;
 use super::lanes::events::{EventSender, EVENT_CAPACITY};
@@ -187,6 +190,9 @@ pub(crate) struct OrderPath {
     workers: Vec<JoinHandle<()>>,
     timer: Option<JoinHandle<()>>,
     fills: Option<JoinHandle<()>>,
+    /// The journal and its thread (`None`: `--no-journal`); stopped after
+    /// the gateway, which writes the last terminal records.
+    journal: Option<(Journal, JoinHandle<()>)>,
 }
 
 impl OrderPath {
@@ -338,6 +344,26 @@ impl OrderPath {
             })?;
         drop(events);
 
+        let mut dedup = Dedup::new(c.dedup_retention.as_nanos() as u64, c.dedup_capacity);
+        let (pending, journal) = if c.journal {
+            let w = Arc::clone(&waker);
+            let opened = startup::open(
+                c,
+                &mut dedup,
+                i.clock.now_ns(),
+                i.mono.now_ns(),
+                Box::new(move || {
+                    let _ = w.wake();
+                }),
+            )
+            .map_err(std::io::Error::other)?;
+            (
+                Some(PendingAcks::new(opened.journal.clone(), opened.orders)),
+                Some((opened.journal, opened.thread)),
+            )
+        } else {
+            (None, None)
+        };
         let gateway = Gateway::new(
             i.listener,
             LoopCtx {
@@ -346,6 +372,7 @@ impl OrderPath {
                 recorder: StageRecorder::new(
                     &[
                         Stage::OrderReject,
+                        Stage::OrderAck,
                         Stage::OrderE2e,
                         e2e_stage(Lane::Small),
                         e2e_stage(Lane::Large),
@@ -359,11 +386,12 @@ impl OrderPath {
             GatewayParts {
                 admission: adm,
                 events: ev_rx,
-                dedup: Dedup::new(c.dedup_retention.as_nanos() as u64, c.dedup_capacity),
+                dedup,
                 dlq_store: i.dlq_store,
                 dlq: i.dlq,
                 clock: Arc::clone(&i.clock),
                 bridge_calls,
+                pending,
             },
             GatewaySettings {
                 max_conns: i.max_conns,
@@ -392,6 +420,7 @@ impl OrderPath {
             workers,
             timer: Some(timer),
             fills: Some(fills),
+            journal,
         })
     }
 
@@ -438,6 +467,10 @@ impl OrderPath {
         let _ = self.waker.wake();
         if let Some(g) = self.gateway.take() {
             let _ = g.join();
+        }
+        if let Some((j, t)) = self.journal.take() {
+            j.stop();
+            let _ = t.join();
         }
     }
 

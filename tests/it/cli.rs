@@ -2,6 +2,7 @@
 //! one line for a value the engine refuses); a timed run prints the final
 //! report and exits 0; the banner names every address; `--log-format json`.
 
+use crate::util::NO_JOURNAL;
 use std::process::Command;
 
 /// Every listener of `serve` on an ephemeral loopback port.
@@ -20,6 +21,7 @@ fn tickfan(args: &[&str]) -> std::process::Output {
     Command::new(env!("CARGO_BIN_EXE_tickfan"))
         .args(args)
         .env("RUST_LOG", "info")
+        .env(NO_JOURNAL.0, NO_JOURNAL.1)
         .output()
         .expect("binary runs")
 }
@@ -192,6 +194,7 @@ fn sigterm_stops_the_engine_with_the_final_report() {
     use std::process::Stdio;
     let mut child = Command::new(env!("CARGO_BIN_EXE_tickfan"))
         .arg("serve")
+        .env(NO_JOURNAL.0, NO_JOURNAL.1)
         .args(EPHEMERAL_PORTS)
         .arg("--quiet")
         .stdout(Stdio::piped())
@@ -302,10 +305,12 @@ impl StderrLines {
 
 #[test]
 fn a_bridge_call_held_through_a_stop_raises_bridge_call_slow_and_a_second_signal_exits() {
+    use crate::util::NO_JOURNAL;
     use crate::util::{OrderClient, Spawned};
     use std::process::Stdio;
     let child = Command::new(env!("CARGO_BIN_EXE_tickfan"))
         .arg("serve")
+        .env(NO_JOURNAL.0, NO_JOURNAL.1)
         .args(EPHEMERAL_PORTS)
         .args([
             "--quiet",

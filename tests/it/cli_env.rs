@@ -28,6 +28,7 @@ fn serve(args: &[&str], env: &[(&str, &str)]) -> Output {
             "127.0.0.1:0",
         ])
         .args(args)
+        .env(crate::util::NO_JOURNAL.0, crate::util::NO_JOURNAL.1)
         .envs(env.iter().copied())
         .output()
         .expect("binary runs")

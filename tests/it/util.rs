@@ -525,6 +525,12 @@ pub fn advance_until(clock: &SimClock, step_ms: u64, what: &str, mut cond: impl 
 /// A child process killed by its pid when dropped (if still running).
 pub struct Spawned(pub Option<std::process::Child>);
 
+/// The environment variable that turns the order journal off in a spawned
+/// `tickfan serve`, so no test writes `./tickfan-data` into the working
+/// tree (a test of the journal spawns without it, with `--data-dir` in a
+/// temporary directory).
+pub const NO_JOURNAL: (&str, &str) = ("TICKFAN_NO_JOURNAL", "true");
+
 /// Takes `child`'s piped stdout and yields its lines through a channel, so
 /// every read can have a deadline (`recv_timeout`).
 pub fn stdout_lines(child: &mut std::process::Child) -> std::sync::mpsc::Receiver<String> {
@@ -557,6 +563,7 @@ pub fn spawn_until(args: &[&str], marker: &str) -> (Spawned, String) {
     use std::process::{Command, Stdio};
     let mut child = Command::new(env!("CARGO_BIN_EXE_tickfan"))
         .args(args)
+        .env(NO_JOURNAL.0, NO_JOURNAL.1)
         .stdout(Stdio::piped())
         .stderr(Stdio::piped())
         .spawn()

@@ -18,6 +18,7 @@ use crate::sys::clock::{wall_ns, MonoClock};
 
 use crate::model::lane::Lane;
 use crate::model::order_reasons::{InvalidReason, RejectReason};
+use crate::model::units::{Amount, Lots};
 use crate::order::accepted::{ConnId, Order};
 use crate::order::lanes::admission::{Admission, Busy};
 use crate::order::lanes::events::{Event, EventKind};
@@ -27,8 +28,11 @@ use super::codec::{
     parse_request, write_ack, write_dead, write_done, write_fill, write_reject, NewOrder, Request,
 };
 use super::dedup::{Dedup, IdState, Refusal};
+use super::pending_acks::PendingAcks;
 use super::rate::RateLimit;
 use super::status::{write_status, OrderStatus};
+use crate::order::journal::record::{Record, TerminalState};
+use crate::order::journal::writer::AppendError;
 
 /// The gateway's state apart from the sockets.
 #[derive(Debug)]
@@ -51,6 +55,9 @@ pub(super) struct Ledger {
     pub(super) busy_detail: [String; 2],
     /// `--max-order-rate`, for the refusal's text.
     pub(super) max_order_rate: u32,
+    /// With the journal on: orders waiting for their record to be durable
+    /// before their `ACK` (`None`: `--no-journal`, `ACK` at once).
+    pub(super) pending: Option<PendingAcks>,
 }
 
 impl Ledger {
@@ -188,6 +195,45 @@ impl Ledger {
             lane: Lane::Small, // set by `offer`
             chunk: None,
         };
+        if let Some(p) = &mut self.pending {
+            let lane = admission.lane_of(order.qty);
+            if admission.lane_depth(lane) + p.held_in(lane) >= admission.capacity_of(lane) {
+                let detail = std::mem::take(&mut self.busy_detail[lane.index()]);
+                self.reject(out, o.id, RejectReason::SystemBusy, &detail);
+                self.busy_detail[lane.index()] = detail;
+                return false;
+            }
+            let rec = Record::Accepted {
+                seq: order.seq,
+                id: o.id.to_owned(),
+                symbol: o.symbol.to_owned(),
+                side: o.side,
+                qty: o.qty,
+                lane,
+                deadline_wall_ns: o
+                    .ttl
+                    .map(|t| order.recv_wall_ns.saturating_add(t.as_nanos() as u64)),
+                recv_wall_ns: order.recv_wall_ns,
+                raw: raw.to_owned(),
+            };
+            let detail = match p.journal().append(&rec) {
+                Ok(lsn) => {
+                    self.dedup.insert(o.id, now);
+                    let mut order = order;
+                    order.lane = lane;
+                    p.hold(lsn, order);
+                    self.in_flight += 1;
+                    return true;
+                }
+                Err(AppendError::Full) => {
+                    "journal_full: the journal is at --journal-max-bytes".to_owned()
+                }
+                Err(AppendError::Failed(e)) => format!("journal_error: {e}"),
+                Err(AppendError::Stopped) => "shutting down".to_owned(),
+            };
+            self.reject(out, o.id, RejectReason::SystemBusy, &detail);
+            return false;
+        }
         match admission.offer(order) {
             Ok(()) => {
                 self.dedup.insert(o.id, now);
@@ -195,6 +241,8 @@ impl Ledger {
                     *st = OrderStatus::queued(o.qty);
                 }
                 write_ack(out, o.id);
+                self.recorder
+                    .record_span(Stage::OrderAck, mono, self.mono.now_ns());
                 bump(&self.counters.orders.accepted, 1);
                 self.in_flight += 1;
                 true
@@ -296,6 +344,52 @@ impl Ledger {
                 bump(&o.rejected[RejectReason::Expired.index()], 1);
                 bump(&o.attempts, u64::from(*attempts));
                 self.dedup.mark(id, IdState::Done, self.clock.now_ns());
+            }
+        }
+        if let Some(p) = &mut self.pending {
+            if ev.kind.is_terminal() {
+                p.ended(id);
+            }
+            let rec = match &ev.kind {
+                EventKind::Fill { .. } | EventKind::Attempt | EventKind::Parked => None,
+                EventKind::Done {
+                    status,
+                    cum,
+                    amount,
+                    attempts,
+                } => Some((
+                    TerminalState::Done,
+                    status.as_str(),
+                    *cum,
+                    *amount,
+                    *attempts,
+                )),
+                EventKind::Dead {
+                    reason, attempts, ..
+                } => Some((
+                    TerminalState::Dead,
+                    reason.as_str(),
+                    Lots(0),
+                    Amount(0),
+                    *attempts,
+                )),
+                EventKind::Expired { attempts } => {
+                    Some((TerminalState::Expired, "ttl", Lots(0), Amount(0), *attempts))
+                }
+            };
+            if let Some((state, reason, cum, amount, attempts)) = rec {
+                // Not waited for: a terminal record lost in a crash only
+                // makes recovery run the order again, under its idempotent id.
+                if let Err(e) = p.journal().append(&Record::Terminal {
+                    id: id.to_owned(),
+                    state,
+                    reason: reason.to_owned(),
+                    cum,
+                    amount,
+                    attempts,
+                }) {
+                    log::debug!("terminal record of {id} not journaled: {e}");
+                }
             }
         }
         if ev.kind.is_terminal() {

@@ -66,12 +66,19 @@ use crate::order::lanes::admission::Admission;
 use crate::order::lanes::bridge_calls::BridgeCalls;
 use crate::order::lanes::events::Event;
 
-use dedup::Dedup;
+use crate::model::order_reasons::RejectReason;
+use crate::model::units::{Amount, Lots};
+use crate::order::accepted::Order;
+use crate::order::journal::record::{Record, TerminalState};
+use crate::order::lanes::admission::Busy;
+use dedup::{Dedup, IdState};
+use pending_acks::Released;
 use rate::RateLimit;
 
 pub mod codec;
 pub mod dedup;
 mod ledger;
+pub(crate) mod pending_acks;
 pub(crate) mod rate;
 pub mod status;
 use ledger::{write_event, Ledger};
@@ -127,6 +134,8 @@ pub(crate) struct GatewayParts {
     pub clock: SharedClock,
     /// Read every turn for the bridge-call gauges (written by the workers).
     pub bridge_calls: Arc<BridgeCalls>,
+    /// The journal's hold (`None`: `--no-journal`).
+    pub pending: Option<pending_acks::PendingAcks>,
 }
 
 /// The gateway's part of a connection (the kit keeps socket, id, peer, auth).
@@ -205,7 +214,9 @@ impl Gateway {
             dlq,
             clock,
             bridge_calls,
+            pending,
         } = parts;
+        let next_seq = pending.as_ref().map_or(0, |p| p.len() as u64);
         let busy_detail = Lane::ALL.map(|l| {
             format!(
                 "queue full ({} orders waiting in the {} lane)",
@@ -230,11 +241,12 @@ impl Gateway {
                 recorder,
                 mono,
                 clock,
-                next_seq: 0,
+                next_seq,
                 in_flight: 0,
                 rejects: 0,
                 busy_detail,
                 max_order_rate: settings.max_order_rate,
+                pending,
             },
             bridge_calls,
             settings,
@@ -288,6 +300,8 @@ impl Gateway {
             }
             self.turns.end();
             self.expire_unauthenticated(self.ledger.mono.now_ns());
+            // Before the events: an order's `ACK` precedes its first `FILL`.
+            work += self.release_durable();
             let (applied, workers_gone) = self.drain_events();
             work += applied;
             self.flush_dirty();
@@ -317,7 +331,9 @@ impl Gateway {
     /// Stops taking orders: the listener closes, connections are no longer
     /// read, and dropping the queue's producer lets the workers finish.
     fn close_intake(&mut self) {
+        self.release_durable();
         self.ledger.admission = None;
+        self.refuse_held("shutting down");
         self.listener.close(self.poll.registry());
         self.turns.clear_ready();
     }
@@ -477,6 +493,125 @@ impl Gateway {
         }
     }
 
+    /// Offers every order whose journal record is durable and writes its
+    /// `ACK`; refuses those whose record never will be. Returns how many.
+    fn release_durable(&mut self) -> usize {
+        let mut n = 0;
+        loop {
+            let Some(p) = &mut self.ledger.pending else {
+                return n;
+            };
+            let Some(released) = p.next() else {
+                return n;
+            };
+            let Some(admission) = &self.ledger.admission else {
+                // Closing: `close_intake` refuses what is left.
+                match released {
+                    Released::Durable { order, lsn, .. } => p.put_back(order, lsn),
+                    // Above the durable LSN: still lost when looked at again.
+                    Released::Lost(order) => p.put_back(order, u64::MAX),
+                }
+                return n;
+            };
+            match released {
+                Released::Durable {
+                    order,
+                    lsn,
+                    recovered,
+                } => {
+                    let conn = ConnId::from_u64(order.conn);
+                    let id = Arc::clone(&order.id);
+                    let recv_mono_ns = order.recv_mono_ns;
+                    match admission.offer(order) {
+                        Ok(()) => {
+                            n += 1;
+                            p.started(&id, lsn);
+                            if recovered {
+                                continue;
+                            }
+                            bump(&self.ledger.counters.orders.accepted, 1);
+                            match self.conns.get_live(conn) {
+                                Some(c) => {
+                                    codec::write_ack(c.state.out.room_for(REPLY_ROOM), &id);
+                                    self.dirty.mark(&mut c.state.dirty, conn.key());
+                                    let now = self.ledger.mono.now_ns();
+                                    self.ledger.recorder.record_span(
+                                        Stage::OrderAck,
+                                        recv_mono_ns,
+                                        now,
+                                    );
+                                }
+                                None => bump(
+                                    &self.ledger.counters.orders.replies_to_closed_connections,
+                                    1,
+                                ),
+                            }
+                        }
+                        Err(Busy(back)) => {
+                            p.put_back(back, lsn);
+                            return n;
+                        }
+                    }
+                }
+                Released::Lost(order) => {
+                    n += 1;
+                    self.refuse(order, "journal_error: the journal could not be written");
+                }
+            }
+        }
+    }
+
+    /// Refuses every held order (`SYSTEM_BUSY <detail>`) and journals that
+    /// it never ran.
+    fn refuse_held(&mut self, detail: &str) {
+        let held = match &mut self.ledger.pending {
+            Some(p) => p.take_all(),
+            None => return,
+        };
+        for order in held {
+            if let Some(p) = &self.ledger.pending {
+                let _ = p.journal().append(&Record::Terminal {
+                    id: order.id.to_string(),
+                    state: TerminalState::Rejected,
+                    reason: detail.to_owned(),
+                    cum: Lots(0),
+                    amount: Amount(0),
+                    attempts: 0,
+                });
+            }
+            self.refuse(order, detail);
+        }
+    }
+
+    /// Writes `REJECT <id> SYSTEM_BUSY <detail>` for a held order.
+    fn refuse(&mut self, order: Order, detail: &str) {
+        self.ledger.in_flight = self.ledger.in_flight.saturating_sub(1);
+        self.ledger
+            .dedup
+            .mark(&order.id, IdState::Done, self.ledger.clock.now_ns());
+        bump(
+            &self.ledger.counters.orders.rejected[RejectReason::SystemBusy.index()],
+            1,
+        );
+        let conn = ConnId::from_u64(order.conn);
+        match self.conns.get_live(conn) {
+            Some(c) => {
+                codec::write_reject(
+                    c.state.out.room_for(REPLY_ROOM),
+                    &order.id,
+                    RejectReason::SystemBusy,
+                    detail,
+                );
+                c.state.live = c.state.live.saturating_sub(1);
+                self.dirty.mark(&mut c.state.dirty, conn.key());
+            }
+            None => bump(
+                &self.ledger.counters.orders.replies_to_closed_connections,
+                1,
+            ),
+        }
+    }
+
     /// Applies every event the workers and the timer sent. Returns how many,
     /// and whether all of them have gone.
     fn drain_events(&mut self) -> (usize, bool) {
@@ -563,6 +698,11 @@ impl Gateway {
         // Also after intake closed: a call stuck at a venue is what holds a
         // shutdown, so its gauges (and `bridge_call_slow`) stay live.
         self.bridge_calls.publish_gauges(o, &*self.ledger.clock);
+        if let Some(p) = &self.ledger.pending {
+            p.publish_oldest_live();
+            set(&o.journal_bytes, p.journal().used_bytes());
+            set(&o.journal_max_bytes, p.journal().limits().max_bytes);
+        }
     }
 
     /// After the last event: give the clients a bounded time to take their replies.

@@ -151,6 +151,11 @@ impl Admission {
         self.queues[order.lane.index()].offer(order)
     }
 
+    /// The lane an order of `qty` lots takes.
+    pub(crate) fn lane_of(&self, qty: crate::model::units::Lots) -> Lane {
+        self.lanes.lane_of(qty)
+    }
+
     /// Orders queued now, both lanes.
     pub(crate) fn depth(&self) -> usize {
         self.queues.iter().map(|q| q.tx.len()).sum()

@@ -1,0 +1,257 @@
+//! Orders journaled but not yet durable: the gateway holds each accepted
+//! order here, in admission order, until the journal reports its LSN
+//! durable; only then is it offered to its lane and its `ACK` written. An
+//! `ACK` therefore never promises an order the journal could lose.
+//!
+//! Owned by the gateway thread alone. The journal thread rings the
+//! gateway's waker after each commit, so a held order is released within a
+//! loop turn of its sync.
+//!
+//! Room: an order is held only if its lane's queue has room for it and
+//! every order held before it in that lane, so a released order normally
+//! finds its place; if the lane is full anyway (recovered orders, which are
+//! re-queued at start whatever the queue's room), the release stops and
+//! waits for a later turn, keeping admission order.
+//!
+//! Recovered orders (accepted before a restart, not terminal in the
+//! journal) enter at the front, already durable, with no connection to
+//! answer.
+//!
+//! It also knows the LSN of every released order not yet ended, so the
+//! journal can retire the segments whose orders have all ended
+//! ([`PendingAcks::publish_oldest_live`]); bounded by the orders in flight.
+
+use std::collections::{BTreeMap, HashMap, VecDeque};
+use std::sync::Arc;
+
+use crate::model::lane::Lane;
+use crate::order::accepted::Order;
+use crate::order::journal::writer::Journal;
+
+/// An order waiting for its LSN to be durable.
+#[derive(Debug)]
+struct Held {
+    /// Its `Accepted` record's LSN (0: recovered, durable already).
+    lsn: u64,
+    order: Order,
+}
+
+/// What the front of the hold has become.
+#[derive(Debug)]
+pub(super) enum Released {
+    /// Durable: offer it and `ACK` it (`recovered`: no one to `ACK`).
+    Durable {
+        /// The order.
+        order: Order,
+        /// Its `Accepted` record's LSN (0: recovered).
+        lsn: u64,
+        /// Recovered at start (no `ACK` owed).
+        recovered: bool,
+    },
+    /// Its record will never be durable (disk error): `REJECT … journal_error`.
+    Lost(Order),
+}
+
+/// The held orders and the journal they wait on.
+#[derive(Debug)]
+pub(crate) struct PendingAcks {
+    journal: Journal,
+    held: VecDeque<Held>,
+    /// Held orders per lane (by [`Lane::index`]).
+    per_lane: [usize; 2],
+    /// Released orders not ended: id → its `Accepted` LSN (0: recovered).
+    live: HashMap<Arc<str>, u64>,
+    /// The same LSNs with their counts (several recovered orders share 0).
+    live_lsns: BTreeMap<u64, u32>,
+}
+
+impl PendingAcks {
+    /// An empty hold on `journal`, with `recovered` orders (lane set) to
+    /// re-queue first, in admission order.
+    pub(crate) fn new(journal: Journal, recovered: Vec<Order>) -> Self {
+        let mut p = PendingAcks {
+            journal,
+            held: VecDeque::with_capacity(recovered.len().max(64)),
+            per_lane: [0; 2],
+            live: HashMap::new(),
+            live_lsns: BTreeMap::new(),
+        };
+        for order in recovered {
+            p.hold(0, order);
+        }
+        p
+    }
+
+    /// The journal.
+    pub(super) fn journal(&self) -> &Journal {
+        &self.journal
+    }
+
+    /// Orders held in `lane`.
+    pub(super) fn held_in(&self, lane: Lane) -> usize {
+        self.per_lane[lane.index()]
+    }
+
+    /// Orders held in all.
+    pub(super) fn len(&self) -> usize {
+        self.held.len()
+    }
+
+    /// Holds `order` (its lane set) until `lsn` is durable.
+    pub(super) fn hold(&mut self, lsn: u64, order: Order) {
+        self.per_lane[order.lane.index()] += 1;
+        self.held.push_back(Held { lsn, order });
+    }
+
+    /// Puts back a released order (its lane was full), at the front.
+    pub(super) fn put_back(&mut self, order: Order, lsn: u64) {
+        self.per_lane[order.lane.index()] += 1;
+        self.held.push_front(Held { lsn, order });
+    }
+
+    /// The front order if it is durable or lost, else `None`.
+    pub(super) fn next(&mut self) -> Option<Released> {
+        let front = self.held.front()?;
+        let durable = self.journal.durable_lsn();
+        let released = if front.lsn <= durable {
+            let h = self.held.pop_front()?;
+            Released::Durable {
+                order: h.order,
+                lsn: h.lsn,
+                recovered: h.lsn == 0,
+            }
+        } else if self.journal.lost_from().is_some_and(|l| front.lsn > l) {
+            Released::Lost(self.held.pop_front()?.order)
+        } else {
+            return None;
+        };
+        let o = match &released {
+            Released::Durable { order, .. } | Released::Lost(order) => order,
+        };
+        self.per_lane[o.lane.index()] -= 1;
+        Some(released)
+    }
+
+    /// `id`, accepted at `lsn` (0: recovered), was offered to its lane.
+    pub(super) fn started(&mut self, id: &Arc<str>, lsn: u64) {
+        if self.live.insert(Arc::clone(id), lsn).is_none() {
+            *self.live_lsns.entry(lsn).or_default() += 1;
+        }
+    }
+
+    /// `id` ended (its terminal reply went out).
+    pub(super) fn ended(&mut self, id: &str) {
+        let Some(lsn) = self.live.remove(id) else {
+            return;
+        };
+        if let Some(n) = self.live_lsns.get_mut(&lsn) {
+            *n -= 1;
+            if *n == 0 {
+                self.live_lsns.remove(&lsn);
+            }
+        }
+    }
+
+    /// Tells the journal the LSN of the oldest order not ended (held or
+    /// released), so it may retire the segments before it.
+    pub(super) fn publish_oldest_live(&self) {
+        let released = self.live_lsns.keys().next().copied();
+        let held = self.held.front().map(|h| h.lsn);
+        let oldest = released.into_iter().chain(held).min().unwrap_or(u64::MAX);
+        self.journal.set_oldest_live(oldest);
+    }
+
+    /// Takes every held order (shutdown: none will be offered).
+    pub(super) fn take_all(&mut self) -> Vec<Order> {
+        self.per_lane = [0; 2];
+        self.held.drain(..).map(|h| h.order).collect()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
+    use std::sync::Arc;
+
+    use super::*;
+    use crate::model::units::{Lots, Side};
+    use crate::order::journal::record::tests::samples;
+    use crate::order::journal::tests::Injected;
+    use crate::order::journal::writer::JournalLimits;
+
+    fn order(seq: u64) -> Order {
+        Order {
+            seq,
+            conn: 0,
+            id: format!("o{seq}").into(),
+            symbol: "X".into(),
+            side: Side::Buy,
+            qty: Lots(1),
+            raw: "".into(),
+            peer: "".into(),
+            recv_mono_ns: 0,
+            enq_mono_ns: 0,
+            deadline_ns: None,
+            recv_wall_ns: 0,
+            history: Vec::new(),
+            next_delay: (0, 0),
+            replay: false,
+            lane: Lane::Small,
+            chunk: None,
+        }
+    }
+
+    #[test]
+    fn held_orders_leave_in_order_once_durable_and_as_lost_after_a_disk_error() {
+        let fail = Arc::new(AtomicBool::new(false));
+        let files = Injected {
+            fail: Arc::clone(&fail),
+            syncs: Arc::new(AtomicUsize::new(0)),
+            kind: std::io::ErrorKind::StorageFull,
+        };
+        let limits = JournalLimits {
+            max_bytes: 1 << 20,
+            segment_bytes: 1 << 20,
+            retain_ns: u64::MAX,
+        };
+        let (j, t) =
+            Journal::start(Box::new(files), limits, 1, Vec::new(), Box::new(|| {})).unwrap();
+        let mut p = PendingAcks::new(j.clone(), vec![order(1)]);
+        let rec = samples().remove(0);
+        // The recovered order is durable already; nothing else is held.
+        assert!(matches!(
+            p.next(),
+            Some(Released::Durable {
+                recovered: true,
+                ..
+            })
+        ));
+        let lsn = j.append(&rec).unwrap();
+        p.hold(lsn, order(2));
+        assert_eq!(p.held_in(Lane::Small), 1);
+        assert!(j.wait_durable(lsn));
+        match p.next() {
+            Some(Released::Durable {
+                order, recovered, ..
+            }) => {
+                assert_eq!((order.seq, recovered), (2, false));
+            }
+            other => panic!("{other:?}"),
+        }
+        // The disk fails: the orders waiting for the failed sync are lost,
+        // never durable, in order.
+        fail.store(true, Ordering::Relaxed);
+        let a = j.append(&rec).unwrap();
+        p.hold(a, order(3));
+        assert!(!j.wait_durable(a));
+        assert!(j.append(&rec).is_err(), "new orders are refused");
+        match p.next() {
+            Some(Released::Lost(o)) => assert_eq!(o.seq, 3),
+            other => panic!("{other:?}"),
+        }
+        assert!(p.next().is_none());
+        assert_eq!(p.held_in(Lane::Small), 0);
+        j.stop();
+        t.join().unwrap();
+    }
+}

@@ -1,0 +1,29 @@
+//! The order path's write-ahead journal: every accepted order is appended
+//! here and made durable before its `ACK` is written, so an acknowledged
+//! order survives a crash of the process (`kill -9`) and is found again at
+//! start.
+//!
+//! * [`record`]: the record types (`Accepted`, `Terminal`, `Replay`,
+//!   `AttemptSent`, `FillApplied`) and their payload codec;
+//! * [`segment`]: segment files (header, frames with length and crc32) and
+//!   the scan that stops at a torn tail;
+//! * [`files`]: where segments are written ([`files::JournalFiles`], a
+//!   trait so tests can inject a failing disk);
+//! * [`writer`]: the journal thread (`tickfan-journal`, single writer) and
+//!   its handle, group commit (one write and one `fdatasync` per batch);
+//! * [`recover`]: reading the segments back at start;
+//! * [`startup`]: recovery into the order path (re-queued orders, the
+//!   dedup store) and the journal thread's start.
+//!
+//! Invariant: an LSN is reported durable only after the `fdatasync` that
+//! covers its bytes returned success.
+
+pub mod files;
+pub mod record;
+pub mod recover;
+pub mod segment;
+pub(crate) mod startup;
+pub mod writer;
+
+#[cfg(test)]
+pub(crate) mod tests;

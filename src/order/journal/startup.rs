@@ -1,0 +1,150 @@
+//! The journal at engine start: recover the segments in `--data-dir`,
+//! rebuild what the order path needs from them, and start the journal
+//! thread.
+//!
+//! From the records, in journal order: an `Accepted` order with no later
+//! `Terminal` is re-queued (in admission order, with a fresh admission
+//! number, no connection to answer, its deadline carried over on the wall
+//! clock); every id accepted within `--dedup-retention` is remembered by
+//! the dedup store with its original age, so a `NEW` with an id accepted
+//! before the crash is still a `DUPLICATE`.
+
+use std::sync::Arc;
+use std::thread::JoinHandle;
+
+use indexmap::IndexMap;
+
+use crate::order::accepted::Order;
+use crate::order::config::OrderConfig;
+use crate::order::gateway::dedup::{Dedup, IdState};
+use crate::sys::clock::wall_ns;
+
+use super::files::DirFiles;
+use super::record::Record;
+use super::recover::{recover, RecoverError};
+use super::writer::{Journal, JournalLimits, Notify};
+
+/// Largest segment; smaller when `--journal-max-bytes` is small, so old
+/// segments can be retired one by one.
+const SEGMENT_BYTES: u64 = 64 << 20;
+
+/// The connection id of recovered orders: no live connection ever has it.
+pub(crate) const NO_CONN: u64 = u64::MAX;
+
+/// The journal, started, and what was recovered from it.
+#[derive(Debug)]
+pub(crate) struct Opened {
+    /// The handle.
+    pub journal: Journal,
+    /// The journal thread.
+    pub thread: JoinHandle<()>,
+    /// Orders accepted and not terminal, in admission order (seq 1..).
+    pub orders: Vec<Order>,
+}
+
+/// Recovers `c.data_dir`, fills `dedup`, and starts the journal thread.
+///
+/// # Errors
+/// The journal cannot be read (see [`RecoverError`]) or the first new
+/// segment cannot be created.
+pub(crate) fn open(
+    c: &OrderConfig,
+    dedup: &mut Dedup,
+    now_ns: u64,
+    mono_ns: u64,
+    notify: Notify,
+) -> Result<Opened, RecoverError> {
+    // id → (its Accepted record, ended?), in acceptance order.
+    let mut seen: IndexMap<String, (Record, bool)> = IndexMap::new();
+    let r = recover(&c.data_dir, |rec| match rec {
+        Record::Accepted { ref id, .. } => {
+            seen.shift_remove(id);
+            seen.insert(id.clone(), (rec, false));
+        }
+        Record::Terminal { id, .. } => {
+            if let Some(e) = seen.get_mut(&id) {
+                e.1 = true;
+            }
+        }
+        Record::Replay { .. } | Record::AttemptSent { .. } | Record::FillApplied { .. } => {}
+    })?;
+    let wall = wall_ns();
+    let retention = c.dedup_retention.as_nanos() as u64;
+    let mut orders = Vec::new();
+    for (id, (rec, ended)) in seen {
+        let Record::Accepted {
+            symbol,
+            side,
+            qty,
+            deadline_wall_ns,
+            recv_wall_ns,
+            raw,
+            ..
+        } = rec
+        else {
+            continue;
+        };
+        let age = wall.saturating_sub(recv_wall_ns);
+        if age < retention && dedup.check(&id, now_ns, false).is_ok() {
+            dedup.insert(&id, now_ns.saturating_sub(age));
+            if ended {
+                dedup.mark(&id, IdState::Done, now_ns.saturating_sub(age));
+            }
+        }
+        if ended {
+            continue;
+        }
+        orders.push(Order {
+            seq: orders.len() as u64 + 1,
+            conn: NO_CONN,
+            id: Arc::from(id.as_str()),
+            symbol: symbol.into(),
+            side,
+            qty,
+            raw: raw.into(),
+            peer: Arc::from("recovered"),
+            recv_mono_ns: mono_ns,
+            enq_mono_ns: mono_ns,
+            deadline_ns: deadline_wall_ns.map(|d| now_ns.saturating_add(d.saturating_sub(wall))),
+            recv_wall_ns,
+            history: Vec::new(),
+            next_delay: (0, 0),
+            replay: false,
+            lane: c.lanes.lane_of(qty),
+            chunk: None,
+        });
+    }
+    if !orders.is_empty() || r.records > 0 {
+        log::info!(
+            "journal {}: {} records in {} segments, {} orders re-queued",
+            c.data_dir.display(),
+            r.records,
+            r.segments.len(),
+            orders.len()
+        );
+    }
+    let limits = JournalLimits {
+        max_bytes: c.journal_max_bytes,
+        segment_bytes: SEGMENT_BYTES.min(c.journal_max_bytes / 8).max(4096),
+        retain_ns: c.dedup_retention.as_nanos() as u64,
+    };
+    let next = r.next_segment();
+    let (journal, thread) = Journal::start(
+        Box::new(DirFiles {
+            dir: c.data_dir.clone(),
+        }),
+        limits,
+        next,
+        r.segments,
+        notify,
+    )
+    .map_err(|source| RecoverError::Io {
+        path: c.data_dir.join(super::segment::file_name(next)),
+        source,
+    })?;
+    Ok(Opened {
+        journal,
+        thread,
+        orders,
+    })
+}
