@@ -239,11 +239,10 @@ impl OrderPath {
         let chunks =
             (c.lanes.mode == LaneMode::Split).then(|| crossbeam_channel::bounded(chunk_cap));
         let bridge_calls = Arc::new(BridgeCalls::new(n_small + n_large));
-        let call_pool = Arc::new(CallPool::new(
-            c.bridge_lease,
-            n_small + n_large,
-            Arc::clone(&i.counters),
-        ));
+        let call_pool = Arc::new(
+            CallPool::new(c.bridge_lease, n_small + n_large, Arc::clone(&i.counters))
+                .watched_by(Arc::clone(&i.watch)),
+        );
         let tokens = Arc::new(FenceTokens::default());
 
         let mut workers = Vec::with_capacity(n_small + n_large);

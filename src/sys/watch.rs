@@ -143,7 +143,12 @@ impl Watch {
             last_ns: AtomicU64::new(self.clock.now_ns()),
             state: AtomicU8::new(ALIVE),
         });
-        self.cells.lock().push(Arc::clone(&cell));
+        let mut cells = self.cells.lock();
+        // Threads that ended cleanly leave: bounded by the threads alive
+        // (call threads come and go with abandoned calls), plus the dead.
+        cells.retain(|c| c.state.load(Ordering::Acquire) != ENDED);
+        cells.push(Arc::clone(&cell));
+        drop(cells);
         Beat {
             cell,
             watch: Arc::clone(self),

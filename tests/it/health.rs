@@ -15,7 +15,8 @@ use tickfan::sys::watch::Fault;
 use crate::admin::http;
 use crate::util::{wait_until, OrderClient, Spawned};
 
-/// A venue whose every call panics (the worker that makes it dies).
+/// A venue whose every call panics (the worker's call thread that makes
+/// it dies).
 #[derive(Debug)]
 struct PanickingVenue;
 
@@ -29,7 +30,7 @@ impl Bridge for PanickingVenue {
 }
 
 #[test]
-fn a_worker_that_panics_makes_health_503_naming_it() {
+fn a_venue_that_panics_kills_its_call_thread_and_health_names_it() {
     let mut c = Config::ephemeral();
     c.order.workers = 1;
     let e = Engine::start_with(
@@ -48,10 +49,10 @@ fn a_worker_that_panics_makes_health_503_naming_it() {
         http(admin, "GET", "/health").0 == 503
     });
     let (_, body) = http(admin, "GET", "/health");
-    assert_eq!(body, "unhealthy: tickfan-order-w0 died\n");
+    assert_eq!(body, "unhealthy: tickfan-order-w0-call died\n");
     assert_eq!(
         e.watch().fatal().as_deref(),
-        Some("thread tickfan-order-w0 died (panicked)")
+        Some("thread tickfan-order-w0-call died (panicked)")
     );
 }
 

@@ -38,6 +38,7 @@ use crate::bridge::{Bridge, BridgeOrder, Outcome};
 use crate::metrics::counters::Counters;
 use crate::model::units::{Lots, Side};
 use crate::retry::Clock;
+use crate::sys::watch::Watch;
 
 /// Abandoned call threads alive at once, engine-wide, at most. A hung
 /// thread sleeps in the venue's call: it costs the pages of its stack it
@@ -66,6 +67,9 @@ pub(crate) struct CallPool {
     alive: Mutex<usize>,
     freed: Condvar,
     counters: Arc<Counters>,
+    /// The engine's thread watch: a call thread that panics (a venue
+    /// adapter's bug) is an engine thread that died.
+    watch: Option<Arc<Watch>>,
 }
 
 impl CallPool {
@@ -82,7 +86,14 @@ impl CallPool {
             alive: Mutex::new(0),
             freed: Condvar::new(),
             counters,
+            watch: None,
         }
+    }
+
+    /// Call threads hold a guard of `watch`, so a panic in one is loud.
+    pub(crate) fn watched_by(mut self, watch: Arc<Watch>) -> Self {
+        self.watch = Some(watch);
+        self
     }
 
     /// Waits for room for one more call thread and counts it.
@@ -183,6 +194,8 @@ impl Caller {
         let spawned = std::thread::Builder::new()
             .name(self.name.clone())
             .spawn(move || {
+                // A panicking bridge kills this thread: the watch says so.
+                let _guard = pool.watch.as_ref().map(|w| w.guard());
                 // Counted out when the thread ends, by a panicking bridge too.
                 let _alive = Alive(Arc::clone(&pool));
                 for c in rx.iter() {
