@@ -47,6 +47,7 @@ PIDS=()
 cleanup() {
   for p in "${PIDS[@]}"; do kill "$p" 2>/dev/null || true; done
   for p in "${PIDS[@]}"; do wait "$p" 2>/dev/null || true; done
+  rm -rf "$DATA_ROOT"/data-* "$DATA_ROOT/fsync.probe"
 }
 trap cleanup EXIT INT TERM
 
