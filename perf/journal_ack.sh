@@ -1,0 +1,178 @@
+#!/usr/bin/env bash
+# perf/journal_ack.sh — ACK latency and accepted orders/s, journal on vs off
+# (issue 13 item 10), end to end over the order port on loopback.
+#
+#   tickfan orders (open loop, K connections) ──▶ tickfan serve ──▶ 4 instant venues
+#   client: acceptance = intended send time → ACK read   (p50/p99/p99.9)
+#   engine: stage `order_ack` = order line read → ACK written (--report-json)
+#
+# Modes: `on`  = journal in a fresh --data-dir under $OUT (this machine's disk;
+#                 set DATA_ROOT to measure another filesystem),
+#        `off` = --no-journal.
+# Rates: 1,000/s, 10,000/s and max (--rate 10,000,000: the tool sends as fast
+# as it can). Runs alternate on, off, on, off, … (ROUNDS rounds) so drift
+# shows; the summary quotes medians over the rounds.
+# Venues: 4 simulated bridges with latency=0 and no faults, 8 small-lane
+# workers, so the venues are not the bottleneck; rejections (SYSTEM_BUSY …)
+# are counted per run. At 1k and 10k/s the default queue (10,000 orders);
+# at max, --order-queue-capacity MAX_COUNT so the workers (which execute
+# after the ACK) do not limit admission, and accepted orders/s = ACKs / the
+# time from the first send to the last ACK (every order is due at the
+# start, so that time is the largest acceptance latency): what the gateway
+# and the journal admit. At 1k/10k accepted/s = ACKs / the tool's elapsed
+# time (first send → last terminal reply).
+# Also: the floor of this disk, a loop of 4 KiB-aligned write + fdatasync of
+# 128 bytes on the same filesystem (FSYNCS times), p50/p99/p99.9.
+#
+# Usage: bash perf/journal_ack.sh     (ROUNDS=2, OUT=perf/out/journal-<date>)
+# Needs: cargo, python3. Every process it starts is stopped by its pid, also
+# on Ctrl-C.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+ROUNDS=${ROUNDS:-2}
+RATES=${RATES:-"1000 10000 max"}
+SECS=${SECS:-10}
+MAX_COUNT=${MAX_COUNT:-200000}
+FSYNCS=${FSYNCS:-2000}
+OUT=${OUT:-perf/out/journal-$(date -u +%Y%m%d-%H%M%S)}
+DATA_ROOT=${DATA_ROOT:-$OUT}
+mkdir -p "$OUT" "$DATA_ROOT"
+command -v python3 >/dev/null || { echo "journal_ack: python3 not found" >&2; exit 2; }
+
+cargo build --release --quiet
+BIN=target/release/tickfan
+
+PIDS=()
+cleanup() {
+  for p in "${PIDS[@]}"; do kill "$p" 2>/dev/null || true; done
+  for p in "${PIDS[@]}"; do wait "$p" 2>/dev/null || true; done
+  rm -rf "$DATA_ROOT"/data-* "$DATA_ROOT/fsync.probe"
+}
+trap cleanup EXIT INT TERM
+
+free_port() {
+  python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])'
+}
+wait_port() { # port
+  for _ in $(seq 1 1500); do
+    (exec 3<>"/dev/tcp/127.0.0.1/$1") 2>/dev/null && return 0
+    sleep 0.02
+  done
+  echo "journal_ack: nothing listens on port $1" >&2; return 1
+}
+
+{
+  echo "date: $(date -u +%Y-%m-%dT%H:%M:%SZ)"
+  echo "commit: $(git rev-parse --short HEAD 2>/dev/null || echo '?')"
+  echo "cpu: $(lscpu 2>/dev/null | awk -F: '/Model name/ {gsub(/^ +/, "", $2); print $2}') x $(nproc)"
+  echo "mem: $(awk '/MemTotal/ {printf "%.1f GiB", $2/1048576}' /proc/meminfo)"
+  echo "kernel: $(uname -r)"
+  echo "data fs: $(df -T "$DATA_ROOT" | awk 'NR==2 {print $1, $2}')"
+  echo "load before: $(cut -d' ' -f1-3 /proc/loadavg)"
+} | tee "$OUT/machine.txt" >&2
+
+# The floor: write + fdatasync on the data filesystem.
+python3 - "$DATA_ROOT/fsync.probe" "$FSYNCS" > "$OUT/fdatasync.txt" <<'PY'
+import os, sys, time
+path, n = sys.argv[1], int(sys.argv[2])
+fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o644)
+buf = b"x" * 128
+lat = []
+for _ in range(n):
+    t = time.perf_counter_ns()
+    os.write(fd, buf)
+    os.fdatasync(fd)
+    lat.append(time.perf_counter_ns() - t)
+os.close(fd); os.unlink(path)
+lat.sort()
+q = lambda p: lat[min(len(lat) - 1, int(p * len(lat)))] / 1000
+print(f"fdatasync n={n} p50_us={q(0.5):.1f} p99_us={q(0.99):.1f} p999_us={q(0.999):.1f} max_us={lat[-1]/1000:.1f}")
+PY
+cat "$OUT/fdatasync.txt" >&2
+
+ROWS="$OUT/rows.tsv"
+: > "$ROWS"
+
+run() { # mode rate round
+  local mode=$1 rate=$2 round=$3 name="$1-$2-r$3" count trate
+  local logs="$OUT/$name" oport fport sport aport spid
+  mkdir -p "$logs"
+  local qflags=()
+  case $rate in
+    max) trate=10000000; count=$MAX_COUNT; qflags=(--order-queue-capacity "$MAX_COUNT") ;;
+    *)   trate=$rate; count=$((rate * SECS)) ;;
+  esac
+  local jflags=(--no-journal)
+  if [ "$mode" = on ]; then
+    rm -rf "$DATA_ROOT/data-$name"
+    jflags=(--data-dir "$DATA_ROOT/data-$name")
+  fi
+  oport=$(free_port); fport=$(free_port); sport=$(free_port); aport=$(free_port)
+  local v="latency=0ms,transient=0,permanent=0,partial=0,reorder=0,dup=0,lose=0,hang=0"
+  "$BIN" serve --order-listen "127.0.0.1:$oport" --feed-listen "127.0.0.1:$fport" \
+    --sub-listen "127.0.0.1:$sport" --admin-listen "127.0.0.1:$aport" \
+    "${jflags[@]}" "${qflags[@]}" --order-workers 8 --dedup-capacity 1000000 \
+    --bridge "name=v1,$v" --bridge "name=v2,$v" --bridge "name=v3,$v" --bridge "name=v4,$v" \
+    --quiet --report-json "$logs/engine.json" > "$logs/server.out" 2> "$logs/server.err" &
+  spid=$!
+  PIDS+=("$spid")
+  wait_port "$oport"
+  "$BIN" orders --to "127.0.0.1:$oport" --rate "$trate" --count "$count" --connections 4 \
+    --id-prefix "$name-" > "$logs/orders.out" 2> "$logs/orders.err" || true
+  kill "$spid" 2>/dev/null || true
+  wait "$spid" 2>/dev/null || true
+  rm -rf "$DATA_ROOT/data-$name"
+  python3 - "$logs" "$mode" "$rate" "$round" >> "$ROWS" <<'PY'
+import json, re, sys
+logs, mode, rate, rnd = sys.argv[1:]
+out = open(f"{logs}/orders.out").read()
+sent, secs = map(float, re.search(r"sent (\d+) in ([\d.]+) s", out).groups())
+acc = int(re.search(r"accepted (\d+)", out).group(1))
+rej = re.search(r"rejected: (.*)", out).group(1).strip()
+m = re.search(r"acceptance \(due → ACK\):\s+p50 ([\d.]+) ms\s+p99 ([\d.]+) ms\s+p99.9 ([\d.]+) ms\s+max ([\d.]+) ms", out)
+c50, c99, c999, cmax = (float(x) * 1000 for x in m.groups()) if m else (float("nan"),) * 4
+if rate == "max" and cmax > 0:
+    secs = cmax / 1e6
+eng = json.load(open(f"{logs}/engine.json"))
+st = {s["stage"]: s for s in eng["stages"]}.get("order_ack", {})
+print("\t".join(map(str, [mode, rate, rnd, int(sent), acc, round(acc / secs), rej.replace("\t", " "),
+    round(c50, 1), round(c99, 1), round(c999, 1),
+    st.get("p50_us", "nan"), st.get("p99_us", "nan"), st.get("p999_us", "nan")])))
+PY
+  tail -1 "$ROWS" >&2
+}
+
+for rate in $RATES; do
+  for round in $(seq 1 "$ROUNDS"); do
+    run on "$rate" "$round"
+    run off "$rate" "$round"
+  done
+done
+
+echo "load after: $(cut -d' ' -f1-3 /proc/loadavg)" | tee -a "$OUT/machine.txt" >&2
+
+python3 - "$ROWS" "$OUT/fdatasync.txt" > "$OUT/summary.md" <<'PY'
+import statistics, sys
+rows = [l.rstrip("\n").split("\t") for l in open(sys.argv[1]) if l.strip()]
+print(open(sys.argv[2]).read().strip())
+print()
+print("| journal | rate | runs | accepted/s | rejected (last run) | client ACK p50 / p99 / p99.9 µs | engine order_ack p50 / p99 / p99.9 µs |")
+print("|---|---|---:|---:|---|---|---|")
+seen = []
+for r in rows:
+    if (r[0], r[1]) not in seen:
+        seen.append((r[0], r[1]))
+order = sorted(seen, key=lambda k: (["1000", "10000", "max"].index(k[1]) if k[1] in ("1000", "10000", "max") else 9, k[0] != "on"))
+for mode, rate in order:
+    g = [r for r in rows if r[0] == mode and r[1] == rate]
+    med = lambda i: statistics.median(float(r[i]) for r in g)
+    f = lambda i: f"{med(i):,.1f}"
+    print(f"| {mode} | {rate} | {len(g)} | {med(5):,.0f} | {g[-1][6]} | {f(7)} / {f(8)} / {f(9)} | {f(10)} / {f(11)} / {f(12)} |")
+print()
+print("raw rows (mode rate round sent accepted accepted/s rejected c50 c99 c999 e50 e99 e999):")
+for r in rows:
+    print("  " + "  ".join(r))
+PY
+cat "$OUT/summary.md"
+echo "journal_ack: raw output in $OUT" >&2
