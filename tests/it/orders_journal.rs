@@ -16,7 +16,7 @@ use crate::util::{engine_with, OrderClient, Spawned};
 
 /// `tickfan serve` on ephemeral ports with its journal in `dir`, one small
 /// worker and the venue `bridge`; returns the child and its order address.
-fn serve(dir: &std::path::Path, bridge: &str) -> (Spawned, std::net::SocketAddr) {
+pub(crate) fn serve(dir: &std::path::Path, bridge: &str) -> (Spawned, std::net::SocketAddr) {
     use std::io::BufRead;
     let mut child = Command::new(env!("CARGO_BIN_EXE_tickfan"))
         .args([

@@ -219,6 +219,9 @@ impl Ledger {
             let detail = match p.journal().append(&rec) {
                 Ok(lsn) => {
                     self.dedup.insert(o.id, now);
+                    if let Some(st) = self.dedup.track(o.id) {
+                        *st = OrderStatus::queued(o.qty);
+                    }
                     let mut order = order;
                     order.lane = lane;
                     p.hold(lsn, order);

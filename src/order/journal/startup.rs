@@ -7,20 +7,26 @@
 //! number, no connection to answer, its deadline carried over on the wall
 //! clock); every id accepted within `--dedup-retention` is remembered by
 //! the dedup store with its original age, so a `NEW` with an id accepted
-//! before the crash is still a `DUPLICATE`.
+//! before the crash is still a `DUPLICATE`, and with its `STATUS` (the
+//! terminal state its `Terminal` record names, or `QUEUED` with its
+//! quantity when it is re-queued).
 
 use std::sync::Arc;
 use std::thread::JoinHandle;
 
 use indexmap::IndexMap;
 
+use crate::model::order_reasons::{DeadReason, DoneStatus};
+use crate::model::units::Lots;
 use crate::order::accepted::Order;
 use crate::order::config::OrderConfig;
 use crate::order::gateway::dedup::{Dedup, IdState};
+use crate::order::gateway::status::OrderStatus;
+use crate::order::lanes::events::EventKind;
 use crate::sys::clock::wall_ns;
 
 use super::files::DirFiles;
-use super::record::Record;
+use super::record::{Record, TerminalState};
 use super::recover::{recover, RecoverError};
 use super::writer::{Journal, JournalLimits, Notify};
 
@@ -42,6 +48,57 @@ pub(crate) struct Opened {
     pub orders: Vec<Order>,
 }
 
+/// The `STATUS` of a journaled order after a restart, and its dedup state:
+/// `QUEUED` with its quantity when it has no `Terminal` record (it is
+/// re-queued), else the terminal state the record names, with its cum,
+/// amount and attempts. A `Rejected` one (refused before its `ACK`) keeps
+/// the id taken, as before the restart, and shows `DONE FAILED`: it never ran.
+fn restored_status(qty: Lots, end: Option<&Record>) -> (OrderStatus, IdState) {
+    let mut st = OrderStatus::queued(qty);
+    let Some(Record::Terminal {
+        state,
+        reason,
+        cum,
+        amount,
+        attempts,
+        ..
+    }) = end
+    else {
+        return (st, IdState::Live);
+    };
+    let attempts = *attempts;
+    let (ev, id_state) = match state {
+        TerminalState::Done | TerminalState::Rejected => {
+            let status = DoneStatus::ALL
+                .into_iter()
+                .find(|d| d.as_str() == reason)
+                .unwrap_or(DoneStatus::of(*cum, qty));
+            let ev = EventKind::Done {
+                status,
+                cum: *cum,
+                amount: *amount,
+                attempts,
+            };
+            (ev, IdState::Done)
+        }
+        TerminalState::Dead => {
+            let dead = DeadReason::ALL
+                .into_iter()
+                .find(|d| d.as_str() == reason)
+                .unwrap_or(DeadReason::RetriesExhausted);
+            let ev = EventKind::Dead {
+                reason: dead,
+                attempts,
+                last: "recovered".into(),
+            };
+            (ev, IdState::Dead)
+        }
+        TerminalState::Expired => (EventKind::Expired { attempts }, IdState::Done),
+    };
+    st.apply(&ev);
+    (st, id_state)
+}
+
 /// Recovers `c.data_dir`, fills `dedup`, and starts the journal thread.
 ///
 /// # Errors
@@ -54,16 +111,17 @@ pub(crate) fn open(
     mono_ns: u64,
     notify: Notify,
 ) -> Result<Opened, RecoverError> {
-    // id → (its Accepted record, ended?), in acceptance order.
-    let mut seen: IndexMap<String, (Record, bool)> = IndexMap::new();
+    // id → (its Accepted record, its Terminal record if any), in
+    // acceptance order.
+    let mut seen: IndexMap<String, (Record, Option<Record>)> = IndexMap::new();
     let r = recover(&c.data_dir, |rec| match rec {
         Record::Accepted { ref id, .. } => {
             seen.shift_remove(id);
-            seen.insert(id.clone(), (rec, false));
+            seen.insert(id.clone(), (rec, None));
         }
-        Record::Terminal { id, .. } => {
-            if let Some(e) = seen.get_mut(&id) {
-                e.1 = true;
+        Record::Terminal { ref id, .. } => {
+            if let Some(e) = seen.get_mut(id) {
+                e.1 = Some(rec);
             }
         }
         Record::Replay { .. } | Record::AttemptSent { .. } | Record::FillApplied { .. } => {}
@@ -71,7 +129,7 @@ pub(crate) fn open(
     let wall = wall_ns();
     let retention = c.dedup_retention.as_nanos() as u64;
     let mut orders = Vec::new();
-    for (id, (rec, ended)) in seen {
+    for (id, (rec, end)) in seen {
         let Record::Accepted {
             symbol,
             side,
@@ -86,12 +144,17 @@ pub(crate) fn open(
         };
         let age = wall.saturating_sub(recv_wall_ns);
         if age < retention && dedup.check(&id, now_ns, false).is_ok() {
-            dedup.insert(&id, now_ns.saturating_sub(age));
-            if ended {
-                dedup.mark(&id, IdState::Done, now_ns.saturating_sub(age));
+            let since = now_ns.saturating_sub(age);
+            dedup.insert(&id, since);
+            let (status, state) = restored_status(qty, end.as_ref());
+            if let Some(st) = dedup.track(&id) {
+                *st = status;
+            }
+            if end.is_some() {
+                dedup.mark(&id, state, since);
             }
         }
-        if ended {
+        if end.is_some() {
             continue;
         }
         orders.push(Order {
