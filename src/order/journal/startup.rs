@@ -9,7 +9,9 @@
 //! the dedup store with its original age, so a `NEW` with an id accepted
 //! before the crash is still a `DUPLICATE`, and with its `STATUS` (the
 //! terminal state its `Terminal` record names, or `QUEUED` with its
-//! quantity when it is re-queued).
+//! quantity when it is re-queued); a re-queued order carries its last
+//! journaled fill (number, cum, amount) so its fill numbers continue
+//! without a repeat.
 
 use std::sync::Arc;
 use std::thread::JoinHandle;
@@ -18,7 +20,7 @@ use indexmap::IndexMap;
 
 use crate::model::order_reasons::{DeadReason, DoneStatus};
 use crate::model::units::Lots;
-use crate::order::accepted::Order;
+use crate::order::accepted::{Order, Resumed};
 use crate::order::config::OrderConfig;
 use crate::order::gateway::dedup::{Dedup, IdState};
 use crate::order::gateway::status::OrderStatus;
@@ -49,12 +51,20 @@ pub(crate) struct Opened {
 }
 
 /// The `STATUS` of a journaled order after a restart, and its dedup state:
-/// `QUEUED` with its quantity when it has no `Terminal` record (it is
-/// re-queued), else the terminal state the record names, with its cum,
+/// `QUEUED` with its quantity (and the fills already sent) when it has no
+/// `Terminal` record (it is re-queued), else the terminal state the record names, with its cum,
 /// amount and attempts. A `Rejected` one (refused before its `ACK`) keeps
 /// the id taken, as before the restart, and shows `DONE FAILED`: it never ran.
-fn restored_status(qty: Lots, end: Option<&Record>) -> (OrderStatus, IdState) {
+fn restored_status(qty: Lots, end: Option<&Record>, resumed: Resumed) -> (OrderStatus, IdState) {
     let mut st = OrderStatus::queued(qty);
+    if resumed.fills > 0 {
+        st.apply(&EventKind::Fill {
+            n: resumed.fills,
+            cum: resumed.cum,
+            amount: resumed.amount,
+            left: Lots(qty.0.saturating_sub(resumed.cum.0)),
+        });
+    }
     let Some(Record::Terminal {
         state,
         reason,
@@ -111,25 +121,41 @@ pub(crate) fn open(
     mono_ns: u64,
     notify: Notify,
 ) -> Result<Opened, RecoverError> {
-    // id → (its Accepted record, its Terminal record if any), in
-    // acceptance order.
-    let mut seen: IndexMap<String, (Record, Option<Record>)> = IndexMap::new();
+    // id → (its Accepted record, its Terminal record if any, its fills
+    // sent), in acceptance order.
+    let mut seen: IndexMap<String, (Record, Option<Record>, Resumed)> = IndexMap::new();
     let r = recover(&c.data_dir, |rec| match rec {
         Record::Accepted { ref id, .. } => {
             seen.shift_remove(id);
-            seen.insert(id.clone(), (rec, None));
+            seen.insert(id.clone(), (rec, None, Resumed::default()));
         }
         Record::Terminal { ref id, .. } => {
             if let Some(e) = seen.get_mut(id) {
                 e.1 = Some(rec);
             }
         }
-        Record::Replay { .. } | Record::AttemptSent { .. } | Record::FillApplied { .. } => {}
+        Record::FillApplied {
+            id,
+            fill_no,
+            cum,
+            amount,
+        } => {
+            if let Some(e) = seen.get_mut(&id) {
+                if fill_no > e.2.fills {
+                    e.2 = Resumed {
+                        fills: fill_no,
+                        cum,
+                        amount,
+                    };
+                }
+            }
+        }
+        Record::Replay { .. } | Record::AttemptSent { .. } => {}
     })?;
     let wall = wall_ns();
     let retention = c.dedup_retention.as_nanos() as u64;
     let mut orders = Vec::new();
-    for (id, (rec, end)) in seen {
+    for (id, (rec, end, resumed)) in seen {
         let Record::Accepted {
             symbol,
             side,
@@ -146,7 +172,7 @@ pub(crate) fn open(
         if age < retention && dedup.check(&id, now_ns, false).is_ok() {
             let since = now_ns.saturating_sub(age);
             dedup.insert(&id, since);
-            let (status, state) = restored_status(qty, end.as_ref());
+            let (status, state) = restored_status(qty, end.as_ref(), resumed);
             if let Some(st) = dedup.track(&id) {
                 *st = status;
             }
@@ -175,6 +201,7 @@ pub(crate) fn open(
             replay: false,
             lane: c.lanes.lane_of(qty),
             chunk: None,
+            resumed,
         });
     }
     if !orders.is_empty() || r.records > 0 {

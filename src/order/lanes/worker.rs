@@ -215,6 +215,7 @@ impl Worker {
                     index: i as u32,
                     count,
                 }),
+                resumed: Default::default(),
             })
             .collect();
         // Begun before any chunk can run: its fills never precede it.
