@@ -48,6 +48,9 @@ pub(crate) struct Opened {
     pub thread: JoinHandle<()>,
     /// Orders accepted and not terminal, in admission order (seq 1..).
     pub orders: Vec<Order>,
+    /// The highest fencing token journaled (0: none): new attempts take
+    /// tokens above it.
+    pub last_fence_token: u64,
 }
 
 /// The `STATUS` of a journaled order after a restart, and its dedup state:
@@ -124,6 +127,7 @@ pub(crate) fn open(
     // id → (its Accepted record, its Terminal record if any, its fills
     // sent), in acceptance order.
     let mut seen: IndexMap<String, (Record, Option<Record>, Resumed)> = IndexMap::new();
+    let mut last_fence_token = 0;
     let r = recover(&c.data_dir, |rec| match rec {
         Record::Accepted { ref id, .. } => {
             seen.shift_remove(id);
@@ -150,7 +154,10 @@ pub(crate) fn open(
                 }
             }
         }
-        Record::Replay { .. } | Record::AttemptSent { .. } => {}
+        Record::AttemptSent { fence_token, .. } => {
+            last_fence_token = last_fence_token.max(fence_token);
+        }
+        Record::Replay { .. } => {}
     })?;
     let wall = wall_ns();
     let retention = c.dedup_retention.as_nanos() as u64;
@@ -236,5 +243,6 @@ pub(crate) fn open(
         journal,
         thread,
         orders,
+        last_fence_token,
     })
 }

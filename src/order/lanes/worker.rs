@@ -57,6 +57,8 @@ use crate::model::lane::Lane;
 use crate::model::order_reasons::DeadReason;
 use crate::order::accepted::{ChunkOf, Order};
 use crate::order::fills::fill_book::FillMsg;
+use crate::order::journal::record::Record;
+use crate::order::journal::writer::Journal;
 
 use super::admission::LaneRx;
 use super::bridge_calls::BridgeCalls;
@@ -93,6 +95,8 @@ pub(crate) struct Worker {
     pub caller: Caller,
     /// Fencing tokens, one per attempt (shared by every worker).
     pub tokens: Arc<FenceTokens>,
+    /// The journal (`None` with `--no-journal`): each attempt is recorded.
+    pub journal: Option<Journal>,
     /// Retry policy.
     pub backoff: Backoff,
     /// Engine clock (deadlines, due times).
@@ -263,6 +267,19 @@ impl Worker {
         // Shown as in progress from `now` (the start the bridge is given)
         // until it returns, however long the venue takes.
         let fence_token = self.tokens.next();
+        if let Some(j) = &self.journal {
+            // Appended, not waited for: recovery re-sends every order not
+            // ended under its idempotent id whether or not this survives;
+            // the record keeps the tokens after a restart above this one.
+            let rec = Record::AttemptSent {
+                id: o.id.to_string(),
+                bridge: bridge.name().to_string(),
+                fence_token,
+            };
+            if let Err(e) = j.append(&rec) {
+                log::debug!("attempt {n} of {} not journaled: {e}", o.id);
+            }
+        }
         let in_call = self.bridge_calls.enter(self.call_slot, now);
         let result = self.caller.call(
             bridge,
