@@ -57,10 +57,14 @@ pub(crate) struct Order {
     pub resumed: Resumed,
 }
 
-/// An order's fills already sent (`FILL 1..=fills`) and journaled before a
-/// restart: the fill thread sends none of these numbers again.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+/// What the journal tells of an order before a restart: its fills already
+/// sent (`FILL 1..=fills`; the fill thread sends none of these numbers
+/// again) and the bridge its last attempt went to (the re-send goes there
+/// first: the venue's idempotency key is the id at that venue).
+#[derive(Debug, Clone, PartialEq, Eq, Default)]
 pub(crate) struct Resumed {
+    /// The bridge of its last journaled attempt.
+    pub bridge: Option<Box<str>>,
     /// Last `FILL` number sent.
     pub fills: u32,
     /// Cumulative lots after it.

@@ -601,6 +601,7 @@ mod tests {
         let mut o = order(9, 300);
         o.lane = Lane::Small;
         o.resumed = crate::order::accepted::Resumed {
+            bridge: None,
             fills: 2,
             cum: f[1].cum_lots,
             amount: f[1].cum_amount,

@@ -58,7 +58,7 @@ pub(crate) struct Opened {
 /// `Terminal` record (it is re-queued), else the terminal state the record names, with its cum,
 /// amount and attempts. A `Rejected` one (refused before its `ACK`) keeps
 /// the id taken, as before the restart, and shows `DONE FAILED`: it never ran.
-fn restored_status(qty: Lots, end: Option<&Record>, resumed: Resumed) -> (OrderStatus, IdState) {
+fn restored_status(qty: Lots, end: Option<&Record>, resumed: &Resumed) -> (OrderStatus, IdState) {
     let mut st = OrderStatus::queued(qty);
     if resumed.fills > 0 {
         st.apply(&EventKind::Fill {
@@ -146,16 +146,21 @@ pub(crate) fn open(
         } => {
             if let Some(e) = seen.get_mut(&id) {
                 if fill_no > e.2.fills {
-                    e.2 = Resumed {
-                        fills: fill_no,
-                        cum,
-                        amount,
-                    };
+                    e.2.fills = fill_no;
+                    e.2.cum = cum;
+                    e.2.amount = amount;
                 }
             }
         }
-        Record::AttemptSent { fence_token, .. } => {
+        Record::AttemptSent {
+            id,
+            bridge,
+            fence_token,
+        } => {
             last_fence_token = last_fence_token.max(fence_token);
+            if let Some(e) = seen.get_mut(&id) {
+                e.2.bridge = Some(bridge.into());
+            }
         }
         Record::Replay { .. } => {}
     })?;
@@ -179,7 +184,7 @@ pub(crate) fn open(
         if age < retention && dedup.check(&id, now_ns, false).is_ok() {
             let since = now_ns.saturating_sub(age);
             dedup.insert(&id, since);
-            let (status, state) = restored_status(qty, end.as_ref(), resumed);
+            let (status, state) = restored_status(qty, end.as_ref(), &resumed);
             if let Some(st) = dedup.track(&id) {
                 *st = status;
             }
