@@ -58,7 +58,7 @@ use crate::model::order_reasons::DeadReason;
 use crate::order::accepted::{ChunkOf, Order};
 use crate::order::fills::fill_book::FillMsg;
 use crate::order::journal::record::Record;
-use crate::order::journal::writer::Journal;
+use crate::order::journal::writer::{AppendError, Journal};
 
 use super::admission::LaneRx;
 use super::bridge_calls::BridgeCalls;
@@ -249,7 +249,8 @@ impl Worker {
     /// idempotent by id) the order may have reached, or a re-send to
     /// another venue could execute it twice. The wait is a group commit
     /// shared by every worker. `false`: the journal failed (the attempt is
-    /// not made); `true` without a journal (`--no-journal`).
+    /// not made); `true` without a journal (`--no-journal`) and when the
+    /// journal is full (accepted orders must still end to free it).
     fn journal_attempt(&self, o: &Order, bridge: &str, fence_token: u64) -> bool {
         let Some(j) = &self.journal else {
             return true;
@@ -268,6 +269,9 @@ impl Worker {
                 );
                 false
             }
+            // A full journal refuses new orders; the accepted ones still
+            // run (their ends free the journal), this attempt unrecorded.
+            Err(AppendError::Full) => true,
             Err(e) => {
                 log::warn!("attempt of {} not sent: not journaled: {e}", o.id);
                 false
