@@ -9,6 +9,11 @@
 //! no venue record holds an id twice (over both venues); a SIGTERM in the
 //! same flow exits 0 and loses nothing. The journal holds no fill number
 //! twice for an order and no fencing token twice.
+//!
+//! And, deterministically (a journal cut between an order's fills): the
+//! recovered order goes back to the venue of its journaled attempt, its
+//! fill numbers continue without a repeat, its new token is above the
+//! journaled ones.
 
 use std::process::Command;
 
@@ -269,4 +274,121 @@ fn five_kill_9s_in_a_row_lose_no_acked_order_and_execute_none_twice() {
     for (id, ns) in &fills {
         assert!(ns.windows(2).all(|w| w[0] < w[1]), "{id}: fills {ns:?}");
     }
+}
+
+/// The journal is cut as if the process had died between an order's first
+/// journaled `FILL` and the rest (its later `FillApplied` and `Terminal`
+/// records are dropped); at the restart the order goes back to the venue of
+/// its journaled attempt (not the one the new admission number would pick),
+/// which returns the first execution's fills: the journal then holds each
+/// fill number once, the venues hold the id once, and tokens go on above
+/// the journaled ones.
+#[test]
+fn a_recovered_order_goes_back_to_its_venue_and_its_fill_numbers_continue() {
+    use std::collections::HashMap;
+    use tickfan::order::journal::segment::{file_name, header, parse_file_name, put_frame};
+
+    let dir = tempfile::tempdir().unwrap();
+    let data = dir.path().join("data");
+    let (l1, l2) = (dir.path().join("v1.log"), dir.path().join("v2.log"));
+    let v1 = format!(
+        "name=v1,latency=uniform:100us..200us,transient=0,permanent=0,exec_log={}",
+        l1.display()
+    );
+    let v2 = format!(
+        "name=v2,latency=uniform:100us..200us,transient=0,permanent=0,exec_log={}",
+        l2.display()
+    );
+    let (engine, addr) = serve_bridges(&data, &[&v1, &v2], 1);
+    let mut cl = OrderClient::connect(addr);
+    let ids: Vec<String> = (0..20).map(|i| format!("r{i}")).collect();
+    for id in &ids {
+        cl.accepted(id, "EURUSD", "2");
+        cl.until_terminal(id);
+    }
+    terminate(engine);
+
+    let mut records = Vec::new();
+    recover(&data, |r| records.push(r)).unwrap();
+    // An order at v1 with two fills or more.
+    let mut at: HashMap<String, (String, u64)> = HashMap::new();
+    let mut fills: HashMap<String, u32> = HashMap::new();
+    for r in &records {
+        match r {
+            Record::AttemptSent {
+                id,
+                bridge,
+                fence_token,
+            } => {
+                at.insert(id.clone(), (bridge.clone(), *fence_token));
+            }
+            Record::FillApplied { id, fill_no, .. } => {
+                let n = fills.entry(id.clone()).or_default();
+                *n = (*n).max(*fill_no);
+            }
+            _ => {}
+        }
+    }
+    let x = ids
+        .iter()
+        .find(|id| at[*id].0 == "v1" && fills.get(*id).copied().unwrap_or(0) >= 2)
+        .expect("an order at v1 with two fills or more")
+        .clone();
+    let max_token = at.values().map(|a| a.1).max().unwrap();
+    // The cut: x's fills after the first and its end never reached the disk.
+    let mut seg = header(1).to_vec();
+    for r in &records {
+        let drop = match r {
+            Record::FillApplied { id, fill_no, .. } => *id == x && *fill_no >= 2,
+            Record::Terminal { id, .. } => *id == x,
+            _ => false,
+        };
+        if !drop {
+            put_frame(&mut seg, r);
+        }
+    }
+    for e in std::fs::read_dir(&data).unwrap() {
+        let p = e.unwrap().path();
+        if parse_file_name(p.file_name().unwrap().to_str().unwrap()).is_some() {
+            std::fs::remove_file(p).unwrap();
+        }
+    }
+    std::fs::write(data.join(file_name(1)), seg).unwrap();
+
+    let (engine, addr) = serve_bridges(&data, &[&v1, &v2], 1);
+    let mut cl = OrderClient::connect(addr);
+    let end = std::time::Instant::now() + DEADLINE;
+    loop {
+        let st = status(&mut cl, &x);
+        if st.contains(" DONE FILLED ") {
+            break;
+        }
+        assert!(std::time::Instant::now() < end, "{st}");
+        std::thread::sleep(std::time::Duration::from_millis(5));
+    }
+    terminate(engine);
+
+    let mut ns = Vec::new();
+    let mut tokens = Vec::new();
+    recover(&data, |r| match r {
+        Record::FillApplied { id, fill_no, .. } if id == x => ns.push(fill_no),
+        Record::AttemptSent {
+            id,
+            bridge,
+            fence_token,
+        } if id == x => tokens.push((bridge, fence_token)),
+        _ => {}
+    })
+    .unwrap();
+    let want: Vec<u32> = (1..=fills[&x]).collect();
+    assert_eq!(ns, want, "{x}: each fill number once, in order");
+    assert_eq!(tokens.len(), 2, "{tokens:?}");
+    assert_eq!(tokens[1].0, "v1", "back to the venue that knows {x}");
+    assert!(tokens[1].1 > max_token, "{tokens:?} after {max_token}");
+    let executed = [&l1, &l2]
+        .iter()
+        .flat_map(|l| exec_log::read(l).unwrap())
+        .filter(|(id, _)| *id == x)
+        .count();
+    assert_eq!(executed, 1, "{x} executed once");
 }
