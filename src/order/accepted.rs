@@ -65,6 +65,8 @@ pub(crate) struct Order {
 pub(crate) struct Resumed {
     /// The bridge of its last journaled attempt.
     pub bridge: Option<Box<str>>,
+    /// A large order's chunks: (index, bridge of its last journaled attempt).
+    pub chunk_bridges: Vec<(u32, Box<str>)>,
     /// Last `FILL` number sent.
     pub fills: u32,
     /// Cumulative lots after it.

@@ -13,7 +13,7 @@
 //! And, deterministically (a journal cut between an order's fills): the
 //! recovered order goes back to the venue of its journaled attempt, its
 //! fill numbers continue without a repeat, its new token is above the
-//! journaled ones.
+//! journaled ones; a recovered large order's chunks go back to theirs.
 
 use std::process::Command;
 
@@ -391,4 +391,78 @@ fn a_recovered_order_goes_back_to_its_venue_and_its_fill_numbers_continue() {
         .filter(|(id, _)| *id == x)
         .count();
     assert_eq!(executed, 1, "{x} executed once");
+}
+
+/// A large order whose end never reached the disk: at the restart each of
+/// its chunks goes back to the venue of its journaled attempt (the new
+/// admission number would route every chunk to the other venue), so each
+/// chunk id is executed once over both venues.
+#[test]
+fn a_recovered_large_orders_chunks_go_back_to_their_venues() {
+    use tickfan::order::journal::segment::{file_name, header, parse_file_name, put_frame};
+
+    let dir = tempfile::tempdir().unwrap();
+    let data = dir.path().join("data");
+    let (l1, l2) = (dir.path().join("v1.log"), dir.path().join("v2.log"));
+    let spec = |name: &str, log: &std::path::Path| {
+        format!(
+            "name={name},latency=uniform:100us..200us,transient=0,permanent=0,exec_log={}",
+            log.display()
+        )
+    };
+    let (v1, v2) = (spec("v1", &l1), spec("v2", &l2));
+    let (engine, addr) = serve_bridges(&data, &[&v1, &v2], 1);
+    let mut cl = OrderClient::connect(addr);
+    // Admission numbers 1 and 2: the large order's chunks route from 2.
+    cl.accepted("s0", "EURUSD", "1");
+    cl.until_terminal("s0");
+    cl.accepted("big", "EURUSD", "300");
+    cl.until_terminal("big");
+    terminate(engine);
+
+    let mut records = Vec::new();
+    recover(&data, |r| records.push(r)).unwrap();
+    let mut seg = header(1).to_vec();
+    for r in &records {
+        let drop = match r {
+            Record::FillApplied { id, .. } | Record::Terminal { id, .. } => id == "big",
+            _ => false,
+        };
+        if !drop {
+            put_frame(&mut seg, r);
+        }
+    }
+    for e in std::fs::read_dir(&data).unwrap() {
+        let p = e.unwrap().path();
+        if parse_file_name(p.file_name().unwrap().to_str().unwrap()).is_some() {
+            std::fs::remove_file(p).unwrap();
+        }
+    }
+    std::fs::write(data.join(file_name(1)), seg).unwrap();
+
+    let (engine, addr) = serve_bridges(&data, &[&v1, &v2], 1);
+    let mut cl = OrderClient::connect(addr);
+    let end = std::time::Instant::now() + DEADLINE;
+    loop {
+        let st = status(&mut cl, "big");
+        if st.starts_with("STATUS big DONE FILLED cum=300.00 ") {
+            break;
+        }
+        assert!(std::time::Instant::now() < end, "{st}");
+        std::thread::sleep(std::time::Duration::from_millis(5));
+    }
+    terminate(engine);
+
+    let mut executed: std::collections::HashMap<String, usize> = Default::default();
+    for log in [&l1, &l2] {
+        for (id, _) in exec_log::read(log).unwrap() {
+            *executed.entry(id).or_default() += 1;
+        }
+    }
+    let chunks: Vec<_> = executed
+        .iter()
+        .filter(|(id, _)| id.starts_with("big.c"))
+        .collect();
+    assert_eq!(chunks.len(), 3, "{executed:?}");
+    assert!(chunks.iter().all(|(_, &n)| n == 1), "{executed:?}");
 }

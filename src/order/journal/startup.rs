@@ -53,6 +53,12 @@ pub(crate) struct Opened {
     pub last_fence_token: u64,
 }
 
+/// The parent id and index of a chunk id (`<parent id>.c<index>`).
+fn chunk_of(id: &str) -> Option<(&str, u32)> {
+    let (parent, i) = id.rsplit_once(".c")?;
+    Some((parent, i.parse().ok()?))
+}
+
 /// The `STATUS` of a journaled order after a restart, and its dedup state:
 /// `QUEUED` with its quantity (and the fills already sent) when it has no
 /// `Terminal` record (it is re-queued), else the terminal state the record names, with its cum,
@@ -160,6 +166,13 @@ pub(crate) fn open(
             last_fence_token = last_fence_token.max(fence_token);
             if let Some(e) = seen.get_mut(&id) {
                 e.2.bridge = Some(bridge.into());
+            } else if let Some((parent, i)) = chunk_of(&id) {
+                // A chunk of a large order (`<parent id>.c<index>`).
+                if let Some(e) = seen.get_mut(parent) {
+                    let cb = &mut e.2.chunk_bridges;
+                    cb.retain(|c| c.0 != i);
+                    cb.push((i, bridge.into()));
+                }
             }
         }
         Record::Replay { .. } => {}

@@ -55,7 +55,7 @@ use crate::sys::clock::{wall_ns, MonoClock};
 
 use crate::model::lane::Lane;
 use crate::model::order_reasons::DeadReason;
-use crate::order::accepted::{ChunkOf, Order};
+use crate::order::accepted::{ChunkOf, Order, Resumed};
 use crate::order::fills::fill_book::FillMsg;
 use crate::order::journal::record::Record;
 use crate::order::journal::writer::{AppendError, Journal};
@@ -219,7 +219,16 @@ impl Worker {
                     index: i as u32,
                     count,
                 }),
-                resumed: Default::default(),
+                // Recovered: each chunk back to the bridge it was at.
+                resumed: Resumed {
+                    bridge: o
+                        .resumed
+                        .chunk_bridges
+                        .iter()
+                        .find(|c| c.0 == i as u32)
+                        .map(|c| c.1.clone()),
+                    ..Resumed::default()
+                },
             })
             .collect();
         // Begun before any chunk can run: its fills never precede it.
