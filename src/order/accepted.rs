@@ -8,7 +8,7 @@ use std::sync::Arc;
 use crate::dlq::{AttemptRecord, DeadLetter};
 use crate::model::lane::Lane;
 use crate::model::order_reasons::DeadReason;
-use crate::model::units::{Lots, Side};
+use crate::model::units::{Amount, Lots, Side};
 
 /// Identifies a client connection of the gateway: slab key in the low 32
 /// bits, a generation in the high 32 (a closed connection's id is never
@@ -53,6 +53,26 @@ pub(crate) struct Order {
     pub lane: Lane,
     /// Set on a chunk of a large order (its `id` is then `<parent id>.c<index>`).
     pub chunk: Option<ChunkOf>,
+    /// What its client was already sent before a restart (from the journal).
+    pub resumed: Resumed,
+}
+
+/// What the journal tells of an order before a restart: its fills already
+/// sent (`FILL 1..=fills`; the fill thread sends none of these numbers
+/// again) and the bridge its last attempt went to (the re-send goes there
+/// first: the venue's idempotency key is the id at that venue).
+#[derive(Debug, Clone, PartialEq, Eq, Default)]
+pub(crate) struct Resumed {
+    /// The bridge of its last journaled attempt.
+    pub bridge: Option<Box<str>>,
+    /// A large order's chunks: (index, bridge of its last journaled attempt).
+    pub chunk_bridges: Vec<(u32, Box<str>)>,
+    /// Last `FILL` number sent.
+    pub fills: u32,
+    /// Cumulative lots after it.
+    pub cum: Lots,
+    /// Cumulative amount after it.
+    pub amount: Amount,
 }
 
 /// Which part of which order a chunk is.

@@ -243,7 +243,31 @@ impl OrderPath {
             CallPool::new(c.bridge_lease, n_small + n_large, Arc::clone(&i.counters))
                 .watched_by(Arc::clone(&i.watch)),
         );
-        let tokens = Arc::new(FenceTokens::default());
+        // The journal first: recovery tells the workers where fencing
+        // tokens continue, and they journal each attempt.
+        let mut last_token = 0;
+        let mut dedup = Dedup::new(c.dedup_retention.as_nanos() as u64, c.dedup_capacity);
+        let (pending, journal) = if c.journal {
+            let w = Arc::clone(&waker);
+            let opened = startup::open(
+                c,
+                &mut dedup,
+                i.clock.now_ns(),
+                i.mono.now_ns(),
+                Box::new(move || {
+                    let _ = w.wake();
+                }),
+            )
+            .map_err(std::io::Error::other)?;
+            last_token = opened.last_fence_token;
+            (
+                Some(PendingAcks::new(opened.journal.clone(), opened.orders)),
+                Some((opened.journal, opened.thread)),
+            )
+        } else {
+            (None, None)
+        };
+        let tokens = Arc::new(FenceTokens::after(last_token));
 
         let mut workers = Vec::with_capacity(n_small + n_large);
         for (lane, count) in [(Lane::Small, n_small), (Lane::Large, n_large)] {
@@ -269,6 +293,7 @@ impl OrderPath {
                     call_slot: workers.len(),
                     caller: Caller::new(Arc::clone(&call_pool), &name),
                     tokens: Arc::clone(&tokens),
+                    journal: journal.as_ref().map(|(j, _)| j.clone()),
                     backoff: c.retry,
                     clock: Arc::clone(&i.clock),
                     mono: i.mono,
@@ -343,26 +368,6 @@ impl OrderPath {
             })?;
         drop(events);
 
-        let mut dedup = Dedup::new(c.dedup_retention.as_nanos() as u64, c.dedup_capacity);
-        let (pending, journal) = if c.journal {
-            let w = Arc::clone(&waker);
-            let opened = startup::open(
-                c,
-                &mut dedup,
-                i.clock.now_ns(),
-                i.mono.now_ns(),
-                Box::new(move || {
-                    let _ = w.wake();
-                }),
-            )
-            .map_err(std::io::Error::other)?;
-            (
-                Some(PendingAcks::new(opened.journal.clone(), opened.orders)),
-                Some((opened.journal, opened.thread)),
-            )
-        } else {
-            (None, None)
-        };
         let gateway = Gateway::new(
             i.listener,
             LoopCtx {

@@ -18,6 +18,7 @@
 //! - `orders_retry`: transient → delayed retry (simulated clock), permanent → DLQ, deadlines
 //! - `orders_dlq`: DLQ file across a restart (and a `kill -9`, in `--data-dir` by default), replay on command (its record on disk first), answers at shutdown (deadline)
 //! - `orders_venue`: the venue's exec_log across a restart (an id executes once); leases: a hung venue never holds a worker, late answers discarded
+//! - `orders_crash`: STATUS after a `kill -9` restart; five `kill -9`s in a row then SIGTERM: every ACKed id terminal, DUPLICATE, executed at most once; a recovered order back to its venue, fill numbers continuing
 //! - `orders_journal`: ACK after durable; `kill -9` and restart (re-queued, still duplicates); journal full
 //! - `orders_tool`: `tickfan orders` against a running engine
 //! - `orders_lanes`: small orders never wait behind a large one; no lane starves; chunking
@@ -44,6 +45,7 @@ mod faults;
 mod health;
 mod metrics;
 mod orders_admission;
+mod orders_crash;
 mod orders_dlq;
 mod orders_journal;
 mod orders_lanes;

@@ -16,14 +16,23 @@ use crate::util::{engine_with, OrderClient, Spawned};
 
 /// `tickfan serve` on ephemeral ports with its journal in `dir`, one small
 /// worker and the venue `bridge`; returns the child and its order address.
-fn serve(dir: &std::path::Path, bridge: &str) -> (Spawned, std::net::SocketAddr) {
+pub(crate) fn serve(dir: &std::path::Path, bridge: &str) -> (Spawned, std::net::SocketAddr) {
+    serve_bridges(dir, &[bridge], 1)
+}
+
+/// [`serve`] with several `--bridge` specs and `workers` small-order workers.
+pub(crate) fn serve_bridges(
+    dir: &std::path::Path,
+    bridges: &[&str],
+    workers: usize,
+) -> (Spawned, std::net::SocketAddr) {
     use std::io::BufRead;
     let mut child = Command::new(env!("CARGO_BIN_EXE_tickfan"))
         .args([
             "serve",
             "--quiet",
             "--order-workers",
-            "1",
+            &workers.to_string(),
             "--large-workers",
             "1",
         ])
@@ -39,7 +48,8 @@ fn serve(dir: &std::path::Path, bridge: &str) -> (Spawned, std::net::SocketAddr)
             "--order-listen",
             "127.0.0.1:0",
         ])
-        .args(["--data-dir", dir.to_str().unwrap(), "--bridge", bridge])
+        .args(["--data-dir", dir.to_str().unwrap()])
+        .args(bridges.iter().flat_map(|b| ["--bridge", b]))
         .env_remove("TICKFAN_NO_JOURNAL")
         .stdout(Stdio::null())
         .stderr(Stdio::piped())

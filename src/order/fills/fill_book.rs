@@ -365,6 +365,11 @@ fn apply_one(
     p.cum = Lots(p.cum.0 - prev.cum_qty + values.cum_qty);
     p.amount = Amount(p.amount.0 - prev.cum_amount + values.cum_amount);
     p.fills += 1;
+    if p.fills <= p.order.resumed.fills {
+        // Sent (and journaled) before a restart; the idempotent venue
+        // re-answered the same fills: numbers continue, none repeats.
+        return;
+    }
     let left = Lots(p.order.qty.0.saturating_sub(p.cum.0));
     out(BookOut::Event(event(
         &p.order,
@@ -471,6 +476,7 @@ mod tests {
             replay: false,
             lane: Lane::Large,
             chunk: None,
+            resumed: Default::default(),
         })
     }
 
@@ -583,6 +589,52 @@ mod tests {
         assert_eq!(b.sequencer().stats.stale, 1);
         assert_eq!(b.open(), 0, "forgotten at the end");
         assert_eq!((b.stats.large_orders, b.stats.chunks), (1, 2));
+    }
+
+    /// After a restart the idempotent venue re-answers fills 1..3 of an
+    /// order whose `FILL 1` and `FILL 2` were sent (and journaled) before
+    /// the crash: only `FILL 3` goes out, then `DONE` with the full values.
+    #[test]
+    fn fills_sent_before_a_restart_are_not_sent_again() {
+        let mut b = FillBook::new(cfg(8));
+        let f = venue_fills(0, 300, 3);
+        let mut o = order(9, 300);
+        o.lane = Lane::Small;
+        o.resumed = crate::order::accepted::Resumed {
+            bridge: None,
+            chunk_bridges: Vec::new(),
+            fills: 2,
+            cum: f[1].cum_lots,
+            amount: f[1].cum_amount,
+        };
+        let msgs = vec![
+            FillMsg::Begin {
+                order: o,
+                chunks: vec![Lots(300)],
+            },
+            fill(9, 0, f[0]),
+            fill(9, 0, f[1]),
+            fill(9, 0, f[2]),
+            end(9, 0, 3),
+        ];
+        let (evs, _) = drive(&mut b, msgs, 0);
+        assert_eq!(
+            evs,
+            vec![
+                EventKind::Fill {
+                    n: 3,
+                    cum: Lots(300),
+                    amount: f[2].cum_amount,
+                    left: Lots(0),
+                },
+                EventKind::Done {
+                    status: DoneStatus::Filled,
+                    cum: Lots(300),
+                    amount: f[2].cum_amount,
+                    attempts: 1,
+                },
+            ]
+        );
     }
 
     #[test]

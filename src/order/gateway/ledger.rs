@@ -194,6 +194,7 @@ impl Ledger {
             replay,
             lane: Lane::Small, // set by `offer`
             chunk: None,
+            resumed: Default::default(),
         };
         if let Some(p) = &mut self.pending {
             let lane = admission.lane_of(order.qty);
@@ -219,6 +220,9 @@ impl Ledger {
             let detail = match p.journal().append(&rec) {
                 Ok(lsn) => {
                     self.dedup.insert(o.id, now);
+                    if let Some(st) = self.dedup.track(o.id) {
+                        *st = OrderStatus::queued(o.qty);
+                    }
                     let mut order = order;
                     order.lane = lane;
                     p.hold(lsn, order);
@@ -349,6 +353,19 @@ impl Ledger {
         if let Some(p) = &mut self.pending {
             if ev.kind.is_terminal() {
                 p.ended(id);
+            }
+            if let EventKind::Fill { n, cum, amount, .. } = &ev.kind {
+                // Appended before its `FILL` is written, not waited for: a
+                // fill lost in a crash is re-delivered by the idempotent
+                // venue (see docs/decisions.md).
+                if let Err(e) = p.journal().append(&Record::FillApplied {
+                    id: id.to_owned(),
+                    fill_no: *n,
+                    cum: *cum,
+                    amount: *amount,
+                }) {
+                    log::debug!("fill {n} of {id} not journaled: {e}");
+                }
             }
             let rec = match &ev.kind {
                 EventKind::Fill { .. } | EventKind::Attempt | EventKind::Parked => None,

@@ -198,6 +198,7 @@ mod tests {
             replay: false,
             lane: Lane::Small,
             chunk: None,
+            resumed: Default::default(),
         }
     }
 

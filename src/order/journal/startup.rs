@@ -7,20 +7,28 @@
 //! number, no connection to answer, its deadline carried over on the wall
 //! clock); every id accepted within `--dedup-retention` is remembered by
 //! the dedup store with its original age, so a `NEW` with an id accepted
-//! before the crash is still a `DUPLICATE`.
+//! before the crash is still a `DUPLICATE`, and with its `STATUS` (the
+//! terminal state its `Terminal` record names, or `QUEUED` with its
+//! quantity when it is re-queued); a re-queued order carries its last
+//! journaled fill (number, cum, amount) so its fill numbers continue
+//! without a repeat.
 
 use std::sync::Arc;
 use std::thread::JoinHandle;
 
 use indexmap::IndexMap;
 
-use crate::order::accepted::Order;
+use crate::model::order_reasons::{DeadReason, DoneStatus};
+use crate::model::units::Lots;
+use crate::order::accepted::{Order, Resumed};
 use crate::order::config::OrderConfig;
 use crate::order::gateway::dedup::{Dedup, IdState};
+use crate::order::gateway::status::OrderStatus;
+use crate::order::lanes::events::EventKind;
 use crate::sys::clock::wall_ns;
 
 use super::files::DirFiles;
-use super::record::Record;
+use super::record::{Record, TerminalState};
 use super::recover::{recover, RecoverError};
 use super::writer::{Journal, JournalLimits, Notify};
 
@@ -40,6 +48,74 @@ pub(crate) struct Opened {
     pub thread: JoinHandle<()>,
     /// Orders accepted and not terminal, in admission order (seq 1..).
     pub orders: Vec<Order>,
+    /// The highest fencing token journaled (0: none): new attempts take
+    /// tokens above it.
+    pub last_fence_token: u64,
+}
+
+/// The parent id and index of a chunk id (`<parent id>.c<index>`).
+fn chunk_of(id: &str) -> Option<(&str, u32)> {
+    let (parent, i) = id.rsplit_once(".c")?;
+    Some((parent, i.parse().ok()?))
+}
+
+/// The `STATUS` of a journaled order after a restart, and its dedup state:
+/// `QUEUED` with its quantity (and the fills already sent) when it has no
+/// `Terminal` record (it is re-queued), else the terminal state the record names, with its cum,
+/// amount and attempts. A `Rejected` one (refused before its `ACK`) keeps
+/// the id taken, as before the restart, and shows `DONE FAILED`: it never ran.
+fn restored_status(qty: Lots, end: Option<&Record>, resumed: &Resumed) -> (OrderStatus, IdState) {
+    let mut st = OrderStatus::queued(qty);
+    if resumed.fills > 0 {
+        st.apply(&EventKind::Fill {
+            n: resumed.fills,
+            cum: resumed.cum,
+            amount: resumed.amount,
+            left: Lots(qty.0.saturating_sub(resumed.cum.0)),
+        });
+    }
+    let Some(Record::Terminal {
+        state,
+        reason,
+        cum,
+        amount,
+        attempts,
+        ..
+    }) = end
+    else {
+        return (st, IdState::Live);
+    };
+    let attempts = *attempts;
+    let (ev, id_state) = match state {
+        TerminalState::Done | TerminalState::Rejected => {
+            let status = DoneStatus::ALL
+                .into_iter()
+                .find(|d| d.as_str() == reason)
+                .unwrap_or(DoneStatus::of(*cum, qty));
+            let ev = EventKind::Done {
+                status,
+                cum: *cum,
+                amount: *amount,
+                attempts,
+            };
+            (ev, IdState::Done)
+        }
+        TerminalState::Dead => {
+            let dead = DeadReason::ALL
+                .into_iter()
+                .find(|d| d.as_str() == reason)
+                .unwrap_or(DeadReason::RetriesExhausted);
+            let ev = EventKind::Dead {
+                reason: dead,
+                attempts,
+                last: "recovered".into(),
+            };
+            (ev, IdState::Dead)
+        }
+        TerminalState::Expired => (EventKind::Expired { attempts }, IdState::Done),
+    };
+    st.apply(&ev);
+    (st, id_state)
 }
 
 /// Recovers `c.data_dir`, fills `dedup`, and starts the journal thread.
@@ -54,24 +130,57 @@ pub(crate) fn open(
     mono_ns: u64,
     notify: Notify,
 ) -> Result<Opened, RecoverError> {
-    // id → (its Accepted record, ended?), in acceptance order.
-    let mut seen: IndexMap<String, (Record, bool)> = IndexMap::new();
+    // id → (its Accepted record, its Terminal record if any, its fills
+    // sent), in acceptance order.
+    let mut seen: IndexMap<String, (Record, Option<Record>, Resumed)> = IndexMap::new();
+    let mut last_fence_token = 0;
     let r = recover(&c.data_dir, |rec| match rec {
         Record::Accepted { ref id, .. } => {
             seen.shift_remove(id);
-            seen.insert(id.clone(), (rec, false));
+            seen.insert(id.clone(), (rec, None, Resumed::default()));
         }
-        Record::Terminal { id, .. } => {
-            if let Some(e) = seen.get_mut(&id) {
-                e.1 = true;
+        Record::Terminal { ref id, .. } => {
+            if let Some(e) = seen.get_mut(id) {
+                e.1 = Some(rec);
             }
         }
-        Record::Replay { .. } | Record::AttemptSent { .. } | Record::FillApplied { .. } => {}
+        Record::FillApplied {
+            id,
+            fill_no,
+            cum,
+            amount,
+        } => {
+            if let Some(e) = seen.get_mut(&id) {
+                if fill_no > e.2.fills {
+                    e.2.fills = fill_no;
+                    e.2.cum = cum;
+                    e.2.amount = amount;
+                }
+            }
+        }
+        Record::AttemptSent {
+            id,
+            bridge,
+            fence_token,
+        } => {
+            last_fence_token = last_fence_token.max(fence_token);
+            if let Some(e) = seen.get_mut(&id) {
+                e.2.bridge = Some(bridge.into());
+            } else if let Some((parent, i)) = chunk_of(&id) {
+                // A chunk of a large order (`<parent id>.c<index>`).
+                if let Some(e) = seen.get_mut(parent) {
+                    let cb = &mut e.2.chunk_bridges;
+                    cb.retain(|c| c.0 != i);
+                    cb.push((i, bridge.into()));
+                }
+            }
+        }
+        Record::Replay { .. } => {}
     })?;
     let wall = wall_ns();
     let retention = c.dedup_retention.as_nanos() as u64;
     let mut orders = Vec::new();
-    for (id, (rec, ended)) in seen {
+    for (id, (rec, end, resumed)) in seen {
         let Record::Accepted {
             symbol,
             side,
@@ -86,12 +195,17 @@ pub(crate) fn open(
         };
         let age = wall.saturating_sub(recv_wall_ns);
         if age < retention && dedup.check(&id, now_ns, false).is_ok() {
-            dedup.insert(&id, now_ns.saturating_sub(age));
-            if ended {
-                dedup.mark(&id, IdState::Done, now_ns.saturating_sub(age));
+            let since = now_ns.saturating_sub(age);
+            dedup.insert(&id, since);
+            let (status, state) = restored_status(qty, end.as_ref(), &resumed);
+            if let Some(st) = dedup.track(&id) {
+                *st = status;
+            }
+            if end.is_some() {
+                dedup.mark(&id, state, since);
             }
         }
-        if ended {
+        if end.is_some() {
             continue;
         }
         orders.push(Order {
@@ -112,6 +226,7 @@ pub(crate) fn open(
             replay: false,
             lane: c.lanes.lane_of(qty),
             chunk: None,
+            resumed,
         });
     }
     if !orders.is_empty() || r.records > 0 {
@@ -146,5 +261,6 @@ pub(crate) fn open(
         journal,
         thread,
         orders,
+        last_fence_token,
     })
 }

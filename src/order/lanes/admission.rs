@@ -235,6 +235,7 @@ mod tests {
             replay: false,
             lane: Lane::Small,
             chunk: None,
+            resumed: Default::default(),
         }
     }
 

@@ -53,6 +53,12 @@ pub(crate) const POLL: Duration = Duration::from_millis(20);
 pub(crate) struct FenceTokens(AtomicU64);
 
 impl FenceTokens {
+    /// Tokens that continue after `last` (the highest journaled before a
+    /// restart: an attempt after it never reuses a token).
+    pub(crate) fn after(last: u64) -> Self {
+        FenceTokens(AtomicU64::new(last))
+    }
+
     /// A fresh token.
     pub(crate) fn next(&self) -> u64 {
         self.0.fetch_add(1, Ordering::Relaxed) + 1

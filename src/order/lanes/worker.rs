@@ -55,8 +55,10 @@ use crate::sys::clock::{wall_ns, MonoClock};
 
 use crate::model::lane::Lane;
 use crate::model::order_reasons::DeadReason;
-use crate::order::accepted::{ChunkOf, Order};
+use crate::order::accepted::{ChunkOf, Order, Resumed};
 use crate::order::fills::fill_book::FillMsg;
+use crate::order::journal::record::Record;
+use crate::order::journal::writer::{AppendError, Journal};
 
 use super::admission::LaneRx;
 use super::bridge_calls::BridgeCalls;
@@ -93,6 +95,8 @@ pub(crate) struct Worker {
     pub caller: Caller,
     /// Fencing tokens, one per attempt (shared by every worker).
     pub tokens: Arc<FenceTokens>,
+    /// The journal (`None` with `--no-journal`): each attempt is recorded.
+    pub journal: Option<Journal>,
     /// Retry policy.
     pub backoff: Backoff,
     /// Engine clock (deadlines, due times).
@@ -215,6 +219,16 @@ impl Worker {
                     index: i as u32,
                     count,
                 }),
+                // Recovered: each chunk back to the bridge it was at.
+                resumed: Resumed {
+                    bridge: o
+                        .resumed
+                        .chunk_bridges
+                        .iter()
+                        .find(|c| c.0 == i as u32)
+                        .map(|c| c.1.clone()),
+                    ..Resumed::default()
+                },
             })
             .collect();
         // Begun before any chunk can run: its fills never precede it.
@@ -239,6 +253,41 @@ impl Worker {
         self.process(o);
     }
 
+    /// Journals the attempt (`AttemptSent`) and waits until it is durable:
+    /// after a crash recovery must know which bridge (whose venue is
+    /// idempotent by id) the order may have reached, or a re-send to
+    /// another venue could execute it twice. The wait is a group commit
+    /// shared by every worker. `false`: the journal failed (the attempt is
+    /// not made); `true` without a journal (`--no-journal`) and when the
+    /// journal is full (accepted orders must still end to free it).
+    fn journal_attempt(&self, o: &Order, bridge: &str, fence_token: u64) -> bool {
+        let Some(j) = &self.journal else {
+            return true;
+        };
+        let rec = Record::AttemptSent {
+            id: o.id.to_string(),
+            bridge: bridge.to_string(),
+            fence_token,
+        };
+        match j.append(&rec) {
+            Ok(lsn) if j.wait_durable(lsn) => true,
+            Ok(_) => {
+                log::warn!(
+                    "attempt of {} not sent: its journal record was not synced",
+                    o.id
+                );
+                false
+            }
+            // A full journal refuses new orders; the accepted ones still
+            // run (their ends free the journal), this attempt unrecorded.
+            Err(AppendError::Full) => true,
+            Err(e) => {
+                log::warn!("attempt of {} not sent: not journaled: {e}", o.id);
+                false
+            }
+        }
+    }
+
     /// One attempt of one order.
     fn process(&mut self, mut o: Order) {
         let t0 = self.mono.now_ns();
@@ -255,28 +304,41 @@ impl Worker {
         }
         let n = o.attempts() + 1;
         let route = o.seq + o.chunk.map_or(0, |c| u64::from(c.index));
-        let bridge =
-            &self.bridges[((route + u64::from(n) - 1) % self.bridges.len() as u64) as usize];
+        let mut at = ((route + u64::from(n) - 1) % self.bridges.len() as u64) as usize;
+        if let (true, Some(name)) = (o.history.is_empty(), &o.resumed.bridge) {
+            // Re-sent after a restart: to the bridge it was at, whose venue
+            // knows the id (a re-sent id returns the first execution's fills).
+            if let Some(i) = self.bridges.iter().position(|b| b.name() == &**name) {
+                at = i;
+            }
+        }
+        let bridge = &self.bridges[at];
         // The gateway's STATUS: at a bridge from here (no wake: the end does).
         self.out.progress(&o, EventKind::Attempt);
         // Shown as in progress from `now` (the start the bridge is given)
         // until it returns, however long the venue takes.
         let fence_token = self.tokens.next();
+        let journaled = self.journal_attempt(&o, bridge.name(), fence_token);
         let in_call = self.bridge_calls.enter(self.call_slot, now);
-        let result = self.caller.call(
-            bridge,
-            &BridgeOrder {
-                order_id: &o.id,
-                symbol: &o.symbol,
-                side: o.side,
-                qty: o.qty,
-                attempt: n,
-                fence_token,
-            },
-            &o.id,
-            now,
-            &*self.clock,
-        );
+        let result = if journaled {
+            self.caller.call(
+                bridge,
+                &BridgeOrder {
+                    order_id: &o.id,
+                    symbol: &o.symbol,
+                    side: o.side,
+                    qty: o.qty,
+                    attempt: n,
+                    fence_token,
+                },
+                &o.id,
+                now,
+                &*self.clock,
+            )
+        } else {
+            // Not sent: a call the journal does not know of could run twice.
+            CallResult::Answered(Outcome::Transient("journal_error".into()))
+        };
         drop(in_call);
         let (delay_ns, ceiling_ns) = o.next_delay;
         let record = |what: String| AttemptRecord {
