@@ -216,7 +216,7 @@ fn several_bridges_side_by_side_and_a_retry_goes_to_the_next_one() {
     use tickfan::runtime::{Engine, Injected};
     let clock = SimClock::new();
     let (a, b) = (ScriptBridge::new(), ScriptBridge::new());
-    let mut c = tickfan::config::Config::ephemeral();
+    let mut c = crate::util::sim_config();
     c.order.workers = 2;
     let e = Engine::start_with(
         &c,

@@ -140,7 +140,21 @@ fn a_late_answer_after_the_lease_applies_no_fill() {
     cl.accepted("g1", "GATE", "2");
     cl.accepted("g2", "GATE", "2");
     let counters = e.counters();
-    advance_until(&clock, 500, "both orders done", || {
+    // The simulated clock moves only while the hung call is the only one in
+    // flight (one worker: g2 waits behind g1), so no answered call can see
+    // its lease expire however slowly this machine schedules it.
+    advance_until(&clock, 500, "the hung call's lease to expire", || {
+        counters.retry.lease_expired.load(Ordering::Relaxed) == 1
+    });
+    // With the clock still, g2 goes to the healthy venue and ends.
+    wait_until("the first order done", || {
+        counters.snapshot().orders.done_total >= 1
+    });
+    // One step past g1's first retry delay (at most --retry-base, 100 ms,
+    // and well inside a lease), then the clock stays: g1 ends on the other
+    // bridge.
+    clock.advance_ms(1_000);
+    wait_until("both orders done", || {
         counters.snapshot().orders.done_total == 2
     });
     let mut attempts = Vec::new();

@@ -250,13 +250,24 @@ use tickfan::model::units::{Amount, Lots, Price};
 use tickfan::retry::SimClock;
 use tickfan::runtime::Injected;
 
+/// The configuration of an engine on a simulated clock. A bridge call's
+/// lease runs on that clock too, and the tests move it in big steps while
+/// an answered call may still be on its way back through a busy machine:
+/// the lease is as long as allowed (1 h) so only a test of leases (which
+/// sets its own) ever sees one expire.
+pub fn sim_config() -> Config {
+    let mut c = Config::ephemeral();
+    c.order.bridge_lease = std::time::Duration::from_secs(3600);
+    c
+}
+
 /// An engine whose order path runs on `clock` with `bridge` as its only venue.
 pub fn order_engine(
     clock: &SimClock,
     bridge: &Arc<ScriptBridge>,
     f: impl FnOnce(&mut Config),
 ) -> Engine {
-    let mut c = Config::ephemeral();
+    let mut c = sim_config();
     c.order.workers = 1;
     f(&mut c);
     Engine::start_with(
@@ -276,7 +287,7 @@ pub fn bridges_engine(
     bridges: Vec<Arc<dyn Bridge>>,
     f: impl FnOnce(&mut Config),
 ) -> Engine {
-    let mut c = Config::ephemeral();
+    let mut c = sim_config();
     f(&mut c);
     Engine::start_with(
         &c,
