@@ -131,23 +131,40 @@ pub fn run(args: &DemoArgs) -> Result<(), Failure> {
     }
     let dir = args.report_dir.clone();
     let mut ring = ticks(args)?;
-    let config = Config {
+    // The demo's orders go through the journal, as a served engine's do,
+    // in a directory of its own that each run starts afresh (a previous
+    // run's ids would otherwise be duplicates, its open orders recovered).
+    let data_dir = dir.join("journal");
+    match std::fs::remove_dir_all(&data_dir) {
+        Ok(()) => {}
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => {}
+        Err(e) => {
+            return Err(Failure::Runtime(format!(
+                "cannot clear {}: {e}",
+                data_dir.display()
+            )))
+        }
+    }
+    let mut config = Config {
         print_intervals: true,
         report_interval: Duration::from_secs(1),
         sub_hwm: args.sub_hwm,
         log_dir: Some(dir.clone()),
         ..Config::ephemeral()
     };
+    config.order.journal = true;
+    config.order.data_dir = data_dir.clone();
     let engine = Engine::start(&config).map_err(|e| Failure::Runtime(e.to_string()))?;
     eprintln!(
-        "demo: engine feed {} subscribers {}; {} subscribers + {} slow, {} ticks/s for {:?}; report files in {}",
+        "demo: engine feed {} subscribers {}; {} subscribers + {} slow, {} ticks/s for {:?}; report files in {}; order journal in {}",
         engine.feed_addr(),
         engine.subscriber_addr(),
         args.subscribers,
         args.slow,
         args.rate,
         args.duration,
-        dir.display()
+        dir.display(),
+        data_dir.display()
     );
 
     // The load generators. Each writes its own histogram log into `dir`;

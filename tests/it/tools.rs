@@ -516,6 +516,39 @@ fn demo_runs_to_completion_with_every_stage_in_its_report() {
     ] {
         assert!(report_dir.join(f).exists(), "{f} written");
     }
+    // The orders went through a journal in the demo's own directory…
+    let journal = report_dir.join("journal");
+    let segments = std::fs::read_dir(&journal)
+        .unwrap_or_else(|e| panic!("{}: {e}", journal.display()))
+        .count();
+    assert!(segments > 0, "no journal segment in {}", journal.display());
+    assert!(
+        text(&out.stderr).contains("order journal in"),
+        "{}",
+        text(&out.stderr)
+    );
+    // …which the next run starts afresh: its ids are not duplicates of
+    // this run's, and no order of this run is recovered into it.
+    let again = tickfan(&[
+        "demo",
+        "--duration",
+        "1s",
+        "--rate",
+        "2000",
+        "--subscribers",
+        "1",
+        "--slow",
+        "0",
+        "--report-dir",
+        report_dir.to_str().unwrap(),
+    ]);
+    ok(&again);
+    let stdout = text(&again.stdout);
+    assert!(
+        stdout.contains("every order got exactly one terminal reply"),
+        "{stdout}"
+    );
+    assert!(stdout.contains("rejected: none"), "{stdout}");
 }
 
 #[test]
