@@ -26,6 +26,7 @@ fn bench(c: &mut Criterion) {
     let (j, thread) = Journal::start(
         Box::new(DirFiles {
             dir: dir.path().to_path_buf(),
+            reserve: 64 << 20,
         }),
         JournalLimits {
             max_bytes: u64::MAX,
@@ -70,6 +71,7 @@ fn bench(c: &mut Criterion) {
     let (j, thread) = Journal::start(
         Box::new(DirFiles {
             dir: big.path().to_path_buf(),
+            reserve: 64 << 20,
         }),
         JournalLimits {
             max_bytes: u64::MAX,

