@@ -104,6 +104,7 @@ fn serve_with_fault(fault: &str) -> Spawned {
             "127.0.0.1:0",
         ])
         .env("TICKFAN_FAULT", fault)
+        .env(crate::util::NO_JOURNAL.0, crate::util::NO_JOURNAL.1)
         .stdout(Stdio::null())
         .stderr(Stdio::piped())
         .spawn()

@@ -17,8 +17,10 @@ use tickfan::sys::clock::wall_ns;
 use crate::util::{engine, engine_with, shared_data, spawn_until, tick, wait_until, Feed, Spawned};
 
 pub(crate) fn tickfan(args: &[&str]) -> Output {
+    // A `serve` started here journals nothing into the working tree.
     Command::new(env!("CARGO_BIN_EXE_tickfan"))
         .args(args)
+        .env(crate::util::NO_JOURNAL.0, crate::util::NO_JOURNAL.1)
         .output()
         .expect("binary runs")
 }
