@@ -286,7 +286,6 @@ fn five_kill_9s_in_a_row_lose_no_acked_order_and_execute_none_twice() {
 #[test]
 fn a_recovered_order_goes_back_to_its_venue_and_its_fill_numbers_continue() {
     use std::collections::HashMap;
-    use tickfan::order::journal::segment::{file_name, header, parse_file_name, put_frame};
 
     let dir = tempfile::tempdir().unwrap();
     let data = dir.path().join("data");
@@ -336,24 +335,11 @@ fn a_recovered_order_goes_back_to_its_venue_and_its_fill_numbers_continue() {
         .clone();
     let max_token = at.values().map(|a| a.1).max().unwrap();
     // The cut: x's fills after the first and its end never reached the disk.
-    let mut seg = header(1).to_vec();
-    for r in &records {
-        let drop = match r {
-            Record::FillApplied { id, fill_no, .. } => *id == x && *fill_no >= 2,
-            Record::Terminal { id, .. } => *id == x,
-            _ => false,
-        };
-        if !drop {
-            put_frame(&mut seg, r);
-        }
-    }
-    for e in std::fs::read_dir(&data).unwrap() {
-        let p = e.unwrap().path();
-        if parse_file_name(p.file_name().unwrap().to_str().unwrap()).is_some() {
-            std::fs::remove_file(p).unwrap();
-        }
-    }
-    std::fs::write(data.join(file_name(1)), seg).unwrap();
+    rewrite_journal(&data, &records, |r| match r {
+        Record::FillApplied { id, fill_no, .. } => *id == x && *fill_no >= 2,
+        Record::Terminal { id, .. } => *id == x,
+        _ => false,
+    });
 
     let (engine, addr) = serve_bridges(&data, &[&v1, &v2], 1);
     let mut cl = OrderClient::connect(addr);
@@ -399,8 +385,6 @@ fn a_recovered_order_goes_back_to_its_venue_and_its_fill_numbers_continue() {
 /// chunk id is executed once over both venues.
 #[test]
 fn a_recovered_large_orders_chunks_go_back_to_their_venues() {
-    use tickfan::order::journal::segment::{file_name, header, parse_file_name, put_frame};
-
     let dir = tempfile::tempdir().unwrap();
     let data = dir.path().join("data");
     let (l1, l2) = (dir.path().join("v1.log"), dir.path().join("v2.log"));
@@ -422,23 +406,10 @@ fn a_recovered_large_orders_chunks_go_back_to_their_venues() {
 
     let mut records = Vec::new();
     recover(&data, |r| records.push(r)).unwrap();
-    let mut seg = header(1).to_vec();
-    for r in &records {
-        let drop = match r {
-            Record::FillApplied { id, .. } | Record::Terminal { id, .. } => id == "big",
-            _ => false,
-        };
-        if !drop {
-            put_frame(&mut seg, r);
-        }
-    }
-    for e in std::fs::read_dir(&data).unwrap() {
-        let p = e.unwrap().path();
-        if parse_file_name(p.file_name().unwrap().to_str().unwrap()).is_some() {
-            std::fs::remove_file(p).unwrap();
-        }
-    }
-    std::fs::write(data.join(file_name(1)), seg).unwrap();
+    rewrite_journal(&data, &records, |r| match r {
+        Record::FillApplied { id, .. } | Record::Terminal { id, .. } => id == "big",
+        _ => false,
+    });
 
     let (engine, addr) = serve_bridges(&data, &[&v1, &v2], 1);
     let mut cl = OrderClient::connect(addr);
@@ -465,4 +436,22 @@ fn a_recovered_large_orders_chunks_go_back_to_their_venues() {
         .collect();
     assert_eq!(chunks.len(), 3, "{executed:?}");
     assert!(chunks.iter().all(|(_, &n)| n == 1), "{executed:?}");
+}
+
+/// Replaces the journal in `data` with one segment holding `records`
+/// except those `dropped` picks: what a crash leaves when their appends
+/// had not reached the disk.
+fn rewrite_journal(data: &std::path::Path, records: &[Record], dropped: impl Fn(&Record) -> bool) {
+    use tickfan::order::journal::segment::{file_name, header, parse_file_name, put_frame};
+    let mut seg = header(1).to_vec();
+    for r in records.iter().filter(|r| !dropped(r)) {
+        put_frame(&mut seg, r);
+    }
+    for e in std::fs::read_dir(data).unwrap() {
+        let p = e.unwrap().path();
+        if parse_file_name(p.file_name().unwrap().to_str().unwrap()).is_some() {
+            std::fs::remove_file(p).unwrap();
+        }
+    }
+    std::fs::write(data.join(file_name(1)), seg).unwrap();
 }

@@ -174,32 +174,13 @@ mod tests {
     use std::sync::Arc;
 
     use super::*;
-    use crate::model::units::{Lots, Side};
     use crate::order::journal::record::tests::samples;
     use crate::order::journal::tests::Injected;
     use crate::order::journal::writer::JournalLimits;
 
+    /// A small order with admission number `seq` (the lanes' test order).
     fn order(seq: u64) -> Order {
-        Order {
-            seq,
-            conn: 0,
-            id: format!("o{seq}").into(),
-            symbol: "X".into(),
-            side: Side::Buy,
-            qty: Lots(1),
-            raw: "".into(),
-            peer: "".into(),
-            recv_mono_ns: 0,
-            enq_mono_ns: 0,
-            deadline_ns: None,
-            recv_wall_ns: 0,
-            history: Vec::new(),
-            next_delay: (0, 0),
-            replay: false,
-            lane: Lane::Small,
-            chunk: None,
-            resumed: Default::default(),
-        }
+        crate::order::lanes::admission::tests::order(seq, 0)
     }
 
     #[test]

@@ -211,7 +211,7 @@ impl Admission {
 }
 
 #[cfg(test)]
-mod tests {
+pub(crate) mod tests {
     use super::*;
     use crate::model::units::{Lots, Side};
     use crate::order::lanes::routing::LaneMode;
