@@ -24,6 +24,25 @@ pub(crate) fn reserve(file: &File, len: u64) -> io::Result<()> {
     }
 }
 
+/// Writes all of `buf` at `offset` of `file` (the file's cursor is not
+/// used or moved).
+///
+/// # Errors
+/// The OS error.
+pub(crate) fn write_all_at(file: &File, buf: &[u8], offset: u64) -> io::Result<()> {
+    #[cfg(unix)]
+    {
+        std::os::unix::fs::FileExt::write_all_at(file, buf, offset)
+    }
+    #[cfg(not(unix))]
+    {
+        use std::io::{Seek, SeekFrom, Write};
+        let mut f = file;
+        f.seek(SeekFrom::Start(offset))?;
+        f.write_all(buf)
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -15,6 +15,7 @@ use std::io::{self, Write};
 use std::path::PathBuf;
 
 use super::segment::file_name;
+use crate::sys::fs::write_all_at;
 
 /// One open segment, appended to by the journal thread only.
 pub trait JournalFile: Send {
@@ -66,6 +67,49 @@ impl JournalFile for File {
     }
 }
 
+/// Zeros written ahead of the records, per step.
+const ZERO_AHEAD: u64 = 1 << 20;
+
+/// A segment written into reserved space, with real zeros written a step
+/// ahead of the records: `fallocate` leaves *unwritten* extents, and the
+/// first write into each block of one makes the next `fdatasync` commit
+/// a metadata change too (measured: p99 0.2 ms, max 0.6 ms, against a
+/// 0.21 ms max over written zeros). One zero write of [`ZERO_AHEAD`] bytes
+/// per MiB of records moves that cost to one sync in a few hundred.
+#[derive(Debug)]
+struct ZeroedAhead {
+    file: File,
+    /// Bytes of records written (the next write's offset).
+    written: u64,
+    /// Bytes from the start known to be written (records or zeros).
+    zeroed: u64,
+    /// The reserved length (zeros are never written past it).
+    reserve: u64,
+}
+
+impl JournalFile for ZeroedAhead {
+    fn write_all(&mut self, buf: &[u8]) -> io::Result<()> {
+        static ZEROS: [u8; 64 << 10] = [0; 64 << 10];
+        let end = self.written + buf.len() as u64;
+        if end > self.zeroed && self.zeroed < self.reserve {
+            let to = (end + ZERO_AHEAD).min(self.reserve);
+            while self.zeroed < to {
+                let n = (to - self.zeroed).min(ZEROS.len() as u64) as usize;
+                write_all_at(&self.file, &ZEROS[..n], self.zeroed)?;
+                self.zeroed += n as u64;
+            }
+        }
+        write_all_at(&self.file, buf, self.written)?;
+        self.written = end;
+        self.zeroed = self.zeroed.max(end);
+        Ok(())
+    }
+
+    fn sync_data(&mut self) -> io::Result<()> {
+        self.file.sync_data()
+    }
+}
+
 impl JournalFiles for DirFiles {
     fn create(&mut self, segment: u64) -> io::Result<Box<dyn JournalFile>> {
         // Written from its start, sequentially: the cursor, not `append`,
@@ -74,14 +118,28 @@ impl JournalFiles for DirFiles {
             .create_new(true)
             .write(true)
             .open(self.dir.join(file_name(segment)))?;
-        if self.reserve > 0 {
-            if let Err(e) = crate::sys::fs::reserve(&f, self.reserve) {
-                log::debug!("journal: cannot reserve segment {segment}: {e}; it grows as written");
-            }
-        }
+        let reserved = self.reserve > 0
+            && match crate::sys::fs::reserve(&f, self.reserve) {
+                Ok(()) => true,
+                Err(e) => {
+                    log::debug!(
+                        "journal: cannot reserve segment {segment}: {e}; it grows as written"
+                    );
+                    false
+                }
+            };
         // The new name must survive a crash as well as the bytes in it.
         File::open(&self.dir)?.sync_all()?;
-        Ok(Box::new(f))
+        if reserved {
+            Ok(Box::new(ZeroedAhead {
+                file: f,
+                written: 0,
+                zeroed: 0,
+                reserve: self.reserve,
+            }))
+        } else {
+            Ok(Box::new(f))
+        }
     }
 
     fn remove(&mut self, segment: u64) -> io::Result<()> {
