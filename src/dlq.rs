@@ -535,6 +535,17 @@ pub fn read_file(path: &std::path::Path) -> std::io::Result<Vec<DeadLetter>> {
 mod tests {
     use super::*;
 
+    /// A DLQ writing to `path`, keeping `capacity` records in memory and
+    /// rotating past `max_bytes`.
+    fn file_config(path: &std::path::Path, capacity: usize, max_bytes: u64) -> DlqConfig {
+        DlqConfig {
+            capacity,
+            file: Some(path.to_path_buf()),
+            handoff_capacity: 64,
+            max_bytes,
+        }
+    }
+
     fn rec(reason: &str, raw: &[u8]) -> DeadLetter {
         DeadLetter::refused("feed", "127.0.0.1:1", reason, raw, raw.len(), 1)
     }
@@ -543,12 +554,7 @@ mod tests {
     fn bounded_memory_and_every_record_in_the_file() {
         let dir = tempfile::tempdir().unwrap();
         let path = dir.path().join("dlq.jsonl");
-        let cfg = DlqConfig {
-            capacity: 3,
-            file: Some(path.clone()),
-            handoff_capacity: 64,
-            max_bytes: 1 << 20,
-        };
+        let cfg = file_config(&path, 3, 1 << 20);
         let counters = Arc::new(Counters::default());
         let (dlq, tx) = Dlq::start(&cfg, Arc::clone(&counters), &Arc::default()).unwrap();
         for i in 0..10u8 {
@@ -593,12 +599,7 @@ mod tests {
     fn a_marker_is_synced_before_record_durably_returns_and_a_restore_makes_it_replayable_again() {
         let dir = tempfile::tempdir().unwrap();
         let path = dir.path().join("dlq.jsonl");
-        let cfg = DlqConfig {
-            capacity: 2,
-            file: Some(path.clone()),
-            handoff_capacity: 64,
-            max_bytes: 1 << 20,
-        };
+        let cfg = file_config(&path, 2, 1 << 20);
         let start = || Dlq::start(&cfg, Arc::new(Counters::default()), &Arc::default()).unwrap();
         let (dlq, tx) = start();
         // Waits until written (and indexed) this time.
@@ -634,12 +635,7 @@ mod tests {
     fn the_replay_index_rebuilt_at_start_is_bounded_by_the_capacity() {
         let dir = tempfile::tempdir().unwrap();
         let path = dir.path().join("dlq.jsonl");
-        let cfg = DlqConfig {
-            capacity: 3,
-            file: Some(path.clone()),
-            handoff_capacity: 64,
-            max_bytes: 4096,
-        };
+        let cfg = file_config(&path, 3, 4096);
         let (dlq, tx) = Dlq::start(&cfg, Arc::new(Counters::default()), &Arc::default()).unwrap();
         for i in 0..100 {
             tx.send_order(order(&format!("o{i}"))).unwrap();
