@@ -24,10 +24,7 @@ use tickfan::order::journal::writer::{Journal, JournalLimits};
 fn bench(c: &mut Criterion) {
     let dir = tempfile::tempdir().expect("temporary directory");
     let (j, thread) = Journal::start(
-        Box::new(DirFiles {
-            dir: dir.path().to_path_buf(),
-            reserve: 64 << 20,
-        }),
+        Box::new(DirFiles::with_spares(dir.path().to_path_buf(), 64 << 20)),
         JournalLimits {
             max_bytes: u64::MAX,
             segment_bytes: 64 << 20,
@@ -69,10 +66,7 @@ fn bench(c: &mut Criterion) {
 
     let big = tempfile::tempdir().expect("temporary directory");
     let (j, thread) = Journal::start(
-        Box::new(DirFiles {
-            dir: big.path().to_path_buf(),
-            reserve: 64 << 20,
-        }),
+        Box::new(DirFiles::with_spares(big.path().to_path_buf(), 64 << 20)),
         JournalLimits {
             max_bytes: u64::MAX,
             segment_bytes: 64 << 20,

@@ -24,6 +24,9 @@
 # Also: the floor of this disk, a loop of 4 KiB-aligned write + fdatasync of
 # 128 bytes on the same filesystem (FSYNCS times), p50/p99/p99.9.
 #
+# BEFORE_BIN=path/to/an/older/tickfan adds a mode `before` (journal on,
+# that binary) to each round, to compare a change with the same load.
+#
 # Usage: bash perf/journal_ack.sh     (ROUNDS=2, OUT=perf/out/journal-<date>)
 # Needs: cargo, python3. Every process it starts is stopped by its pid, also
 # on Ctrl-C.
@@ -103,14 +106,15 @@ run() { # mode rate round
     max) trate=10000000; count=$MAX_COUNT; qflags=(--order-queue-capacity "$MAX_COUNT") ;;
     *)   trate=$rate; count=$((rate * SECS)) ;;
   esac
-  local jflags=(--no-journal)
-  if [ "$mode" = on ]; then
+  local jflags=(--no-journal) bin=$BIN
+  if [ "$mode" = before ]; then bin=$BEFORE_BIN; fi
+  if [ "$mode" != off ]; then
     rm -rf "$DATA_ROOT/data-$name"
     jflags=(--data-dir "$DATA_ROOT/data-$name")
   fi
   oport=$(free_port); fport=$(free_port); sport=$(free_port); aport=$(free_port)
   local v="latency=0ms,transient=0,permanent=0,partial=0,reorder=0,dup=0,lose=0,hang=0"
-  "$BIN" serve --order-listen "127.0.0.1:$oport" --feed-listen "127.0.0.1:$fport" \
+  "$bin" serve --order-listen "127.0.0.1:$oport" --feed-listen "127.0.0.1:$fport" \
     --sub-listen "127.0.0.1:$sport" --admin-listen "127.0.0.1:$aport" \
     "${jflags[@]}" "${qflags[@]}" --order-workers 8 --dedup-capacity 1000000 \
     --bridge "name=v1,$v" --bridge "name=v2,$v" --bridge "name=v3,$v" --bridge "name=v4,$v" \
@@ -146,6 +150,7 @@ PY
 for rate in $RATES; do
   for round in $(seq 1 "$ROUNDS"); do
     run on "$rate" "$round"
+    if [ -n "${BEFORE_BIN:-}" ]; then run before "$rate" "$round"; fi
     run off "$rate" "$round"
   done
 done
@@ -163,7 +168,7 @@ seen = []
 for r in rows:
     if (r[0], r[1]) not in seen:
         seen.append((r[0], r[1]))
-order = sorted(seen, key=lambda k: (["1000", "10000", "max"].index(k[1]) if k[1] in ("1000", "10000", "max") else 9, k[0] != "on"))
+order = sorted(seen, key=lambda k: (["1000", "10000", "max"].index(k[1]) if k[1] in ("1000", "10000", "max") else 9, ["on", "before", "off"].index(k[0]) if k[0] in ("on", "before", "off") else 9))
 for mode, rate in order:
     g = [r for r in rows if r[0] == mode and r[1] == rate]
     med = lambda i: statistics.median(float(r[i]) for r in g)

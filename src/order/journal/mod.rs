@@ -22,6 +22,7 @@ pub mod files;
 pub mod record;
 pub mod recover;
 pub mod segment;
+mod spare;
 pub(crate) mod startup;
 pub mod writer;
 
