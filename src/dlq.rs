@@ -7,9 +7,11 @@
 //! * the **feed** never blocks on it: when its channel is full the record is
 //!   counted as dropped (its poison counter still counts it); a flood of
 //!   poison must not stall ingest;
-//! * the **order path** blocks on its own channel ([`DlqSender::send_order`]):
-//!   a dead-lettered order is an accepted order the client was promised an
-//!   answer for and that may be replayed, so it is never dropped. A slow disk
+//! * the **order path** blocks on its own channel and waits until the
+//!   record is synced ([`DlqSender::record_durably`]) before the order's
+//!   `DEAD` is journaled and sent: a dead-lettered order is an accepted
+//!   order the client was promised an answer for and that may be replayed,
+//!   so it is never dropped, and never `DEAD` without its record. A slow disk
 //!   slows the workers down, the lane queues fill and new orders get
 //!   `SYSTEM_BUSY`: backpressure ends at the admission bound, not in a lost
 //!   record. The separate channel means a feed flood cannot take its room.
@@ -294,23 +296,9 @@ impl DlqSender {
         })
     }
 
-    /// Hands a dead-lettered order (or a replay marker) to the DLQ thread,
-    /// waiting for room: never dropped.
-    ///
-    /// # Errors
-    /// Hands the record back only when the DLQ thread has stopped.
-    pub(crate) fn send_order(&self, rec: DeadLetter) -> Result<(), Box<DeadLetter>> {
-        self.order_tx
-            .send(OrderRecord {
-                rec,
-                restore: false,
-                synced: None,
-            })
-            .map_err(|e| Box::new(e.0.rec))
-    }
-
-    /// Hands a replay marker (`restore` false) or a restored replayable
-    /// record (`restore` true) to the DLQ thread and waits until it is
+    /// Hands a dead-lettered order or a replay marker (`restore` false), or
+    /// a restored replayable record (`restore` true), to the DLQ thread
+    /// (waiting for room: never dropped) and waits until it is
     /// synced to the file (at once when there is no file).
     ///
     /// # Errors
@@ -638,7 +626,7 @@ mod tests {
         let cfg = file_config(&path, 3, 4096);
         let (dlq, tx) = Dlq::start(&cfg, Arc::new(Counters::default()), &Arc::default()).unwrap();
         for i in 0..100 {
-            tx.send_order(order(&format!("o{i}"))).unwrap();
+            tx.record_durably(order(&format!("o{i}")), false).unwrap();
         }
         drop(tx);
         dlq.finish();

@@ -257,6 +257,7 @@ impl OrderPath {
                 Box::new(move || {
                     let _ = w.wake();
                 }),
+                &|id| i.dlq_store.replayable(id),
             )
             .map_err(std::io::Error::other)?;
             last_token = opened.last_fence_token;

@@ -115,8 +115,10 @@ impl FillThread {
                 BookOut::Event(ev) => self.events.send(ev),
                 BookOut::DeadLetter(rec) => {
                     let id = rec.order_id.clone().unwrap_or_default();
-                    if self.dlq.send_order(*rec).is_err() {
-                        log::error!("dead letter of order {id} not stored: DLQ thread stopped");
+                    // Synced before the `Dead` event that follows it, as
+                    // `lanes::outlet::dead_letter` does.
+                    if let Err(e) = self.dlq.record_durably(*rec, false) {
+                        log::error!("dead letter of order {id}: {e}");
                     }
                 }
             }

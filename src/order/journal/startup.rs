@@ -31,6 +31,7 @@ use super::files::DirFiles;
 use super::record::{Record, TerminalState};
 use super::recover::{recover, RecoverError};
 use super::writer::{Journal, JournalLimits, Notify};
+use crate::dlq::DeadLetter;
 
 /// Largest segment; smaller when `--journal-max-bytes` is small, so old
 /// segments can be retired one by one.
@@ -125,6 +126,12 @@ fn restored_status(qty: Lots, end: Option<&Record>, resumed: &Resumed) -> (Order
 
 /// Recovers `c.data_dir`, fills `dedup`, and starts the journal thread.
 ///
+/// `dead_lettered` answers the DLQ's replayable record of an order id. A
+/// dead letter is synced before its order's `DEAD` is journaled, so an
+/// order the journal holds open while the DLQ holds it dead died in the
+/// crash between the two: it is ended `DEAD` here (and the `Terminal`
+/// record the crash lost is appended), never re-queued.
+///
 /// # Errors
 /// The journal cannot be read (see [`RecoverError`]) or the first new
 /// segment cannot be created.
@@ -134,6 +141,7 @@ pub(crate) fn open(
     now_ns: u64,
     mono_ns: u64,
     notify: Notify,
+    dead_lettered: &dyn Fn(&str) -> Option<DeadLetter>,
 ) -> Result<Opened, RecoverError> {
     // id → (its Accepted record, its Terminal record if any, its fills
     // sent), in acceptance order.
@@ -185,7 +193,8 @@ pub(crate) fn open(
     let wall = wall_ns();
     let retention = c.dedup_retention.as_nanos() as u64;
     let mut orders = Vec::new();
-    for (id, (rec, end, resumed)) in seen {
+    let mut ended_by_dlq = Vec::new();
+    for (id, (rec, mut end, resumed)) in seen {
         let Record::Accepted {
             symbol,
             side,
@@ -198,6 +207,20 @@ pub(crate) fn open(
         else {
             continue;
         };
+        if end.is_none() {
+            if let Some(dead) = dead_lettered(&id) {
+                let rec = Record::Terminal {
+                    id: id.clone(),
+                    state: TerminalState::Dead,
+                    reason: dead.reason,
+                    cum: resumed.cum,
+                    amount: resumed.amount,
+                    attempts: dead.attempts,
+                };
+                ended_by_dlq.push(rec.clone());
+                end = Some(rec);
+            }
+        }
         let age = wall.saturating_sub(recv_wall_ns);
         if age < retention && dedup.check(&id, now_ns, false).is_ok() {
             let since = now_ns.saturating_sub(age);
@@ -264,10 +287,110 @@ pub(crate) fn open(
         path: c.data_dir.join(super::segment::file_name(next)),
         source,
     })?;
+    if !ended_by_dlq.is_empty() {
+        log::warn!(
+            "journal: {} order(s) dead-lettered just before the crash ended DEAD",
+            ended_by_dlq.len()
+        );
+    }
+    for rec in &ended_by_dlq {
+        // Synced with the next commit; lost again, the next start repeats
+        // this from the same two files.
+        if let Err(e) = journal.append(rec) {
+            log::warn!("journal: cannot record a recovered DEAD: {e}");
+        }
+    }
     Ok(Opened {
         journal,
         thread,
         orders,
         last_fence_token,
     })
+}
+
+#[cfg(test)]
+mod tests {
+    use std::path::Path;
+
+    use super::*;
+    use crate::model::lane::Lane;
+    use crate::model::units::Side;
+    use crate::order::gateway::status::Phase;
+
+    const SEC: u64 = 1_000_000_000;
+
+    fn config(dir: &Path) -> OrderConfig {
+        OrderConfig {
+            data_dir: dir.to_path_buf(),
+            journal_max_bytes: 1 << 20,
+            ..OrderConfig::default()
+        }
+    }
+
+    /// Opens `dir` as the engine does at start and stops the journal again,
+    /// with `dead` as the DLQ's answer; the orders re-queued and the
+    /// restored status of `k1`.
+    fn restart(
+        dir: &Path,
+        dead: &dyn Fn(&str) -> Option<DeadLetter>,
+        append: Option<Record>,
+    ) -> (Vec<Order>, Option<OrderStatus>) {
+        let c = config(dir);
+        let mut dedup = Dedup::new(c.dedup_retention.as_nanos() as u64, 1024);
+        let opened = open(&c, &mut dedup, 100 * SEC, 0, Box::new(|| {}), dead).unwrap();
+        if let Some(rec) = append {
+            let lsn = opened.journal.append(&rec).unwrap();
+            assert!(opened.journal.wait_durable(lsn));
+        }
+        opened.journal.stop();
+        opened.thread.join().unwrap();
+        (opened.orders, dedup.status("k1", 100 * SEC))
+    }
+
+    fn dead_letter(reason: &str, attempts: u32) -> DeadLetter {
+        let mut d = DeadLetter::refused("order", "p", reason, b"NEW k1 EURUSD BUY 1", 19, 1);
+        d.order_id = Some("k1".into());
+        d.attempts = attempts;
+        d
+    }
+
+    #[test]
+    fn an_open_order_the_dlq_holds_dead_ends_dead_at_start_and_stays_ended() {
+        let dir = tempfile::tempdir().unwrap();
+        let accepted = Record::Accepted {
+            seq: 1,
+            id: "k1".into(),
+            symbol: "EURUSD".into(),
+            side: Side::Buy,
+            qty: Lots(100),
+            lane: Lane::Small,
+            deadline_wall_ns: None,
+            recv_wall_ns: wall_ns(),
+            raw: "NEW k1 EURUSD BUY 1".into(),
+        };
+        let none = |_: &str| None;
+        let (orders, st) = restart(dir.path(), &none, Some(accepted));
+        assert!(orders.is_empty(), "nothing was journaled before");
+        assert_eq!(st, None);
+        // Open in the journal, not in the DLQ: re-queued.
+        let (orders, st) = restart(dir.path(), &none, None);
+        assert_eq!(orders.len(), 1);
+        assert_eq!(st.map(|s| s.phase()), Some(Phase::Queued));
+        // Open in the journal, dead in the DLQ (the crash came between the
+        // dead letter's sync and the journal's `DEAD`): ended, not re-queued.
+        let dlq = |id: &str| (id == "k1").then(|| dead_letter("retries_exhausted", 4));
+        let (orders, st) = restart(dir.path(), &dlq, None);
+        assert!(orders.is_empty());
+        let st = st.unwrap();
+        assert_eq!(st.phase(), Phase::Dead(DeadReason::RetriesExhausted));
+        assert_eq!(st.attempts(), 4);
+        // The `DEAD` it was given is in the journal now: without the DLQ's
+        // answer the next start finds it ended too.
+        let (orders, st) = restart(dir.path(), &none, None);
+        assert!(orders.is_empty());
+        assert_eq!(
+            st.map(|s| s.phase()),
+            Some(Phase::Dead(DeadReason::RetriesExhausted))
+        );
+    }
 }

@@ -130,15 +130,16 @@ impl Outlet {
     }
 }
 
-/// Hands `o` (an order, not a chunk) to the DLQ (blocking: never dropped),
-/// then tells the gateway. Used through [`Outlet::dead`].
+/// Hands `o` (an order, not a chunk) to the DLQ and waits until its record
+/// is synced, then tells the gateway (which journals the `DEAD` and
+/// replies). So a dead letter is on disk before the journal ends its order:
+/// a crash in between leaves an order the journal still holds open and the
+/// DLQ holds dead, which recovery ends as `DEAD` (`journal::startup`).
+/// Used through [`Outlet::dead`].
 pub(crate) fn dead_letter(dlq: &DlqSender, events: &EventSender, o: Order, reason: DeadReason) {
     let rec = o.dead_letter(reason, wall_ns());
-    if dlq.send_order(rec).is_err() {
-        log::error!(
-            "dead letter of order {} not stored: DLQ thread stopped",
-            o.id
-        );
+    if let Err(e) = dlq.record_durably(rec, false) {
+        log::error!("dead letter of order {}: {e}", o.id);
     }
     events.send(Event {
         conn: o.conn,
