@@ -65,6 +65,9 @@ pub(crate) struct Order {
 pub(crate) struct Resumed {
     /// The bridge of its last journaled attempt.
     pub bridge: Option<Box<str>>,
+    /// Attempts journaled before the restart (its `history` starts with
+    /// that many entries whose outcome the restart left unknown).
+    pub attempts: u32,
     /// A large order's chunks: (index, bridge of its last journaled attempt).
     pub chunk_bridges: Vec<(u32, Box<str>)>,
     /// Last `FILL` number sent.
@@ -90,6 +93,15 @@ impl Order {
     /// Attempts made so far.
     pub(crate) fn attempts(&self) -> u32 {
         self.history.len() as u32
+    }
+
+    /// The bridge a recovered order (or chunk) goes back to first: the one
+    /// its last journaled attempt went to, while no attempt was made since
+    /// the restart (that venue knows the id: a re-sent id returns the first
+    /// execution's fills).
+    pub(crate) fn resend_to(&self) -> Option<&str> {
+        let fresh = self.attempts() == self.resumed.attempts;
+        self.resumed.bridge.as_deref().filter(|_| fresh)
     }
 
     /// Is the order past its deadline at engine-clock `now_ns`?

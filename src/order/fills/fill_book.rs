@@ -602,6 +602,7 @@ mod tests {
         o.lane = Lane::Small;
         o.resumed = crate::order::accepted::Resumed {
             bridge: None,
+            attempts: 0,
             chunk_bridges: Vec::new(),
             fills: 2,
             cum: f[1].cum_lots,

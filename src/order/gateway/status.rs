@@ -171,7 +171,7 @@ impl OrderStatus {
         }
     }
 
-    fn set_attempts(&mut self, n: u32) {
+    pub(crate) fn set_attempts(&mut self, n: u32) {
         self.attempts = u16::try_from(n).unwrap_or(u16::MAX);
     }
 }

@@ -31,7 +31,7 @@ use super::files::DirFiles;
 use super::record::{Record, TerminalState};
 use super::recover::{recover, RecoverError};
 use super::writer::{Journal, JournalLimits, Notify};
-use crate::dlq::DeadLetter;
+use crate::dlq::{AttemptRecord, DeadLetter};
 
 /// Largest segment; smaller when `--journal-max-bytes` is small, so old
 /// segments can be retired one by one.
@@ -72,6 +72,7 @@ fn chunk_of(id: &str) -> Option<(&str, u32)> {
 /// the id taken, as before the restart, and shows `DONE FAILED`: it never ran.
 fn restored_status(qty: Lots, end: Option<&Record>, resumed: &Resumed) -> (OrderStatus, IdState) {
     let mut st = OrderStatus::queued(qty);
+    st.set_attempts(resumed.attempts);
     if resumed.fills > 0 {
         st.apply(&EventKind::Fill {
             n: resumed.fills,
@@ -122,6 +123,30 @@ fn restored_status(qty: Lots, end: Option<&Record>, resumed: &Resumed) -> (Order
     };
     st.apply(&ev);
     (st, id_state)
+}
+
+/// What an outcome the restart left unknown reads as (`DEAD … last=`, the
+/// dead letter's history).
+const RESTART_OUTCOME: &str = "unknown:restart";
+
+/// One history entry per attempt journaled before the restart, so the
+/// retry budget and `attempts=` go on counting from there. Only the last
+/// attempt's bridge is kept by recovery; the others read `?`.
+fn restored_history(resumed: &Resumed) -> Vec<AttemptRecord> {
+    (1..=resumed.attempts)
+        .map(|n| AttemptRecord {
+            n,
+            bridge: match &resumed.bridge {
+                Some(b) if n == resumed.attempts => b.to_string(),
+                _ => "?".into(),
+            },
+            outcome: RESTART_OUTCOME.into(),
+            at_ns: 0,
+            wall_ns: 0,
+            delay_ns: 0,
+            ceiling_ns: 0,
+        })
+        .collect()
 }
 
 /// Recovers `c.data_dir`, fills `dedup`, and starts the journal thread.
@@ -179,6 +204,7 @@ pub(crate) fn open(
             last_fence_token = last_fence_token.max(fence_token);
             if let Some(e) = seen.get_mut(&id) {
                 e.2.bridge = Some(bridge.into());
+                e.2.attempts += 1;
             } else if let Some((parent, i)) = chunk_of(&id) {
                 // A chunk of a large order (`<parent id>.c<index>`).
                 if let Some(e) = seen.get_mut(parent) {
@@ -249,7 +275,7 @@ pub(crate) fn open(
             enq_mono_ns: mono_ns,
             deadline_ns: deadline_wall_ns.map(|d| now_ns.saturating_add(d.saturating_sub(wall))),
             recv_wall_ns,
-            history: Vec::new(),
+            history: restored_history(&resumed),
             next_delay: (0, 0),
             replay: false,
             lane: c.lanes.lane_of(qty),
@@ -392,5 +418,39 @@ mod tests {
             st.map(|s| s.phase()),
             Some(Phase::Dead(DeadReason::RetriesExhausted))
         );
+    }
+
+    #[test]
+    fn attempts_journaled_before_a_restart_go_on_counting_and_the_resend_goes_to_the_last_bridge() {
+        let dir = tempfile::tempdir().unwrap();
+        let none = |_: &str| None;
+        let accepted = Record::Accepted {
+            seq: 1,
+            id: "k1".into(),
+            symbol: "EURUSD".into(),
+            side: Side::Buy,
+            qty: Lots(100),
+            lane: Lane::Small,
+            deadline_wall_ns: None,
+            recv_wall_ns: wall_ns(),
+            raw: "NEW k1 EURUSD BUY 1".into(),
+        };
+        restart(dir.path(), &none, Some(accepted));
+        for (bridge, token) in [("v1", 7), ("v2", 9)] {
+            let sent = Record::AttemptSent {
+                id: "k1".into(),
+                bridge: bridge.into(),
+                fence_token: token,
+            };
+            restart(dir.path(), &none, Some(sent));
+        }
+        let (orders, st) = restart(dir.path(), &none, None);
+        let o = &orders[0];
+        assert_eq!(o.attempts(), 2);
+        assert_eq!(o.history[1].bridge, "v2");
+        assert_eq!(o.history[1].outcome, RESTART_OUTCOME);
+        assert_eq!(o.resend_to(), Some("v2"));
+        let st = st.unwrap();
+        assert_eq!((st.phase(), st.attempts()), (Phase::Queued, 2));
     }
 }

@@ -305,10 +305,10 @@ impl Worker {
         let n = o.attempts() + 1;
         let route = o.seq + o.chunk.map_or(0, |c| u64::from(c.index));
         let mut at = ((route + u64::from(n) - 1) % self.bridges.len() as u64) as usize;
-        if let (true, Some(name)) = (o.history.is_empty(), &o.resumed.bridge) {
+        if let Some(name) = o.resend_to() {
             // Re-sent after a restart: to the bridge it was at, whose venue
             // knows the id (a re-sent id returns the first execution's fills).
-            if let Some(i) = self.bridges.iter().position(|b| b.name() == &**name) {
+            if let Some(i) = self.bridges.iter().position(|b| b.name() == name) {
                 at = i;
             }
         }
