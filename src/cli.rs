@@ -88,8 +88,8 @@ pub struct ServeArgs {
         help_heading = "Market data"
     )]
     pub max_publish_rate: u64,
-    /// Pin threads to cores, e.g. `feed=0,publish=1`; a missing core logs one line and runs unpinned.
-    #[arg(long, value_name = "THREAD=CORE,...", value_parser = parse_pin, help_heading = "Market data")]
+    /// Pin threads to cores, e.g. `feed=0,publish=1`, or `auto` (own cores on a host with at least 4); a missing core logs one line and runs unpinned.
+    #[arg(long, value_name = "THREAD=CORE,...|auto", value_parser = parse_pin, help_heading = "Market data")]
     pub pin: Option<PinPlan>,
     /// What idle event loops do: spin, yield or park (block in the poller).
     #[arg(long, value_enum, default_value_t = IdleStrategy::Park, help_heading = "Market data")]
@@ -203,12 +203,16 @@ pub fn serve_command() -> clap::Command {
     ))
 }
 
-/// Parses `feed=0,publish=1`.
+/// Parses `feed=0,publish=1`, or `auto`.
 ///
 /// # Errors
 /// An unknown thread name, a core that is not a number, or a thread named twice.
 pub fn parse_pin(s: &str) -> Result<PinPlan, String> {
     let mut plan = PinPlan::default();
+    if s.trim() == "auto" {
+        plan.auto = true;
+        return Ok(plan);
+    }
     for part in s.split(',').filter(|p| !p.is_empty()) {
         let (thread, core) = part
             .split_once('=')
@@ -291,13 +295,21 @@ mod tests {
             parse_pin("feed=0,publish=1"),
             Ok(PinPlan {
                 feed: Some(0),
-                publish: Some(1)
+                publish: Some(1),
+                auto: false,
             })
         );
         assert!(parse_pin("feed=x").unwrap_err().contains("not a number"));
         assert!(parse_pin("gpu=1").unwrap_err().contains("unknown thread"));
         assert!(parse_pin("feed=1,feed=2").unwrap_err().contains("twice"));
         assert!(parse_pin("feed").unwrap_err().contains("THREAD=CORE"));
+        assert_eq!(
+            parse_pin("auto"),
+            Ok(PinPlan {
+                auto: true,
+                ..PinPlan::default()
+            })
+        );
     }
 
     fn config_of(args: &[&str]) -> Config {

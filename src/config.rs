@@ -25,6 +25,9 @@ pub struct PinPlan {
     pub feed: Option<usize>,
     /// Core of the publisher thread.
     pub publish: Option<usize>,
+    /// `--pin auto`: the engine chooses at start (see
+    /// `sys::affinity::auto_layout`); `feed` and `publish` are then unset.
+    pub auto: bool,
 }
 
 /// Everything the engine needs to start.

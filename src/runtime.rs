@@ -302,7 +302,7 @@ impl Engine {
         )
         .map_err(os("feed loop"))?;
 
-        let pin = config.pin;
+        let pin = crate::sys::affinity::resolve(config.pin);
         let publish = std::thread::Builder::new()
             .name("tickfan-publish".into())
             .spawn(move || {

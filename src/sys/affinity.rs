@@ -3,6 +3,10 @@
 //! On a dedicated host each hot thread gets its own core. On a small host
 //! (this project's CI has 2 cores) a requested core may not exist: the thread
 //! then runs unpinned and the engine says so once, instead of failing.
+//! `--pin auto` picks cores only on a host with enough of them
+//! ([`auto_layout`]).
+
+use crate::config::PinPlan;
 
 /// What happened when a thread asked for a core.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -18,6 +22,59 @@ pub(crate) enum PinOutcome {
         /// Cores the OS reports as usable.
         available: usize,
     },
+}
+
+/// The fewest usable cores for `--pin auto` to pin: the feed and the
+/// publisher each get one, and at least two stay for everything else (the
+/// order path, the reporter, the kernel's network work, the OS).
+pub(crate) const AUTO_MIN_CORES: usize = 4;
+
+/// `--pin auto`'s layout on a host whose usable cores are `cores`: the
+/// feed on the second-to-last, the publisher on the last (core 0, where
+/// the OS and most interrupts land by default, stays unpinned), or `None`
+/// with fewer than [`AUTO_MIN_CORES`] (pinning two busy threads on a small
+/// host would take cores the rest of the engine needs).
+pub(crate) fn auto_layout(cores: &[usize]) -> Option<(usize, usize)> {
+    let mut sorted = cores.to_vec();
+    sorted.sort_unstable();
+    sorted.dedup();
+    match sorted[..] {
+        [.., feed, publish] if sorted.len() >= AUTO_MIN_CORES => Some((feed, publish)),
+        _ => None,
+    }
+}
+
+/// Resolves `--pin auto` on this host, logging the choice in one line;
+/// an explicit plan is returned as given.
+pub(crate) fn resolve(plan: PinPlan) -> PinPlan {
+    if !plan.auto {
+        return plan;
+    }
+    let cores: Vec<usize> = core_affinity::get_core_ids()
+        .unwrap_or_default()
+        .iter()
+        .map(|c| c.id)
+        .collect();
+    match auto_layout(&cores) {
+        Some((feed, publish)) => {
+            log::info!(
+                "pin auto: feed on core {feed}, publish on core {publish} ({} usable cores; the others unpinned)",
+                cores.len()
+            );
+            PinPlan {
+                feed: Some(feed),
+                publish: Some(publish),
+                auto: true,
+            }
+        }
+        None => {
+            log::info!(
+                "pin auto: {} usable cores (fewer than {AUTO_MIN_CORES}): feed and publish run unpinned",
+                cores.len()
+            );
+            plan
+        }
+    }
 }
 
 /// Pins the calling thread to `core` if given and possible.
@@ -54,6 +111,24 @@ pub(crate) fn pin_and_log(thread: &str, core: Option<usize>) -> PinOutcome {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn auto_pins_the_last_two_cores_from_four_and_nothing_below() {
+        assert_eq!(auto_layout(&[0, 1, 2, 3]), Some((2, 3)));
+        assert_eq!(auto_layout(&[3, 1, 0, 2, 5, 4, 7, 6]), Some((6, 7)));
+        // A cpuset with gaps: the highest two usable.
+        assert_eq!(auto_layout(&[0, 2, 4, 9]), Some((4, 9)));
+        assert_eq!(auto_layout(&[0, 1, 2]), None);
+        assert_eq!(auto_layout(&[0, 1]), None);
+        assert_eq!(auto_layout(&[]), None);
+        assert_eq!(auto_layout(&[1, 1, 1, 1]), None, "duplicates are one core");
+        // An explicit plan is not touched.
+        let explicit = PinPlan {
+            feed: Some(7),
+            ..PinPlan::default()
+        };
+        assert_eq!(resolve(explicit), explicit);
+    }
 
     #[test]
     fn missing_core_degrades_to_unpinned() {

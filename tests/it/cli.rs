@@ -439,3 +439,22 @@ fn log_format_json_writes_one_object_per_log_line() {
         "{stderr}"
     );
 }
+
+#[test]
+fn pin_auto_says_its_layout_in_one_line() {
+    let mut args = vec!["serve"];
+    args.extend_from_slice(&EPHEMERAL_PORTS);
+    args.extend_from_slice(&["--duration", "200ms", "--pin", "auto"]);
+    let out = tickfan(&args);
+    assert_eq!(out.status.code(), Some(0));
+    let stderr = String::from_utf8(out.stderr).unwrap();
+    let lines: Vec<&str> = stderr.lines().filter(|l| l.contains("pin auto:")).collect();
+    assert_eq!(lines.len(), 1, "one line: {stderr}");
+    let cores = std::thread::available_parallelism().map_or(1, |n| n.get());
+    if cores >= 4 {
+        assert!(lines[0].contains("feed on core"), "{}", lines[0]);
+    } else {
+        assert!(lines[0].contains("run unpinned"), "{}", lines[0]);
+        assert!(!stderr.contains("pinned to core"), "{stderr}");
+    }
+}
