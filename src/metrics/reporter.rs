@@ -230,6 +230,9 @@ impl Emitter {
             if let Some(line) = snap.orders.interval_line(&self.last.orders, secs) {
                 eprintln!("{line}");
             }
+            if let Some(line) = snap.capacity.interval_line(&self.last.capacity) {
+                eprintln!("{line}");
+            }
         }
         self.last = snap;
         self.last_at_ns = now_ns;
