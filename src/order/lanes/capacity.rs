@@ -20,6 +20,10 @@
 //! once the venues are saturated (the case a backlog is in); below that it
 //! over-states μ, with nothing queued to drain.
 //!
+//! The per-worker speed is kept while the lane idles (below [`MIN_BUSY`]
+//! busy workers on average there is too little to measure it by), so an
+//! order arriving at an idle lane does not look like it never drains.
+//!
 //! Rates are exponentially weighted with time constant [`TAU`] over samples
 //! on the engine clock (weight `1 − e^(−Δt/τ)` per sample), so the view
 //! follows a load step within a few τ. Pure: no thread, no clock of its
@@ -29,6 +33,10 @@ use std::time::Duration;
 
 /// Time constant of the moving averages.
 pub(crate) const TAU: Duration = Duration::from_millis(200);
+
+/// Below this average of busy workers the per-worker speed is not
+/// re-measured (too few completions to divide by).
+const MIN_BUSY: f64 = 0.05;
 
 /// One estimate.
 #[derive(Debug, Clone, Copy, Default, PartialEq)]
@@ -53,6 +61,10 @@ pub(crate) struct Estimator {
     completion: f64,
     busy: f64,
     utilisation: f64,
+    /// Completions per busy worker-second, as last measured (kept while
+    /// the lane idles: an idle lane has not lost its speed); 0 until the
+    /// first completions.
+    per_worker: f64,
 }
 
 impl Default for Estimator {
@@ -71,6 +83,7 @@ impl Estimator {
             completion: 0.0,
             busy: 0.0,
             utilisation: 0.0,
+            per_worker: 0.0,
         }
     }
 
@@ -102,6 +115,9 @@ impl Estimator {
                         (busy as f64 / workers as f64).min(1.0)
                     },
                 );
+                if self.busy > MIN_BUSY {
+                    self.per_worker = self.completion / self.busy;
+                }
             } else {
                 return self.estimate(workers, depth);
             }
@@ -111,11 +127,7 @@ impl Estimator {
     }
 
     fn estimate(&self, workers: usize, depth: usize) -> Estimate {
-        let service = if self.busy > 0.01 {
-            self.completion / self.busy * workers as f64
-        } else {
-            0.0
-        };
+        let service = self.per_worker * workers as f64;
         let drain_s = if depth == 0 {
             Some(0.0)
         } else if service > self.arrival {
@@ -226,5 +238,13 @@ mod tests {
         assert!((e.utilisation - 0.25).abs() < 0.01, "{}", e.utilisation);
         let d = e.drain_s.expect("draining");
         assert!((d - 3.0 / 3_000.0).abs() < 1e-3, "{d}");
+        // Idle for a long while: the speed is remembered, so one order
+        // arriving drains at once rather than "not draining".
+        for i in 301..=1_300u64 {
+            e = est.update(i * 10_000_000, (3_000, 3_000), (0, 8), 0);
+        }
+        let e = est.update(1_301 * 10_000_000, (3_001, 3_000), (0, 8), 1);
+        assert!((e.service - 4_000.0).abs() < 100.0, "{}", e.service);
+        assert!(e.drain_s.is_some_and(|d| d < 0.01), "{:?}", e.drain_s);
     }
 }
