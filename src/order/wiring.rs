@@ -13,7 +13,9 @@
 //! ```
 //!
 //! Threads: `tickfan-order-gw` (gateway), `tickfan-order-wN` (small-lane
-//! workers), `tickfan-order-LN` (large-lane workers), `tickfan-retry`
+//! workers), `tickfan-order-LN` (large-lane workers), `tickfan-order-scale`
+//! (starts and retires each lane's workers between its min and max, and
+//! keeps the capacity view: [`super::lanes::pool`]), `tickfan-retry`
 //! (timer), `tickfan-fills` (fill thread). Shutdown order:
 //!
 //! 1. the gateway stops reading and closes the lane queues' producer side
@@ -22,8 +24,9 @@
 //!    with reason `shutdown`, replayable after a restart); the timer
 //!    dead-letters what waits in the delay queue and closes the ready
 //!    channels;
-//! 3. workers finish their lane's queue and the chunk queue and exit; the
-//!    timer exits once no worker can send to it;
+//! 3. the scaler ends (no worker starts or retires from here) and drops
+//!    its handles; workers finish their lane's queue and the chunk queue
+//!    and exit; the timer exits once no worker can send to it;
 //! 4. if the workers have not finished when the shutdown deadline passes
 //!    (`--shutdown-deadline`, on the engine clock), no new attempt starts:
 //!    the orders still queued (both lane queues, due retries of both lanes,
