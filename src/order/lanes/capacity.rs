@@ -241,7 +241,7 @@ mod tests {
         // Idle for a long while: the speed is remembered, so one order
         // arriving drains at once rather than "not draining".
         for i in 301..=1_300u64 {
-            e = est.update(i * 10_000_000, (3_000, 3_000), (0, 8), 0);
+            est.update(i * 10_000_000, (3_000, 3_000), (0, 8), 0);
         }
         let e = est.update(1_301 * 10_000_000, (3_001, 3_000), (0, 8), 1);
         assert!((e.service - 4_000.0).abs() < 100.0, "{}", e.service);
