@@ -361,12 +361,15 @@ impl ScaleLoop {
                     .map_or(NOT_DRAINING, |s| (s * 1e6).min(1e15) as u64),
             );
         }
-        // Reap the workers that retired.
-        let (ended, alive): (Vec<_>, Vec<_>) =
-            self.handles.drain(..).partition(JoinHandle::is_finished);
-        self.handles = alive;
-        for h in ended {
-            let _ = h.join();
+        // Reap the workers that retired (in place: a tick allocates nothing,
+        // as the engine's idle threads must not; `tests/alloc_free.rs`).
+        let mut i = 0;
+        while i < self.handles.len() {
+            if self.handles[i].is_finished() {
+                let _ = self.handles.swap_remove(i).join();
+            } else {
+                i += 1;
+            }
         }
     }
 }
