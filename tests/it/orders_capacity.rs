@@ -2,7 +2,8 @@
 //! shrink back to their min after the idle period (scale decisions on the
 //! simulated engine clock, counts read from `/metrics`); a venue's
 //! `max_inflight` is never exceeded (a gated venue counting its concurrent
-//! calls); the capacity gauges are there and sane; bad flags get one line.
+//! calls); the capacity gauges are there and sane; the binary logs each
+//! scale step and prints the capacity interval line; bad flags get one line.
 
 use std::process::Command;
 use std::sync::atomic::{AtomicUsize, Ordering};
@@ -260,4 +261,74 @@ fn bad_worker_bounds_and_max_inflight_exit_2_with_one_line() {
             "{args:?}: {err}"
         );
     }
+}
+
+#[test]
+fn the_binary_logs_each_scale_step_and_prints_the_capacity_line() {
+    use std::io::BufRead;
+    use std::process::Stdio;
+    let mut child = Command::new(env!("CARGO_BIN_EXE_tickfan"))
+        .args([
+            "serve",
+            "--feed-listen",
+            "127.0.0.1:0",
+            "--sub-listen",
+            "127.0.0.1:0",
+            "--admin-listen",
+            "127.0.0.1:0",
+            "--order-listen",
+            "127.0.0.1:0",
+            "--order-workers-min",
+            "1",
+            "--order-workers-max",
+            "3",
+            "--bridge",
+            "name=slow,latency=fixed:200ms,transient=0,max_inflight=8",
+            "--report-interval",
+            "500ms",
+        ])
+        .env("RUST_LOG", "info")
+        .env(NO_JOURNAL.0, NO_JOURNAL.1)
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("binary runs");
+    let err = child.stderr.take().unwrap();
+    let _child = crate::util::Spawned(Some(child));
+    let (tx, lines) = std::sync::mpsc::channel();
+    std::thread::spawn(move || {
+        for l in std::io::BufReader::new(err).lines().map_while(Result::ok) {
+            if tx.send(l).is_err() {
+                break;
+            }
+        }
+    });
+    let until = |what: &str| -> String {
+        let end = std::time::Instant::now() + Duration::from_secs(30);
+        loop {
+            let left = end.saturating_duration_since(std::time::Instant::now());
+            let l = lines
+                .recv_timeout(left)
+                .unwrap_or_else(|_| panic!("no stderr line with {what:?}"));
+            if l.contains(what) {
+                return l;
+            }
+        }
+    };
+    let banner = until("tickfan serving");
+    let orders = banner
+        .split(" orders ")
+        .nth(1)
+        .and_then(|r| r.split_whitespace().next())
+        .and_then(|a| a.parse().ok())
+        .expect("order address in the banner");
+    let mut cl = OrderClient::connect(orders);
+    for i in 0..20 {
+        cl.accepted(&format!("s{i}"), "EURUSD", "1");
+    }
+    // One log line per step, up to the max.
+    until("order workers: small lane 1 → 2");
+    until("order workers: small lane 2 → 3");
+    let line = until("capacity small workers");
+    assert!(line.contains("slo 1.00s"), "{line}");
 }
