@@ -6,7 +6,8 @@
 //! (publisher loop), `reporter` (histogram merge + report lines), `dlq`
 //! (dead-letter store), the admin endpoint (`admin-io`, its workers and
 //! `admin-replay`; see [`crate::admin`]), and the order path (`order-gw`
-//! gateway, `order-wN`/`order-LN` small/large-lane workers, `retry` timer,
+//! gateway, `order-wN`/`order-LN` small/large-lane workers, `order-scale`
+//! their scaler, `retry` timer,
 //! `fills` fill thread; see [`crate::order::wiring`]). Shutdown order: the
 //! admin endpoint → the order path (it stops taking orders and gives every
 //! accepted one its terminal reply) → the feed (stop flag, wake, join: it

@@ -13,8 +13,10 @@ use super::exposition::Exposition;
 use super::latency_buckets::{LatencyBuckets, BUCKETS};
 use super::subscriber_series;
 use crate::metrics::alerts::{Alert, AlertGauges};
+use crate::metrics::capacity_counters::{CapacitySnapshot, LaneCapacity};
 use crate::metrics::report::SubscriberStats;
 use crate::metrics::{CountersSnapshot, Stage};
+use crate::model::lane::Lane;
 use crate::sys::process::ProcessStats;
 
 /// Everything one scrape shows.
@@ -366,6 +368,7 @@ pub(crate) fn render(s: &Scrape<'_>) -> String {
         &[("lane", "large")],
         ord.lane_oldest_age_us.1 as f64 / 1e6,
     );
+    capacity(&mut o, &c.capacity);
     o.one(
         "tickfan_bridge_calls_in_progress",
         "gauge",
@@ -445,6 +448,71 @@ pub(crate) fn render(s: &Scrape<'_>) -> String {
     stages(&mut o, s.stages);
     admin(&mut o, s.admin);
     o.finish()
+}
+
+/// The order lanes' workers and capacity view (`order::lanes::pool`).
+fn capacity(o: &mut Exposition, cap: &CapacitySnapshot) {
+    let lanes = |o: &mut Exposition,
+                 name: &str,
+                 kind: &str,
+                 help: &str,
+                 v: &dyn Fn(&LaneCapacity) -> String| {
+        o.head(name, kind, help);
+        for l in Lane::ALL {
+            o.labelled(name, &[("lane", l.as_str())], v(&cap.lanes[l.index()]));
+        }
+    };
+    lanes(
+        o,
+        "tickfan_order_workers",
+        "gauge",
+        "Order worker threads of each lane now (between its --order-workers-min and -max).",
+        &|c| c.workers.to_string(),
+    );
+    lanes(
+        o,
+        "tickfan_order_workers_busy",
+        "gauge",
+        "Order workers of each lane holding an order now.",
+        &|c| c.busy.to_string(),
+    );
+    o.head(
+        "tickfan_order_worker_scale_total",
+        "counter",
+        "Order workers added (up) and retired (down), per lane.",
+    );
+    for l in Lane::ALL {
+        let c = &cap.lanes[l.index()];
+        for (dir, n) in [("up", c.scale_steps.0), ("down", c.scale_steps.1)] {
+            o.labelled(
+                "tickfan_order_worker_scale_total",
+                &[("lane", l.as_str()), ("direction", dir)],
+                n,
+            );
+        }
+    }
+    lanes(
+        o,
+        "tickfan_order_lane_arrival_rate",
+        "gauge",
+        "Orders admitted per second into each lane (moving average).",
+        &|c| c.arrival_per_s.to_string(),
+    );
+    lanes(o, "tickfan_order_lane_service_rate", "gauge", "Orders each lane completes per second with every worker busy (moving average of completions per busy worker-second, times the workers).", &|c| c.service_per_s.to_string());
+    lanes(
+        o,
+        "tickfan_order_lane_utilisation_ratio",
+        "gauge",
+        "Busy workers over workers per lane (moving average).",
+        &|c| c.utilisation.to_string(),
+    );
+    lanes(o, "tickfan_order_lane_drain_seconds", "gauge", "Projected time to drain each lane's queue: depth / (service - arrival); +Inf when not draining.", &|c| c.drain_s.map_or("+Inf".to_string(), |s| s.to_string()));
+    o.one(
+        "tickfan_order_slo_seconds",
+        "gauge",
+        "--order-slo: the completion-time target the drain time is held against (order_drain_over_slo).",
+        cap.slo_s,
+    );
 }
 
 /// `tickfan_build_info` and the standard `process_*` families.

@@ -4,6 +4,7 @@
 //! --bridge name=lp1,latency=uniform:1ms..5ms,transient=0.01,permanent=0.001,down=10s+5s,fills=3,partial=0.05,seed=7
 //! --bridge name=lp2,per_lot=2ms,reorder=0.2,dup=0.1,lose=0.01
 //! --bridge name=lp3,exec_log=venue3.log,hang=0.01,hang_for=30s
+//! --bridge name=lp4,latency=2ms,max_inflight=8
 //! ```
 //!
 //! Every key is optional; `down=` may repeat (one outage each, `FROM+FOR`
@@ -14,7 +15,8 @@
 //! [`SimSpec`]). `exec_log` keeps the venue's execution record in a file
 //! across restarts (see [`super::exec_log`]); `hang` is the probability that
 //! an attempt does not answer for `hang_for` (then answers transient
-//! `hung`, having executed nothing).
+//! `hung`, having executed nothing). `max_inflight` caps the calls the
+//! engine has at that venue at once (`order::lanes::inflight`; default no cap).
 
 use std::path::PathBuf;
 use std::time::Duration;
@@ -82,6 +84,9 @@ pub struct SimSpec {
     pub hang_for: Duration,
     /// The venue's execution record file (`None`: in memory only).
     pub exec_log: Option<PathBuf>,
+    /// Most calls at this venue at once (`None`: no cap). Enforced by the
+    /// engine's workers (`order::lanes::inflight`), for any bridge of this name.
+    pub max_inflight: Option<u32>,
 }
 
 impl SimSpec {
@@ -106,6 +111,7 @@ impl SimSpec {
             hang: 0.0,
             hang_for: Duration::from_secs(60),
             exec_log: None,
+            max_inflight: None,
         }
     }
 
@@ -181,6 +187,16 @@ impl SimSpec {
                         .filter(|n| (1..=100).contains(n))
                         .ok_or_else(|| format!("fills: '{v}' must be 1..100"))?
                 }
+                "max_inflight" => {
+                    spec.max_inflight = Some(
+                        v.parse()
+                            .ok()
+                            .filter(|n| (1..=100_000).contains(n))
+                            .ok_or_else(|| {
+                                format!("max_inflight: '{v}' must be a whole number 1..100000")
+                            })?,
+                    )
+                }
                 "seed" => {
                     spec.seed = v
                         .parse()
@@ -197,7 +213,7 @@ impl SimSpec {
                 }
                 other => {
                     return Err(format!(
-                        "unknown key '{other}' (known: name, latency, transient, permanent, down, fills, partial, seed, per_lot, reorder, dup, lose, hang, hang_for, exec_log)"
+                        "unknown key '{other}' (known: name, latency, transient, permanent, down, fills, partial, seed, per_lot, reorder, dup, lose, hang, hang_for, exec_log, max_inflight)"
                     ))
                 }
             }
@@ -282,6 +298,10 @@ mod tests {
         let s = SimSpec::parse("hang=0.5,hang_for=2s,exec_log=/tmp/v.log", "x").unwrap();
         assert_eq!((s.hang, s.hang_for), (0.5, Duration::from_secs(2)));
         assert_eq!(s.exec_log, Some(PathBuf::from("/tmp/v.log")));
+        assert_eq!(
+            SimSpec::parse("max_inflight=8", "x").unwrap().max_inflight,
+            Some(8)
+        );
         assert_eq!(SimSpec::parse("", "x").unwrap(), SimSpec::named("x"));
         assert_eq!(
             SimSpec::parse("latency=2ms", "x").unwrap().latency,
@@ -310,6 +330,9 @@ mod tests {
             ("hang=2", "probability"),
             ("hang_for=1h", "hang_for"),
             ("exec_log=", "exec_log"),
+            ("max_inflight=0", "max_inflight: '0' must be a whole number"),
+            ("max_inflight=many", "max_inflight: 'many'"),
+            ("max_inflight=-1", "max_inflight"),
         ] {
             let e = SimSpec::parse(s, "x").unwrap_err();
             assert!(e.contains(want), "{s}: {e}");

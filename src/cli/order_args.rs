@@ -33,9 +33,21 @@ pub struct OrderArgs {
         help_heading = "Orders"
     )]
     pub order_queue_capacity: usize,
-    /// Order worker threads (each runs one bridge attempt at a time).
+    /// Order worker threads of the small lane (each runs one bridge attempt at a time): a fixed count, the same as --order-workers-min N --order-workers-max N.
     #[arg(long, value_name = "N", default_value_t = 4, help_heading = "Orders")]
     pub order_workers: usize,
+    /// Fewest small-lane workers (default --order-workers); the lane grows toward --order-workers-max under a backlog.
+    #[arg(long, value_name = "N", help_heading = "Orders")]
+    pub order_workers_min: Option<usize>,
+    /// Most small-lane workers (default: --order-workers, or the min when larger).
+    #[arg(long, value_name = "N", help_heading = "Orders")]
+    pub order_workers_max: Option<usize>,
+    /// Workers beyond a lane's minimum that stayed idle this long are retired.
+    #[arg(long, value_name = "DURATION", value_parser = humantime::parse_duration, default_value = "3s", help_heading = "Orders")]
+    pub order_worker_idle: Duration,
+    /// Completion-time target of an order: the capacity view's drain time is held against it (alert order_drain_over_slo).
+    #[arg(long, value_name = "DURATION", value_parser = humantime::parse_duration, default_value = "1s", help_heading = "Orders")]
+    pub order_slo: Duration,
     /// Longest order line in bytes.
     #[arg(
         long,
@@ -87,9 +99,15 @@ pub struct OrderArgs {
     /// Orders above this many lots take the large-order lane.
     #[arg(long, value_name = "LOTS", value_parser = Lots::parse, default_value = "100", help_heading = "Lanes")]
     pub large_threshold: Lots,
-    /// Large-lane worker threads (the small lane has --order-workers).
+    /// Large-lane worker threads (the small lane has --order-workers): a fixed count, as --large-workers-min N --large-workers-max N.
     #[arg(long, value_name = "N", default_value_t = 2, help_heading = "Lanes")]
     pub large_workers: usize,
+    /// Fewest large-lane workers (default --large-workers).
+    #[arg(long, value_name = "N", help_heading = "Lanes")]
+    pub large_workers_min: Option<usize>,
+    /// Most large-lane workers (default: --large-workers, or the min when larger).
+    #[arg(long, value_name = "N", help_heading = "Lanes")]
+    pub large_workers_max: Option<usize>,
     /// Large orders waiting for a large-lane worker; more get SYSTEM_BUSY.
     #[arg(
         long,
@@ -175,9 +193,28 @@ impl OrderArgs {
                     why,
                 })?
         };
+        // (min, max): a fixed count unless -min or -max is given.
+        let bounds = |fixed: usize, min: Option<usize>, max: Option<usize>| {
+            let lo = min.unwrap_or(fixed);
+            let hi = (min.is_some() || max.is_some()).then(|| max.unwrap_or(fixed.max(lo)));
+            (lo, hi)
+        };
+        let (workers, workers_max) = bounds(
+            self.order_workers,
+            self.order_workers_min,
+            self.order_workers_max,
+        );
+        let (large_workers, large_workers_max) = bounds(
+            self.large_workers,
+            self.large_workers_min,
+            self.large_workers_max,
+        );
         let c = OrderConfig {
             queue_capacity: self.order_queue_capacity,
-            workers: self.order_workers,
+            workers,
+            workers_max,
+            worker_idle: self.order_worker_idle,
+            slo: self.order_slo,
             retry: Backoff {
                 base: self.retry_base,
                 cap: self.retry_cap,
@@ -195,7 +232,8 @@ impl OrderArgs {
                 chunk: self.chunk_lots,
                 max_chunks: self.max_chunks,
             },
-            large_workers: self.large_workers,
+            large_workers,
+            large_workers_max,
             large_queue_capacity: self.large_queue_capacity,
             gap_timeout: self.gap_timeout,
             gap_tick: self.gap_tick,
@@ -265,5 +303,16 @@ mod tests {
         assert!(e.to_string().contains("--bridge"), "{e}");
         let e = parse(&["--order-workers", "0"]).unwrap_err();
         assert!(e.to_string().contains("--order-workers"), "{e}");
+        let (_, c) = parse(&["--order-workers-max", "16", "--large-workers-min", "3"]).unwrap();
+        assert_eq!(c.lane_workers(), [(4, 16), (3, 3)]);
+        let (_, c) = parse(&["--order-workers-min", "2", "--order-slo", "250ms"]).unwrap();
+        assert_eq!(
+            (c.lane_workers()[0], c.slo),
+            ((2, 4), Duration::from_millis(250))
+        );
+        let e = parse(&["--order-workers-min", "9", "--order-workers-max", "3"]).unwrap_err();
+        assert!(e.to_string().contains("min must not exceed max"), "{e}");
+        let e = parse(&["--bridge", "max_inflight=0"]).unwrap_err();
+        assert!(e.to_string().contains("max_inflight"), "{e}");
     }
 }

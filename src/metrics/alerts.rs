@@ -34,11 +34,14 @@ pub enum Alert {
     BridgeCallSlow,
     /// The order journal holds `pct`% of `--journal-max-bytes` (SYSTEM_BUSY journal_full comes next).
     JournalFull,
+    /// A lane's projected backlog drain time passes `--order-slo`, or its
+    /// backlog is not draining (`order::lanes::capacity`).
+    OrderDrainOverSlo,
 }
 
 impl Alert {
     /// Number of alerts.
-    pub const COUNT: usize = 9;
+    pub const COUNT: usize = 10;
     /// Every alert, in gauge-index order.
     pub const ALL: [Alert; Alert::COUNT] = [
         Alert::SymbolsNearLimit,
@@ -50,6 +53,7 @@ impl Alert {
         Alert::OrderQueueOld,
         Alert::BridgeCallSlow,
         Alert::JournalFull,
+        Alert::OrderDrainOverSlo,
     ];
 
     /// Stable snake-case name (log lines, metric label).
@@ -64,6 +68,7 @@ impl Alert {
             Alert::OrderQueueOld => "order_queue_old",
             Alert::BridgeCallSlow => "bridge_call_slow",
             Alert::JournalFull => "journal_full",
+            Alert::OrderDrainOverSlo => "order_drain_over_slo",
         }
     }
 }
@@ -164,6 +169,7 @@ impl Alerts {
             / i.secs.max(1e-9);
         let conns = n.feed_connections.2.max(n.subscriber_connections.2);
         let in_bridge = n.orders.bridge_calls_in_progress;
+        let over_slo = n.capacity.over_slo();
         let checks: [(Alert, bool, String); Alert::COUNT] = [
             (
                 Alert::SymbolsNearLimit,
@@ -238,6 +244,22 @@ impl Alerts {
                     n.orders.journal_bytes, n.orders.journal_max_bytes
                 ),
             ),
+            (
+                Alert::OrderDrainOverSlo,
+                !over_slo.is_empty(),
+                if over_slo.is_empty() {
+                    format!(
+                        "every lane drains within the SLO ({:.2} s)",
+                        n.capacity.slo_s
+                    )
+                } else {
+                    let lanes: Vec<String> = over_slo
+                        .iter()
+                        .map(|(l, d)| format!("{} lane drain {d}", l.as_str()))
+                        .collect();
+                    format!("{} (SLO {:.2} s)", lanes.join(", "), n.capacity.slo_s)
+                },
+            ),
         ];
         let mut out = Vec::new();
         for (alert, on, detail) in checks {
@@ -299,6 +321,8 @@ mod tests {
         busy.orders.bridge_call_oldest_age_us = 6_000_000;
         busy.orders.journal_bytes = 800;
         busy.orders.journal_max_bytes = 1_000;
+        busy.capacity.slo_s = 1.0;
+        busy.capacity.lanes[0].drain_s = None; // not draining
         let stale = [SubscriberStats {
             connected: true,
             staleness_us: 2_000_000,
@@ -324,6 +348,8 @@ mod tests {
         calm.orders.queue_oldest_age_us = 0;
         calm.orders.bridge_calls_in_progress = 0;
         calm.orders.bridge_call_oldest_age_us = 0;
+        calm.capacity.lanes[0].drain_s = Some(0.4);
+        calm.capacity.lanes[1].drain_s = Some(0.0);
         let off = AlertInputs {
             now: &calm,
             before: &busy,
@@ -339,8 +365,22 @@ mod tests {
                 Alert::DlqGrowth,
                 Alert::OrderQueueHigh,
                 Alert::OrderQueueOld,
-                Alert::BridgeCallSlow
+                Alert::BridgeCallSlow,
+                Alert::OrderDrainOverSlo
             ]
+        );
+        let mut slow_drain = calm.clone();
+        slow_drain.capacity.lanes[1].drain_s = Some(2.5);
+        let t = a.evaluate(&AlertInputs {
+            now: &slow_drain,
+            before: &calm,
+            secs: 1.0,
+            subscribers: &[],
+        });
+        assert_eq!(
+            t.iter().map(|t| t.detail.as_str()).collect::<Vec<_>>(),
+            vec!["large lane drain 2.50s (SLO 1.00 s)"],
+            "a finite drain time past the SLO"
         );
         assert!(
             a.gauges().is_active(Alert::SymbolsNearLimit),

@@ -12,6 +12,7 @@ use crossbeam_utils::CachePadded;
 
 use crate::model::poison::PoisonReason;
 
+use super::capacity_counters::{CapacityCounters, CapacitySnapshot};
 use super::order_counters::{FillCounters, OrderCounters, OrderSnapshot, RetryCounters};
 
 /// Adds `n` to a counter that only the calling thread writes.
@@ -110,6 +111,8 @@ pub struct Counters {
     pub retry: CachePadded<RetryCounters>,
     /// Single writer: the order fill thread.
     pub fills: CachePadded<FillCounters>,
+    /// Single writer: the order path's scaler thread (workers, capacity view).
+    pub capacity: CachePadded<CapacityCounters>,
 }
 
 /// A point-in-time copy of every counter, for reports.
@@ -161,6 +164,8 @@ pub struct CountersSnapshot {
     pub dlq: (u64, u64),
     /// The order path.
     pub orders: OrderSnapshot,
+    /// The order lanes' workers and capacity view.
+    pub capacity: CapacitySnapshot,
 }
 
 impl Counters {
@@ -206,6 +211,7 @@ impl Counters {
             subscriptions_refused: get(&p.subscriptions_refused),
             dlq: (get(&self.dlq_stored), get(&f.dlq_handoff_dropped)),
             orders: OrderSnapshot::take(&self.orders, &self.retry, &self.fills),
+            capacity: CapacitySnapshot::take(&self.capacity),
         }
     }
 

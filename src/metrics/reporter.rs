@@ -229,6 +229,10 @@ impl Emitter {
             eprintln!("{}", interval_line(r, &snap, &self.last, secs));
             if let Some(line) = snap.orders.interval_line(&self.last.orders, secs) {
                 eprintln!("{line}");
+                // With the order line only: quiet while the order port saw nothing.
+                if let Some(line) = snap.capacity.interval_line(&self.last.capacity) {
+                    eprintln!("{line}");
+                }
             }
         }
         self.last = snap;

@@ -15,8 +15,11 @@ use super::lanes::routing::{LaneConfig, LaneMode};
 pub struct OrderConfig {
     /// Orders waiting for a worker, at most; more get `SYSTEM_BUSY`.
     pub queue_capacity: usize,
-    /// Worker threads (each runs one bridge attempt at a time).
+    /// Small-lane worker threads (each runs one bridge attempt at a time);
+    /// the lane's minimum when `workers_max` is set.
     pub workers: usize,
+    /// Most small-lane workers (`--order-workers-max`); `None`: exactly `workers`.
+    pub workers_max: Option<usize>,
     /// The retry policy.
     pub retry: Backoff,
     /// Orders waiting for a retry, at most; a transient failure past it is
@@ -33,8 +36,16 @@ pub struct OrderConfig {
     /// Lanes: routing threshold, chunking (see `order::lanes::routing`).
     pub lanes: LaneConfig,
     /// Large-lane worker threads (`workers` is the small lane's; in shared
-    /// mode one lane has both).
+    /// mode one lane has both); the lane's minimum when `large_workers_max` is set.
     pub large_workers: usize,
+    /// Most large-lane workers (`--large-workers-max`); `None`: exactly `large_workers`.
+    pub large_workers_max: Option<usize>,
+    /// A lane's workers idle this long beyond its minimum are retired (`--order-worker-idle`).
+    pub worker_idle: Duration,
+    /// Completion-time target of an order (`--order-slo`): the capacity
+    /// view's drain time is held against it (`order_drain_over_slo`), and a
+    /// queued order older than a quarter of it adds a worker.
+    pub slo: Duration,
     /// Large orders waiting for a large-lane worker, at most.
     pub large_queue_capacity: usize,
     /// A fill gap open this long is skipped.
@@ -69,6 +80,7 @@ impl Default for OrderConfig {
         OrderConfig {
             queue_capacity: 10_000,
             workers: 4,
+            workers_max: None,
             retry: Backoff::default(),
             retry_queue_capacity: 10_000,
             dedup_retention: Duration::from_secs(300),
@@ -77,6 +89,9 @@ impl Default for OrderConfig {
             bridges: vec![SimSpec::named("sim1"), SimSpec::named("sim2")],
             lanes: LaneConfig::default(),
             large_workers: 2,
+            large_workers_max: None,
+            worker_idle: Duration::from_secs(3),
+            slo: Duration::from_secs(1),
             large_queue_capacity: 1_000,
             gap_timeout: Duration::from_millis(200),
             gap_tick: Duration::from_millis(50),
@@ -93,11 +108,17 @@ impl Default for OrderConfig {
 }
 
 impl OrderConfig {
-    /// Worker threads per lane (small, large), by the lane mode.
-    pub fn lane_workers(&self) -> [usize; 2] {
+    /// Worker threads per lane (small, large) as `(min, max)`, by the lane
+    /// mode (shared: one lane has both lanes' workers).
+    pub fn lane_workers(&self) -> [(usize, usize); 2] {
+        let small = (self.workers, self.workers_max.unwrap_or(self.workers));
+        let large = (
+            self.large_workers,
+            self.large_workers_max.unwrap_or(self.large_workers),
+        );
         match self.lanes.mode {
-            LaneMode::Split => [self.workers, self.large_workers],
-            LaneMode::Shared => [self.workers + self.large_workers, 0],
+            LaneMode::Split => [small, large],
+            LaneMode::Shared => [(small.0 + large.0, small.1 + large.1), (0, 0)],
         }
     }
 
@@ -138,6 +159,25 @@ impl OrderConfig {
         range("--order-max-line-len", self.max_line_len as u64, 64, 65_536)?;
         range("--retry-attempts", u64::from(self.retry.retries), 0, 100)?;
         range("--large-workers", self.large_workers as u64, 1, 256)?;
+        for (flag, min, max) in [
+            ("--order-workers-max", self.workers, self.workers_max),
+            (
+                "--large-workers-max",
+                self.large_workers,
+                self.large_workers_max,
+            ),
+        ] {
+            let Some(max) = max else { continue };
+            range(flag, max as u64, 1, 256)?;
+            if min > max {
+                return Err(ConfigError::Invalid {
+                    flag,
+                    why: format!(
+                        "{max} is below the lane's minimum {min} (min must not exceed max)"
+                    ),
+                });
+            }
+        }
         range(
             "--large-queue-capacity",
             self.large_queue_capacity as u64,
@@ -186,6 +226,14 @@ impl OrderConfig {
             || self.bridge_lease > Duration::from_secs(3600)
         {
             return invalid("--bridge-lease", "must be between 1ms and 1h");
+        }
+        if self.worker_idle < Duration::from_millis(10)
+            || self.worker_idle > Duration::from_secs(3600)
+        {
+            return invalid("--order-worker-idle", "must be between 10ms and 1h");
+        }
+        if self.slo < Duration::from_millis(1) || self.slo > Duration::from_secs(3600) {
+            return invalid("--order-slo", "must be between 1ms and 1h");
         }
         if self.data_dir.as_os_str().is_empty() {
             return invalid("--data-dir", "must not be empty");
@@ -293,5 +341,22 @@ mod tests {
         };
         c.bridges = vec![logged("a"), logged("b")];
         assert!(c.validate().unwrap_err().to_string().contains("exec_log"));
+        c.bridges = vec![SimSpec::named("a")];
+        c.workers = 8;
+        c.workers_max = Some(4);
+        let e = c.validate().unwrap_err().to_string();
+        assert!(
+            e.contains("--order-workers-max") && e.contains("min"),
+            "{e}"
+        );
+        c.workers_max = Some(16);
+        c.validate().unwrap();
+        assert_eq!(c.lane_workers(), [(8, 16), (2, 2)]);
+        c.slo = Duration::ZERO;
+        assert!(c
+            .validate()
+            .unwrap_err()
+            .to_string()
+            .contains("--order-slo"));
     }
 }

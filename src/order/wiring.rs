@@ -13,7 +13,9 @@
 //! ```
 //!
 //! Threads: `tickfan-order-gw` (gateway), `tickfan-order-wN` (small-lane
-//! workers), `tickfan-order-LN` (large-lane workers), `tickfan-retry`
+//! workers), `tickfan-order-LN` (large-lane workers), `tickfan-order-scale`
+//! (starts and retires each lane's workers between its min and max, and
+//! keeps the capacity view: [`super::lanes::pool`]), `tickfan-retry`
 //! (timer), `tickfan-fills` (fill thread). Shutdown order:
 //!
 //! 1. the gateway stops reading and closes the lane queues' producer side
@@ -22,8 +24,9 @@
 //!    with reason `shutdown`, replayable after a restart); the timer
 //!    dead-letters what waits in the delay queue and closes the ready
 //!    channels;
-//! 3. workers finish their lane's queue and the chunk queue and exit; the
-//!    timer exits once no worker can send to it;
+//! 3. the scaler ends (no worker starts or retires from here) and drops
+//!    its handles; workers finish their lane's queue and the chunk queue
+//!    and exit; the timer exits once no worker can send to it;
 //! 4. if the workers have not finished when the shutdown deadline passes
 //!    (`--shutdown-deadline`, on the engine clock), no new attempt starts:
 //!    the orders still queued (both lane queues, due retries of both lanes,
@@ -51,8 +54,6 @@ use std::time::Duration;
 
 use crossbeam_channel::{Receiver, RecvTimeoutError};
 use mio::{Poll, Waker};
-use rand::rngs::StdRng;
-use rand::SeedableRng;
 
 use crate::auth::Token as AuthToken;
 use crate::bridge::sim::SimBridge;
@@ -82,12 +83,15 @@ use super::journal::startup;
 use super::journal::writer::Journal;
 use super::lanes::admission::{admission, LaneRx};
 use super::lanes::bridge_calls::BridgeCalls;
+use super::lanes::elastic::{ScalePolicy, UP_WINDOW};
 use super::lanes::events::{EventSender, EVENT_CAPACITY};
-use super::lanes::lease::{CallPool, Caller, FenceTokens};
+use super::lanes::inflight::InflightLimit;
+use super::lanes::lease::{CallPool, FenceTokens};
 use super::lanes::outlet::Outlet;
+use super::lanes::pool::{Pool, ScaleLoop, WorkerKit};
 use super::lanes::retry_handoff::RetryHandoff;
 use super::lanes::routing::LaneMode;
-use super::lanes::worker::{e2e_stage, process_stage, queue_stage, Worker};
+use super::lanes::worker::e2e_stage;
 
 /// How often the retry timer looks at its clock when retries are waiting.
 pub(crate) const RETRY_TICK: Duration = Duration::from_millis(2);
@@ -187,7 +191,8 @@ pub(crate) struct OrderPath {
     clock: SharedClock,
     shutdown_deadline: Duration,
     gateway: Option<JoinHandle<()>>,
-    workers: Vec<JoinHandle<()>>,
+    /// The scaler thread; it returns the workers' join handles when it ends.
+    scaler: Option<JoinHandle<Vec<JoinHandle<()>>>>,
     timer: Option<JoinHandle<()>>,
     fills: Option<JoinHandle<()>>,
     /// The journal and its thread (`None`: `--no-journal`); stopped after
@@ -234,15 +239,24 @@ impl OrderPath {
                 })
                 .collect::<std::io::Result<_>>()?,
         };
-        let [n_small, n_large] = c.lane_workers();
-        let chunk_cap = n_large.max(1) * c.lanes.max_chunks as usize;
+        let [small_bounds, large_bounds] = c.lane_workers();
+        let seats = [small_bounds.1, large_bounds.1];
+        let chunk_cap = seats[1].max(1) * c.lanes.max_chunks as usize;
         let chunks =
             (c.lanes.mode == LaneMode::Split).then(|| crossbeam_channel::bounded(chunk_cap));
-        let bridge_calls = Arc::new(BridgeCalls::new(n_small + n_large));
+        let bridge_calls = Arc::new(BridgeCalls::new(seats[0] + seats[1]));
         let call_pool = Arc::new(
-            CallPool::new(c.bridge_lease, n_small + n_large, Arc::clone(&i.counters))
+            CallPool::new(c.bridge_lease, seats[0] + seats[1], Arc::clone(&i.counters))
                 .watched_by(Arc::clone(&i.watch)),
         );
+        // Each bridge's max_inflight, from the spec of its name.
+        let inflight: Arc<[Arc<InflightLimit>]> = bridges
+            .iter()
+            .map(|b| {
+                let spec = c.bridges.iter().find(|s| s.name == b.name());
+                InflightLimit::new(spec.and_then(|s| s.max_inflight))
+            })
+            .collect();
         // The journal first: recovery tells the workers where fencing
         // tokens continue, and they journal each attempt.
         let mut last_token = 0;
@@ -270,58 +284,52 @@ impl OrderPath {
         };
         let tokens = Arc::new(FenceTokens::after(last_token));
 
-        let mut workers = Vec::with_capacity(n_small + n_large);
-        for (lane, count) in [(Lane::Small, n_small), (Lane::Large, n_large)] {
-            for n in 0..count {
-                let (ready, name) = match lane {
-                    Lane::Small => (ready_small_rx.clone(), format!("tickfan-order-w{n}")),
-                    Lane::Large => (ready_large_rx.clone(), format!("tickfan-order-L{n}")),
-                };
-                let w = Worker {
-                    lane,
-                    own: lane_rx[lane.index()].clone(),
-                    chunks: if lane == Lane::Large {
-                        chunks.clone()
-                    } else {
-                        None
-                    },
-                    lanes: c.lanes,
-                    ready,
-                    retry_tx: retry_tx.clone(),
-                    permits: Arc::clone(&permits),
-                    bridges: Arc::clone(&bridges),
-                    bridge_calls: Arc::clone(&bridge_calls),
-                    call_slot: workers.len(),
-                    caller: Caller::new(Arc::clone(&call_pool), &name),
-                    tokens: Arc::clone(&tokens),
-                    journal: journal.as_ref().map(|(j, _)| j.clone()),
-                    backoff: c.retry,
-                    clock: Arc::clone(&i.clock),
-                    mono: i.mono,
-                    out: out.clone(),
-                    draining: Arc::clone(&draining),
-                    abandon: Arc::clone(&abandon),
-                    recorder: StageRecorder::new(
-                        &[
-                            Stage::OrderQueueWait,
-                            Stage::OrderProcess,
-                            queue_stage(lane),
-                            process_stage(lane),
-                        ],
-                        i.link.clone(),
-                    ),
-                    rng: StdRng::seed_from_u64(worker_seed(n + lane.index() * 1_000)),
-                };
-                let done = done_tx.clone();
-                let watch = Arc::clone(&i.watch);
-                workers.push(std::thread::Builder::new().name(name).spawn(move || {
-                    let _beat = watch.guard();
-                    let _done = done; // dropped when the worker ends, even by a panic
-                    w.run();
-                })?);
-            }
-        }
-        drop((done_tx, retry_tx));
+        let kit = WorkerKit {
+            lanes: lane_rx.clone(),
+            ready: [ready_small_rx.clone(), ready_large_rx.clone()],
+            chunks: chunks.clone(),
+            lane_config: c.lanes,
+            retry_tx,
+            permits: Arc::clone(&permits),
+            bridges: Arc::clone(&bridges),
+            inflight,
+            bridge_calls: Arc::clone(&bridge_calls),
+            call_pool,
+            tokens,
+            journal: journal.as_ref().map(|(j, _)| j.clone()),
+            backoff: c.retry,
+            clock: Arc::clone(&i.clock),
+            mono: i.mono,
+            out: out.clone(),
+            draining: Arc::clone(&draining),
+            abandon: Arc::clone(&abandon),
+            link: i.link.clone(),
+            watch: Arc::clone(&i.watch),
+            done: done_tx,
+            loads: Default::default(),
+            seats,
+        };
+        let policy = |(min, max): (usize, usize)| ScalePolicy {
+            min,
+            max,
+            up_age_ns: c.slo.as_nanos() as u64 / 4,
+            up_window_ns: UP_WINDOW.as_nanos() as u64,
+            idle_ns: c.worker_idle.as_nanos() as u64,
+        };
+        let scale = ScaleLoop::start(
+            Pool::new(kit),
+            [policy(small_bounds), policy(large_bounds)],
+            c.slo,
+            Arc::clone(&i.counters),
+            Arc::clone(&draining),
+        )?;
+        let watch = Arc::clone(&i.watch);
+        let scaler = std::thread::Builder::new()
+            .name("tickfan-order-scale".into())
+            .spawn(move || {
+                let _beat = watch.guard();
+                scale.run()
+            })?;
         let leftovers = Leftovers {
             lanes: lane_rx,
             ready: [ready_small_rx, ready_large_rx],
@@ -422,7 +430,7 @@ impl OrderPath {
             clock: i.clock,
             shutdown_deadline: c.shutdown_deadline,
             gateway: Some(gateway),
-            workers,
+            scaler: Some(scaler),
             timer: Some(timer),
             fills: Some(fills),
             journal,
@@ -453,8 +461,10 @@ impl OrderPath {
                 );
             }
         }
-        for w in self.workers.drain(..) {
-            let _ = w.join();
+        if let Some(s) = self.scaler.take() {
+            for w in s.join().unwrap_or_default() {
+                let _ = w.join();
+            }
         }
         if let Some(t) = self.timer.take() {
             let _ = t.join();
@@ -498,9 +508,4 @@ impl OrderPath {
             }
         }
     }
-}
-
-/// Each worker's jitter generator is seeded from its number: runs repeat.
-const fn worker_seed(n: usize) -> u64 {
-    0x7469_636b_6661_6e00 ^ n as u64
 }

@@ -15,6 +15,7 @@
 //! - `tools_token`: replay, subscribe and orders with `--token-file` against a secured engine (and a Redis with `requirepass`)
 //! - `vs_redis`: the benchmark's tool modes against a real `redis-server` and the raw forwarder
 //! - `orders_admission`: bounded queue and SYSTEM_BUSY under overload, malformed lines, duplicates
+//! - `orders_capacity`: elastic workers grow under a backlog and shrink after idle (a log line per step, the capacity interval line); a venue's `max_inflight` never exceeded; capacity gauges; bad bounds
 //! - `orders_retry`: transient → delayed retry (simulated clock), permanent → DLQ, deadlines
 //! - `orders_dlq`: DLQ file across a restart (and a `kill -9`, in `--data-dir` by default), replay on command (its record on disk first), answers at shutdown (deadline)
 //! - `orders_venue`: the venue's exec_log across a restart (an id executes once); leases: a hung venue never holds a worker, late answers discarded
@@ -45,6 +46,7 @@ mod faults;
 mod health;
 mod metrics;
 mod orders_admission;
+mod orders_capacity;
 mod orders_crash;
 mod orders_dlq;
 mod orders_journal;

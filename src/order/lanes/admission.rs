@@ -50,6 +50,11 @@ impl QueueStats {
         self.popped.fetch_add(1, Ordering::Relaxed);
     }
 
+    /// Orders admitted so far (the capacity view's arrivals).
+    pub(crate) fn admitted(&self) -> u64 {
+        self.pushed.load(Ordering::Acquire)
+    }
+
     /// Age in ns of the oldest queued order at `now_ns` (0 when empty).
     pub(crate) fn oldest_age_ns(&self, now_ns: u64) -> u64 {
         let pushed = self.pushed.load(Ordering::Acquire);

@@ -40,6 +40,8 @@ use crate::model::units::{Lots, Side};
 use crate::retry::Clock;
 use crate::sys::watch::Watch;
 
+use super::inflight::Permit;
+
 /// Abandoned call threads alive at once, engine-wide, at most. A hung
 /// thread sleeps in the venue's call: it costs the pages of its stack it
 /// touched (tens of KiB), so 256 of them cost a few MiB.
@@ -136,6 +138,10 @@ struct Call {
     attempt: u32,
     token: u64,
     now_ns: u64,
+    /// The call's place under its bridge's `max_inflight`
+    /// ([`super::inflight`]): dropped when `execute` returns, so an
+    /// abandoned call counts against the limit until the venue answers.
+    permit: Option<Permit>,
 }
 
 /// A call thread's answer, with the token of its attempt.
@@ -216,6 +222,7 @@ impl Caller {
                         },
                         c.now_ns,
                     );
+                    drop(c.permit);
                     if current.load(Ordering::Acquire) == c.token {
                         let _ = answers.send(Answer {
                             token: c.token,
@@ -241,7 +248,9 @@ impl Caller {
 
     /// Sends one attempt (`order`, whose `fence_token` must be fresh) to
     /// `bridge` on the call thread and waits for the answer until the lease,
-    /// started at `now_ns` on `clock`, expires.
+    /// started at `now_ns` on `clock`, expires. `permit` (the call's place
+    /// under the bridge's `max_inflight`) is released when the venue's
+    /// `execute` returns, also after the lease abandoned the call.
     pub(crate) fn call(
         &mut self,
         bridge: &Arc<dyn Bridge>,
@@ -249,6 +258,7 @@ impl Caller {
         id: &Arc<str>,
         now_ns: u64,
         clock: &dyn Clock,
+        permit: Option<Permit>,
     ) -> CallResult {
         let token = order.fence_token;
         let tx = match self.thread.take() {
@@ -256,7 +266,11 @@ impl Caller {
             None => match self.spawn() {
                 Some(tx) => tx,
                 // No thread to be had: call from here, without a lease.
-                None => return CallResult::Answered(bridge.execute(order, now_ns)),
+                None => {
+                    let outcome = bridge.execute(order, now_ns);
+                    drop(permit);
+                    return CallResult::Answered(outcome);
+                }
             },
         };
         self.current.store(token, Ordering::Release);
@@ -269,6 +283,7 @@ impl Caller {
             attempt: order.attempt,
             token,
             now_ns,
+            permit,
         };
         if tx.send(call).is_err() {
             // The thread ended (a panicking bridge): a transient failure, a new thread next time.
@@ -397,14 +412,14 @@ mod tests {
                 clock.advance_ms(10_001);
             })
         };
-        let r = caller.call(&bridge, &order(1), &id, clock.now_ns(), &clock);
+        let r = caller.call(&bridge, &order(1), &id, clock.now_ns(), &clock, None);
         ticker.join().unwrap();
         assert_eq!(r, CallResult::LeaseExpired);
         assert_eq!(counters.retry.lease_expired.load(Ordering::SeqCst), 1);
         // The hung call still runs on its abandoned thread; the next attempt
         // gets a thread of its own and its answer (the gate opens for both).
         gate_ref.open();
-        let r = caller.call(&bridge, &order(2), &id, clock.now_ns(), &clock);
+        let r = caller.call(&bridge, &order(2), &id, clock.now_ns(), &clock, None);
         assert!(matches!(r, CallResult::Answered(Outcome::Executed(_))));
         let deadline = std::time::Instant::now() + Duration::from_secs(20);
         while counters.retry.late_answers_discarded.load(Ordering::SeqCst) == 0 {
@@ -418,6 +433,36 @@ mod tests {
         drop(caller);
         while *pool.alive.lock().unwrap() != 0 {
             assert!(std::time::Instant::now() < deadline, "call threads leaked");
+            std::thread::yield_now();
+        }
+    }
+
+    #[test]
+    fn an_abandoned_call_keeps_its_max_inflight_place_until_the_venue_returns() {
+        use super::super::inflight::InflightLimit;
+        use std::sync::atomic::AtomicBool;
+        let counters = Arc::new(Counters::default());
+        let pool = Arc::new(CallPool::new(Duration::from_secs(1), 1, counters));
+        let mut caller = Caller::new(Arc::clone(&pool), "w");
+        let clock = SimClock::new();
+        let gate = Arc::new(Gate::default());
+        let bridge: Arc<dyn Bridge> = gate.clone();
+        let id: Arc<str> = "o1".into();
+        let limit = InflightLimit::new(Some(1));
+        let permit = limit.acquire(&AtomicBool::new(false)).unwrap();
+        let t = expire_after(&clock, &gate, 1);
+        let r = caller.call(&bridge, &order(1), &id, clock.now_ns(), &clock, permit);
+        t.join().unwrap();
+        assert_eq!(r, CallResult::LeaseExpired);
+        assert_eq!(
+            limit.in_use(),
+            1,
+            "the venue still works on the abandoned call"
+        );
+        gate.open();
+        let deadline = std::time::Instant::now() + Duration::from_secs(20);
+        while limit.in_use() != 0 {
+            assert!(std::time::Instant::now() < deadline, "place never freed");
             std::thread::yield_now();
         }
     }
@@ -448,7 +493,7 @@ mod tests {
         let id: Arc<str> = "o1".into();
         for n in 1..=2 {
             let t = expire_after(&clock, &gate, n);
-            let r = caller.call(&bridge, &order(n), &id, clock.now_ns(), &clock);
+            let r = caller.call(&bridge, &order(n), &id, clock.now_ns(), &clock, None);
             t.join().unwrap();
             assert_eq!(r, CallResult::LeaseExpired);
         }
@@ -459,7 +504,7 @@ mod tests {
         );
         // The third call needs a thread: it gets one once a hung call ends.
         let third = std::thread::spawn(move || {
-            let r = caller.call(&bridge, &order(3), &id, clock.now_ns(), &clock);
+            let r = caller.call(&bridge, &order(3), &id, clock.now_ns(), &clock, None);
             (r, caller)
         });
         gate.open();

@@ -13,7 +13,8 @@
 //! seconds at a venue must not sit in front of the 0.5-lot orders behind it.
 //! Each lane has its own bounded queue and its own workers; neither lane's
 //! workers ever take the other lane's work, so each lane keeps a guaranteed
-//! share (`--order-workers` small, `--large-workers` large) whatever the
+//! share (`--order-workers[-min]` small, `--large-workers[-min]` large; each
+//! lane grows up to its `-max` under a backlog) whatever the
 //! other lane's load: a steady stream of large orders cannot take a small
 //! worker, and a flood of small orders cannot take a large one. The price is
 //! that an idle lane's workers stay idle (see `docs/decisions.md`).
@@ -37,14 +38,23 @@
 //!   oldest has been at a venue);
 //! * [`lease`]: bridge calls on abandonable call threads under a lease,
 //!   fencing tokens, late answers discarded;
+//! * [`inflight`]: each bridge's `max_inflight` (calls at a venue at once);
+//! * [`elastic`]: how many workers a lane runs, between its min and max;
+//! * [`capacity`]: arrival and service rates, utilisation, drain time;
+//! * [`pool`]: starts the workers; the scaler thread that applies
+//!   [`elastic`] and publishes [`capacity`];
 //! * [`events`]: the link back to the gateway ([`events::Event`],
 //!   [`events::EventSender`]).
 
 pub(crate) mod admission;
 pub(crate) mod bridge_calls;
+pub(crate) mod capacity;
+pub(crate) mod elastic;
 pub(crate) mod events;
+pub(crate) mod inflight;
 pub(crate) mod lease;
 pub(crate) mod outlet;
+pub(crate) mod pool;
 pub(crate) mod retry_handoff;
 pub mod routing;
 pub(crate) mod worker;

@@ -35,6 +35,15 @@
 //! parked as a transient failure `lease_expired`, so its retry goes to the
 //! next bridge with a new token; the abandoned call's answer is discarded.
 //!
+//! Elastic: a lane's workers come and go with its load
+//! ([`super::elastic`], started by [`super::pool`]); a worker that finds
+//! nothing to do takes a retirement the scaler asked for and ends. While it
+//! holds an order it counts as busy in its lane's [`LaneLoad`].
+//!
+//! `max_inflight`: before an attempt the worker waits for a place under its
+//! bridge's limit ([`super::inflight`]); the place goes with the call and
+//! is freed when the venue answers.
+//!
 //! Ownership: a worker owns the order it holds; it owns its histograms and
 //! its random generator. Workers share nothing mutable but the channels, the
 //! retry permits and the bridge-call slots (each writes only its own:
@@ -62,7 +71,9 @@ use crate::order::journal::writer::{AppendError, Journal};
 
 use super::admission::LaneRx;
 use super::bridge_calls::BridgeCalls;
+use super::elastic::LaneLoad;
 use super::events::EventKind;
+use super::inflight::InflightLimit;
 use super::lease::{CallResult, Caller, FenceTokens};
 use super::outlet::Outlet;
 use super::routing::{split, LaneConfig};
@@ -87,6 +98,8 @@ pub(crate) struct Worker {
     pub permits: Arc<Permits>,
     /// The venues.
     pub bridges: Arc<[Arc<dyn Bridge>]>,
+    /// Each venue's `max_inflight`, by bridge index ([`super::inflight`]).
+    pub inflight: Arc<[Arc<InflightLimit>]>,
     /// When each worker's bridge call started (this worker writes slot `call_slot` only).
     pub bridge_calls: Arc<BridgeCalls>,
     /// This worker's slot in `bridge_calls`.
@@ -110,6 +123,8 @@ pub(crate) struct Worker {
     /// Set when the shutdown deadline passed: an order taken now is
     /// dead-lettered (`shutdown`) without an attempt.
     pub abandon: Arc<AtomicBool>,
+    /// Its lane's load: busy workers, completions, retirements ([`super::elastic`]).
+    pub load: Arc<LaneLoad>,
     /// Queue wait and processing histograms.
     pub recorder: StageRecorder,
     /// Jitter.
@@ -129,7 +144,7 @@ impl Worker {
             // Due retries first: they are the oldest orders.
             match self.ready.try_recv() {
                 Ok(o) => {
-                    self.take_retry(o);
+                    self.held(false, |w| w.take_retry(o));
                     continue;
                 }
                 Err(TryRecvError::Disconnected) => ready_open = false,
@@ -137,12 +152,12 @@ impl Worker {
             }
             // Then the chunks of orders already started.
             if let Some(c) = self.chunks.as_ref().and_then(|(_, rx)| rx.try_recv().ok()) {
-                self.process(c);
+                self.held(false, |w| w.process(c));
                 continue;
             }
             match self.own.rx.try_recv() {
                 Ok(o) => {
-                    self.take_main(o);
+                    self.held(true, |w| w.take_main(o));
                     continue;
                 }
                 Err(TryRecvError::Disconnected) => own_open = false,
@@ -151,6 +166,10 @@ impl Worker {
             // The chunk queue was empty just now, and this worker's own
             // chunks were pushed before: another worker's are its to run.
             if !own_open && !ready_open {
+                break;
+            }
+            // Nothing to do: the scaler may have asked an idle worker to retire.
+            if own_open && self.load.take_retirement() {
                 break;
             }
             let mut sel = Select::new();
@@ -170,6 +189,14 @@ impl Worker {
             let _ = sel.ready_timeout(FLUSH_WAIT.min(Duration::from_nanos(until)));
         }
         self.recorder.finish(self.mono.now_ns());
+    }
+
+    /// Runs `f` on what the worker took, counted busy meanwhile;
+    /// `from_queue`: a completion of the lane's queue when it ends.
+    fn held(&mut self, from_queue: bool, f: impl FnOnce(&mut Self)) {
+        self.load.begin();
+        f(self);
+        self.load.end(from_queue);
     }
 
     fn take_main(&mut self, o: Order) {
@@ -313,6 +340,12 @@ impl Worker {
             }
         }
         let bridge = &self.bridges[at];
+        // Under the venue's max_inflight: wait for a place (not at a bridge yet).
+        let Ok(permit) = self.inflight[at].acquire(&self.abandon) else {
+            self.dead(o, DeadReason::Shutdown);
+            self.out.events.wake();
+            return;
+        };
         // The gateway's STATUS: at a bridge from here (no wake: the end does).
         self.out.progress(&o, EventKind::Attempt);
         // Shown as in progress from `now` (the start the bridge is given)
@@ -334,6 +367,7 @@ impl Worker {
                 &o.id,
                 now,
                 &*self.clock,
+                permit,
             )
         } else {
             // Not sent: a call the journal does not know of could run twice.
