@@ -57,6 +57,10 @@ pub struct Injected {
     pub clock: Option<SharedClock>,
     /// Bridges to use instead of the simulators the config describes.
     pub bridges: Option<Vec<Arc<dyn Bridge>>>,
+    /// The clock of the subscribers' throttle windows (`TICKFAN.THROTTLE`,
+    /// `--sub-max-rate`, `--sub-max-bandwidth`) in the publisher. Default:
+    /// the monotonic clock.
+    pub window_clock: Option<SharedClock>,
     /// A fault that makes one thread panic or stall (tests; the binary
     /// takes it from `TICKFAN_FAULT`). See [`crate::sys::watch`].
     pub fault: Option<Fault>,
@@ -274,6 +278,10 @@ impl Engine {
                 auth_timeout_ns: config.auth_timeout.as_nanos() as u64,
                 max_subscriptions: config.max_subscriptions,
                 sndbuf: config.sub_sndbuf,
+                sub_max_rate: config.sub_max_rate,
+                sub_max_bandwidth: config.sub_max_bandwidth,
+                history_depth: config.history_depth,
+                window_clock: injected.window_clock.unwrap_or_else(|| Arc::new(clock)),
             },
             Arc::clone(&subscribers),
         )

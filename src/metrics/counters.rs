@@ -93,6 +93,11 @@ pub struct PublishCounters {
     pub auth_failures: AtomicU64,
     /// Subscriptions refused over the per-client limit.
     pub subscriptions_refused: AtomicU64,
+    /// Updates a subscriber's throttle (`TICKFAN.THROTTLE`) held back: it
+    /// gets the symbol's latest value when the window opens.
+    pub throttled: AtomicU64,
+    /// Frames replayed from the history ring by `TICKFAN.SINCE`.
+    pub since_frames: AtomicU64,
 }
 
 /// Every counter of one engine.
@@ -157,6 +162,10 @@ pub struct CountersSnapshot {
     pub auth_failures: (u64, u64),
     /// Subscriptions refused over the per-client limit.
     pub subscriptions_refused: u64,
+    /// Updates held back by subscribers' throttles.
+    pub throttled: u64,
+    /// Frames replayed by `TICKFAN.SINCE`.
+    pub since_frames: u64,
     /// Dead letters stored / dropped at hand-off.
     pub dlq: (u64, u64),
     /// The order path.
@@ -204,6 +213,8 @@ impl Counters {
             dirty_depth: get(&p.dirty_depth),
             auth_failures: (get(&f.auth_failures), get(&p.auth_failures)),
             subscriptions_refused: get(&p.subscriptions_refused),
+            throttled: get(&p.throttled),
+            since_frames: get(&p.since_frames),
             dlq: (get(&self.dlq_stored), get(&f.dlq_handoff_dropped)),
             orders: OrderSnapshot::take(&self.orders, &self.retry, &self.fills),
         }
