@@ -120,7 +120,7 @@ pub(crate) fn render(s: &Scrape<'_>) -> String {
     o.one(
         "tickfan_subscriber_throttled_total",
         "counter",
-        "Updates a subscriber's TICKFAN.THROTTLE held back until its window opens.",
+        "Times a subscriber's TICKFAN.THROTTLE held a symbol back until its window opens.",
         c.throttled,
     );
     o.one(

@@ -93,8 +93,9 @@ pub struct PublishCounters {
     pub auth_failures: AtomicU64,
     /// Subscriptions refused over the per-client limit.
     pub subscriptions_refused: AtomicU64,
-    /// Updates a subscriber's throttle (`TICKFAN.THROTTLE`) held back: it
-    /// gets the symbol's latest value when the window opens.
+    /// Times a subscriber's throttle (`TICKFAN.THROTTLE`) held a symbol
+    /// back: it gets the symbol's latest value when the window opens (the
+    /// updates in between count as `subscriber_conflations`).
     pub throttled: AtomicU64,
     /// Frames replayed from the history ring by `TICKFAN.SINCE`.
     pub since_frames: AtomicU64,
@@ -162,7 +163,7 @@ pub struct CountersSnapshot {
     pub auth_failures: (u64, u64),
     /// Subscriptions refused over the per-client limit.
     pub subscriptions_refused: u64,
-    /// Updates held back by subscribers' throttles.
+    /// Symbols held back by subscribers' throttles.
     pub throttled: u64,
     /// Frames replayed by `TICKFAN.SINCE`.
     pub since_frames: u64,

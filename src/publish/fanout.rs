@@ -76,7 +76,8 @@ pub struct Delivered {
     pub conflations: u64,
     /// Subscribers that began a slow episode.
     pub slow_episodes: u64,
-    /// Offers a subscriber's throttle held back (its symbol marked pending).
+    /// Offers a subscriber's throttle held back (its symbol marked pending;
+    /// later offers while it is pending count as conflations).
     pub throttled: u64,
 }
 
