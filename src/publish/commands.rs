@@ -63,6 +63,9 @@ pub(crate) struct CommandCtx<'a> {
     pub history: &'a History,
     /// Now on the throttle windows' clock (`TICKFAN.THROTTLE`).
     pub window_now_ns: u64,
+    /// The serve-wide caps a connection starts with (`--sub-max-rate`,
+    /// `--sub-max-bandwidth`), restored by `RESET`.
+    pub default_caps: (f64, u64),
     /// Scratch list for pattern matches (reused).
     pub matched: &'a mut Vec<SymbolId>,
     /// Counters (the publisher is their single writer).
@@ -252,8 +255,8 @@ fn execute(
         }
         Verb::Reset => {
             // Like Redis RESET: leave every subscription, back to RESP2,
-            // database 0, no name, and unauthenticated again when a token
-            // is required; then +RESET.
+            // database 0, no name (and the serve-wide caps), and
+            // unauthenticated again when a token is required; then +RESET.
             let chans: Vec<Box<[u8]>> = sess.channels.drain(..).collect();
             for ch in &chans {
                 ctx.routes.unsubscribe(key, ch);
@@ -266,6 +269,9 @@ fn execute(
             ctx.routes.set_proto(key, Proto::Resp2);
             sess.db = 0;
             sess.name = None;
+            let (rate, bytes) = ctx.default_caps;
+            sess.throttle.set_rate(rate, ctx.window_now_ns);
+            sess.throttle.set_bandwidth(bytes, ctx.window_now_ns);
             if ctx.token.is_some() {
                 sess.require_auth();
             } else {

@@ -397,3 +397,43 @@ fn history_and_caps_are_refused_with_one_line_when_out_of_range() {
     let err = Engine::start(&c).unwrap_err().to_string();
     assert!(err.contains("--sub-max-rate"), "{err}");
 }
+
+#[test]
+fn serve_wide_caps_apply_until_lifted_and_reset_restores_them() {
+    let clock = SimClock::new();
+    let e = engine_on(&clock, |c| c.sub_max_rate = 1.0);
+    let mut sub = Sub::connect(e.subscriber_addr());
+    sub.subscribe(&["EURUSD"]);
+    let mut feed = Feed::connect(e.feed_addr());
+    let mut fed = 0;
+    let mut three_taken = |feed: &mut Feed| {
+        for _ in 0..3 {
+            fed += 1;
+            feed_run(feed, "EURUSD", fed, 1);
+            all_taken(&e, fed);
+        }
+    };
+    three_taken(&mut feed);
+    let seqs: Vec<u64> = messages_before_pong(&mut sub)
+        .iter()
+        .map(|m| m.seq())
+        .collect();
+    assert_eq!(seqs, [1], "--sub-max-rate 1: one per window");
+    // Lifting the cap sends the held latest value.
+    sub.cmd(&["TICKFAN.THROTTLE", "0"]);
+    ok(&mut sub);
+    assert_eq!(sub.message().seq(), 3);
+    // RESET brings the serve-wide cap back.
+    sub.cmd(&["RESET"]);
+    assert_eq!(sub.frame(), Frame::Simple(b"RESET".to_vec()));
+    sub.subscribe(&["EURUSD"]);
+    assert_eq!(sub.message().seq(), 3, "snapshot");
+    three_taken(&mut feed);
+    let seqs: Vec<u64> = messages_before_pong(&mut sub)
+        .iter()
+        .map(|m| m.seq())
+        .collect();
+    assert_eq!(seqs, [4], "capped again after RESET");
+    clock.advance_ms(1000);
+    assert_eq!(sub.message().seq(), 6, "the latest once the window opens");
+}
