@@ -277,7 +277,9 @@ impl Fanout {
 }
 
 /// Plain buffers as outlets, for tests and benches: `make_room` writes
-/// nothing (every socket is full), the flags record what the step asked.
+/// nothing (every socket is full), the flags record what the step asked;
+/// each has a throttle (no caps until one is set) on the window clock
+/// `window_now_ns`.
 #[derive(Debug)]
 pub struct PlainOutlets {
     /// Buffer per subscriber key.
@@ -288,6 +290,10 @@ pub struct PlainOutlets {
     pub slow: Vec<bool>,
     /// Per key: `make_room` calls.
     pub room_asked: Vec<u64>,
+    /// Per key: its caps.
+    pub throttles: Vec<Throttle>,
+    /// Now on the throttles' window clock.
+    pub window_now_ns: u64,
 }
 
 impl PlainOutlets {
@@ -300,6 +306,8 @@ impl PlainOutlets {
             has_output: vec![false; n],
             slow: vec![false; n],
             room_asked: vec![0; n],
+            throttles: (0..n).map(|_| Throttle::new(max_symbols)).collect(),
+            window_now_ns: 0,
         }
     }
 }
@@ -323,6 +331,11 @@ impl Outlet for PlainOutlet<'_> {
     }
     fn became_slow(&mut self) {
         self.owner.slow[self.sub] = true;
+    }
+    fn throttle(&mut self) -> Option<(&mut Throttle, u64)> {
+        let now = self.owner.window_now_ns;
+        let t = &mut self.owner.throttles[self.sub];
+        t.is_active().then_some((t, now))
     }
 }
 
