@@ -42,6 +42,7 @@ use crate::metrics::{Counters, FinalReport, Stage, StageRecorder};
 use crate::net::LoopCtx;
 use crate::order::wiring::{OrderPath, OrderPathInputs};
 use crate::publish::publisher::{Publisher, PublisherSettings, WAKER};
+use crate::publish::throttle::WindowClock;
 use crate::retry::SharedClock;
 use crate::slots::slots;
 use crate::symbols::{SymbolInterner, SymbolTable};
@@ -281,7 +282,10 @@ impl Engine {
                 sub_max_rate: config.sub_max_rate,
                 sub_max_bandwidth: config.sub_max_bandwidth,
                 history_depth: config.history_depth,
-                window_clock: injected.window_clock.unwrap_or_else(|| Arc::new(clock)),
+                window_clock: {
+                    let c = injected.window_clock.unwrap_or_else(|| Arc::new(clock));
+                    WindowClock::new(move || c.now_ns())
+                },
             },
             Arc::clone(&subscribers),
         )

@@ -46,7 +46,7 @@ use crate::publish::rate::RateCap;
 use crate::publish::routes::Routes;
 use crate::publish::session::Session;
 use crate::publish::stats::StatsBoard;
-use crate::retry::SharedClock;
+use crate::publish::throttle::WindowClock;
 use crate::slots::SlotReader;
 use crate::symbols::{SymbolId, SymbolTable};
 use crate::sys::net::Polled;
@@ -88,7 +88,7 @@ pub(crate) struct PublisherSettings {
     pub history_depth: usize,
     /// The clock of the throttle windows (the engine's monotonic clock, or
     /// a simulated one in tests).
-    pub window_clock: SharedClock,
+    pub window_clock: WindowClock,
 }
 
 /// Everything the publisher thread owns.

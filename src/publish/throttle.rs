@@ -31,7 +31,35 @@
 //!
 //! Single owner: the publisher thread.
 
+use std::fmt;
+use std::sync::Arc;
+
 use crate::symbols::SymbolId;
+
+/// The clock of the throttle windows: monotonic ns from any source (the
+/// engine's clock, or a simulated one in tests; the wiring adapts it, so
+/// the publish path needs no clock type of another stage).
+#[derive(Clone)]
+pub struct WindowClock(Arc<dyn Fn() -> u64 + Send + Sync>);
+
+impl WindowClock {
+    /// A clock reading `now_ns`, which must never go backwards.
+    pub fn new(now_ns: impl Fn() -> u64 + Send + Sync + 'static) -> Self {
+        WindowClock(Arc::new(now_ns))
+    }
+
+    /// Now, ns.
+    #[inline]
+    pub fn now_ns(&self) -> u64 {
+        (self.0)()
+    }
+}
+
+impl fmt::Debug for WindowClock {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str("WindowClock")
+    }
+}
 
 /// Most updates per second per symbol a client may ask for (one per µs).
 pub const MAX_RATE: f64 = 1_000_000.0;
