@@ -23,6 +23,12 @@
 //!   only a subscriber whose socket is full too is slow. [`Fanout::refill`]
 //!   sends a drained slow subscriber the latest value of each symbol it
 //!   missed.
+//! - **A subscriber's own caps first.** Before the mark, the step asks the
+//!   subscriber's [`Throttle`] (`TICKFAN.THROTTLE`): a closed window or an
+//!   empty byte credit marks the symbol pending in the same marks
+//!   ([`SubscriberBuffer::hold`]), and [`Fanout::refill_throttled`] sends
+//!   its latest value once the window opens; a subscriber without caps
+//!   costs one flag test.
 //!
 //! The sessions and their sockets are behind [`Outlets`]; unit tests drive
 //! the step with plain buffers. No allocation per update once every symbol
