@@ -211,10 +211,18 @@ fn since_fills_a_gap_exactly_while_the_feed_keeps_sending() {
         c.max_symbols = 16;
         c.history_depth = 4096;
     });
-    const N: u64 = 1500;
-    // A reference subscriber that stays connected sees every published update.
+    const N: u64 = 3000;
+    // A reference subscriber that stays connected and keeps reading sees
+    // every published update.
     let mut reference = Sub::connect(e.subscriber_addr());
     reference.subscribe(&["EURUSD"]);
+    let reference = thread::spawn(move || {
+        let mut all: Vec<u64> = Vec::new();
+        while all.last() != Some(&N) {
+            all.push(reference.message().seq());
+        }
+        all
+    });
     let mut leaver = Sub::connect(e.subscriber_addr());
     leaver.subscribe(&["EURUSD"]);
     let mut feed = Feed::connect(e.feed_addr());
@@ -253,14 +261,15 @@ fn since_fills_a_gap_exactly_while_the_feed_keeps_sending() {
         }
         other => panic!("expected the subscribe confirmation, got {other:?}"),
     }
+    assert!(
+        e.counters().snapshot().ticks_valid < N,
+        "SINCE ran while the feed was still sending"
+    );
     let mut caught_up: Vec<u64> = Vec::new();
     while caught_up.last() != Some(&N) {
         caught_up.push(back.message().seq());
     }
-    let mut all: Vec<u64> = Vec::new();
-    while all.last() != Some(&N) {
-        all.push(reference.message().seq());
-    }
+    let all = reference.join().unwrap();
     feeder.join().unwrap();
     let expected: Vec<u64> = all.into_iter().filter(|&q| q > held).collect();
     assert_eq!(
