@@ -226,9 +226,10 @@ fn since_fills_a_gap_exactly_while_the_feed_keeps_sending() {
     let mut leaver = Sub::connect(e.subscriber_addr());
     leaver.subscribe(&["EURUSD"]);
     let mut feed = Feed::connect(e.feed_addr());
-    for i in (1..=100).step_by(10) {
-        feed_run(&mut feed, "EURUSD", i, 10);
-        all_taken(&e, i + 9);
+    // One at a time: every update up to 100 is published (and held).
+    for i in 1..=100 {
+        feed_run(&mut feed, "EURUSD", i, 1);
+        all_taken(&e, i);
     }
     // The leaver holds some seq, then goes away.
     let held = loop {
