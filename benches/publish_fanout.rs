@@ -4,7 +4,10 @@
 //! all RESP2 or half RESP3 (a RESP3 subscriber differs only in the prefix
 //! its delivery carries, so the two should cost the same); and the whole
 //! fan-out step (`publish::fanout`) for one update: sequence accounting,
-//! routing, encoding once and the offer to 100 channel subscribers.
+//! routing, encoding once and the offer to 100 channel subscribers; the
+//! same with every subscriber under a `TICKFAN.THROTTLE` cap, its window
+//! open at each update (the check and the bookkeeping of a frame that
+//! goes) or closed (the symbol held, then conflated while pending).
 
 use std::hint::black_box;
 
@@ -101,6 +104,32 @@ fn bench(c: &mut Criterion) {
                     buf.write_to(&mut sink, |_| {}).unwrap();
                 }
             }
+        })
+    });
+    let mut throttled = PlainOutlets::new(100, 1 << 20, 1024);
+    for t in throttled.throttles.iter_mut() {
+        t.set_rate(1000.0, 0);
+        t.set_bandwidth(1 << 30, 0);
+    }
+    g.bench_function("fanout_unit_100_subscribers_throttled_open", |b| {
+        b.iter(|| {
+            update.seq += 1;
+            // A new 1 ms window at every update: every frame goes.
+            throttled.window_now_ns += 1_000_000;
+            black_box(fanout.publish(1, black_box(&update), &routes, &mut throttled, 0));
+            if throttled.buffers[0].buffered() > (1 << 19) {
+                for buf in throttled.buffers.iter_mut() {
+                    buf.write_to(&mut sink, |_| {}).unwrap();
+                }
+            }
+        })
+    });
+    g.bench_function("fanout_unit_100_subscribers_throttled_held", |b| {
+        b.iter(|| {
+            update.seq += 1;
+            // The window stays closed: after its first hold the symbol is
+            // pending for every subscriber.
+            black_box(fanout.publish(1, black_box(&update), &routes, &mut throttled, 0));
         })
     });
     g.finish();

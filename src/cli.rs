@@ -108,6 +108,30 @@ pub struct ServeArgs {
         help_heading = "Subscribers"
     )]
     pub max_subscriptions: usize,
+    /// Each subscriber's cap in updates per second per symbol (0 = none; a client changes its own with TICKFAN.THROTTLE); the latest value goes when the window opens.
+    #[arg(
+        long,
+        value_name = "PER_SEC",
+        default_value_t = 0.0,
+        help_heading = "Subscribers"
+    )]
+    pub sub_max_rate: f64,
+    /// Each subscriber's cap in data bytes per second (0 = none; a client changes its own with TICKFAN.THROTTLE … MAXBYTES).
+    #[arg(
+        long,
+        value_name = "BYTES_PER_SEC",
+        default_value_t = 0,
+        help_heading = "Subscribers"
+    )]
+    pub sub_max_bandwidth: u64,
+    /// Updates kept per symbol for TICKFAN.SINCE catch-up (0 = none); memory about N × --max-symbols × 250 bytes, reserved at start.
+    #[arg(
+        long,
+        value_name = "N",
+        default_value_t = 0,
+        help_heading = "Subscribers"
+    )]
+    pub history_depth: usize,
     /// The order path (headings Orders, Retry, Lanes, Fills; `--order-listen` under Listeners).
     #[command(flatten)]
     pub order: order_args::OrderArgs,
@@ -258,6 +282,9 @@ impl ServeArgs {
             max_subscriptions: self.max_subscriptions,
             sub_sndbuf: self.sub_sndbuf,
             max_publish_rate: self.max_publish_rate,
+            sub_max_rate: self.sub_max_rate,
+            sub_max_bandwidth: self.sub_max_bandwidth,
+            history_depth: self.history_depth,
             pin: self.pin.unwrap_or_default(),
             idle: self.idle,
             duration: self.duration,

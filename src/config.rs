@@ -18,6 +18,10 @@ pub(crate) const DEFAULT_ORDER_ADDR: &str = "127.0.0.1:9103";
 /// Default admin listen address (HTTP: `/health`, `/metrics`, `/report`, `/dlq`).
 pub(crate) const DEFAULT_ADMIN_ADDR: &str = "127.0.0.1:9104";
 
+/// Most bytes the history ring (`--history-depth` × `--max-symbols` ×
+/// slot) may take.
+pub(crate) const HISTORY_MAX_BYTES: u64 = 1 << 30;
+
 /// Which core each hot thread is pinned to (none = unpinned).
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, serde::Serialize)]
 pub struct PinPlan {
@@ -59,6 +63,15 @@ pub struct Config {
     pub max_subscriptions: usize,
     /// Most updates per second the publisher takes from the slots (0 = unlimited).
     pub max_publish_rate: u64,
+    /// Each subscriber's cap in updates per second per symbol until it
+    /// sends `TICKFAN.THROTTLE` (0 = none).
+    pub sub_max_rate: f64,
+    /// Each subscriber's cap in data bytes per second until it sends
+    /// `TICKFAN.THROTTLE … MAXBYTES` (0 = none).
+    pub sub_max_bandwidth: u64,
+    /// Updates kept per symbol for `TICKFAN.SINCE` (0 = none); the ring
+    /// takes about depth × max symbols × 250 bytes, reserved at start.
+    pub history_depth: usize,
     /// Thread pinning.
     pub pin: PinPlan,
     /// What idle loops do.
@@ -109,6 +122,9 @@ impl Default for Config {
             max_subscriptions: 10_000,
             sub_sndbuf: 64 * 1024,
             max_publish_rate: 0,
+            sub_max_rate: 0.0,
+            sub_max_bandwidth: 0,
+            history_depth: 0,
             pin: PinPlan::default(),
             idle: IdleStrategy::Park,
             duration: None,
@@ -171,6 +187,27 @@ impl Config {
             10_000_000,
         )?;
         range("--dlq-capacity", self.dlq_capacity as u64, 1, 10_000_000)?;
+        let max_rate = crate::publish::throttle::MAX_RATE;
+        if !(self.sub_max_rate.is_finite() && (0.0..=max_rate).contains(&self.sub_max_rate)) {
+            return Err(E::Invalid {
+                flag: "--sub-max-rate",
+                why: format!("must be a number from 0 to {max_rate} (0 = no cap)"),
+            });
+        }
+        range("--history-depth", self.history_depth as u64, 0, 65_536)?;
+        let ring = crate::publish::history::bytes_for(self.history_depth, self.max_symbols);
+        if ring > HISTORY_MAX_BYTES {
+            return Err(E::Invalid {
+                flag: "--history-depth",
+                why: format!(
+                    "{} updates × {} symbols (--max-symbols) need {} MiB of history, over the {} MiB limit; lower one of them",
+                    self.history_depth,
+                    self.max_symbols,
+                    ring >> 20,
+                    HISTORY_MAX_BYTES >> 20
+                ),
+            });
+        }
         range("--dlq-max-bytes", self.dlq_max_bytes, 4096, u64::MAX)?;
         if self.report_interval < Duration::from_millis(10) {
             return Err(E::Invalid {

@@ -43,6 +43,7 @@ use crate::metrics::{Counters, FinalReport, Stage, StageRecorder};
 use crate::net::LoopCtx;
 use crate::order::wiring::{OrderPath, OrderPathInputs};
 use crate::publish::publisher::{Publisher, PublisherSettings, WAKER};
+use crate::publish::throttle::WindowClock;
 use crate::retry::SharedClock;
 use crate::slots::slots;
 use crate::symbols::{SymbolInterner, SymbolTable};
@@ -58,6 +59,10 @@ pub struct Injected {
     pub clock: Option<SharedClock>,
     /// Bridges to use instead of the simulators the config describes.
     pub bridges: Option<Vec<Arc<dyn Bridge>>>,
+    /// The clock of the subscribers' throttle windows (`TICKFAN.THROTTLE`,
+    /// `--sub-max-rate`, `--sub-max-bandwidth`) in the publisher. Default:
+    /// the monotonic clock.
+    pub window_clock: Option<SharedClock>,
     /// A fault that makes one thread panic or stall (tests; the binary
     /// takes it from `TICKFAN_FAULT`). See [`crate::sys::watch`].
     pub fault: Option<Fault>,
@@ -275,6 +280,13 @@ impl Engine {
                 auth_timeout_ns: config.auth_timeout.as_nanos() as u64,
                 max_subscriptions: config.max_subscriptions,
                 sndbuf: config.sub_sndbuf,
+                sub_max_rate: config.sub_max_rate,
+                sub_max_bandwidth: config.sub_max_bandwidth,
+                history_depth: config.history_depth,
+                window_clock: {
+                    let c = injected.window_clock.unwrap_or_else(|| Arc::new(clock));
+                    WindowClock::new(move || c.now_ns())
+                },
             },
             Arc::clone(&subscribers),
         )

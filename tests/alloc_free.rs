@@ -17,6 +17,7 @@ use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use tickfan::config::Config;
+use tickfan::metrics::CountersSnapshot;
 use tickfan::runtime::Engine;
 
 struct Counting;
@@ -88,14 +89,40 @@ fn steady_ticks_allocate_nothing() {
         report_interval: Duration::from_secs(3600),
         ..Config::ephemeral()
     };
-    let engine = Engine::start(&config).unwrap();
+    steady_allocations(&config, b"PSUBSCRIBE *\r\n");
+}
+
+/// The same with the history ring on and a subscriber under both caps of
+/// `TICKFAN.THROTTLE` (symbols held and refilled as windows open): the
+/// caps' state is allocated when they are set, the ring at start.
+#[test]
+fn throttled_subscribers_and_the_history_ring_allocate_nothing_per_tick() {
+    let _serial = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
+    let config = Config {
+        report_interval: Duration::from_secs(3600),
+        history_depth: 8,
+        max_symbols: 1_000,
+        ..Config::ephemeral()
+    };
+    let c = steady_allocations(
+        &config,
+        b"TICKFAN.THROTTLE 20 MAXBYTES 400000\r\nPSUBSCRIBE *\r\n",
+    );
+    assert!(c.throttled > 0, "the throttle held symbols back");
+}
+
+/// Feeds a warm-up batch, then a measured one, to an engine with one
+/// subscriber that sent `commands`; asserts the measured batch allocated
+/// (almost) nothing. Returns the engine's counters at the end.
+fn steady_allocations(config: &Config, commands: &[u8]) -> CountersSnapshot {
+    let engine = Engine::start(config).unwrap();
     let c = Arc::clone(engine.counters());
     let published = move || c.publish.published.load(Ordering::Relaxed);
     let c = Arc::clone(engine.counters());
     let valid = move || c.feed.ticks_valid.load(Ordering::Relaxed);
 
     let mut sub = TcpStream::connect(engine.subscriber_addr()).unwrap();
-    sub.write_all(b"PSUBSCRIBE *\r\n").unwrap();
+    sub.write_all(commands).unwrap();
     let stop = Arc::new(AtomicBool::new(false));
     let received = Arc::new(AtomicU64::new(0));
     let reader = {
@@ -144,6 +171,7 @@ fn steady_ticks_allocate_nothing() {
 
     stop.store(true, Ordering::Relaxed);
     reader.join().unwrap();
+    let counters = engine.counters().snapshot();
     drop(engine);
     assert!(updates > 0, "nothing was published in the window");
     // The allocator counts every thread of the process. The tick path
@@ -157,6 +185,7 @@ fn steady_ticks_allocate_nothing() {
         allocs <= n / 1_000,
         "{allocs} allocations for {n} ticks ({updates} published updates)"
     );
+    counters
 }
 
 #[test]

@@ -120,6 +120,18 @@ pub(crate) fn render(s: &Scrape<'_>) -> String {
         c.subscriber_conflations,
     );
     o.one(
+        "tickfan_subscriber_throttled_total",
+        "counter",
+        "Times a subscriber's TICKFAN.THROTTLE held a symbol back until its window opens.",
+        c.throttled,
+    );
+    o.one(
+        "tickfan_since_frames_total",
+        "counter",
+        "Frames replayed from the history ring by TICKFAN.SINCE.",
+        c.since_frames,
+    );
+    o.one(
         "tickfan_slow_episodes_total",
         "counter",
         "Times a subscriber crossed its high-water mark.",

@@ -94,6 +94,12 @@ pub struct PublishCounters {
     pub auth_failures: AtomicU64,
     /// Subscriptions refused over the per-client limit.
     pub subscriptions_refused: AtomicU64,
+    /// Times a subscriber's throttle (`TICKFAN.THROTTLE`) held a symbol
+    /// back: it gets the symbol's latest value when the window opens (the
+    /// updates in between count as `subscriber_conflations`).
+    pub throttled: AtomicU64,
+    /// Frames replayed from the history ring by `TICKFAN.SINCE`.
+    pub since_frames: AtomicU64,
 }
 
 /// Every counter of one engine.
@@ -160,6 +166,10 @@ pub struct CountersSnapshot {
     pub auth_failures: (u64, u64),
     /// Subscriptions refused over the per-client limit.
     pub subscriptions_refused: u64,
+    /// Symbols held back by subscribers' throttles.
+    pub throttled: u64,
+    /// Frames replayed by `TICKFAN.SINCE`.
+    pub since_frames: u64,
     /// Dead letters stored / dropped at hand-off.
     pub dlq: (u64, u64),
     /// The order path.
@@ -209,6 +219,8 @@ impl Counters {
             dirty_depth: get(&p.dirty_depth),
             auth_failures: (get(&f.auth_failures), get(&p.auth_failures)),
             subscriptions_refused: get(&p.subscriptions_refused),
+            throttled: get(&p.throttled),
+            since_frames: get(&p.since_frames),
             dlq: (get(&self.dlq_stored), get(&f.dlq_handoff_dropped)),
             orders: OrderSnapshot::take(&self.orders, &self.retry, &self.fills),
             capacity: CapacitySnapshot::take(&self.capacity),

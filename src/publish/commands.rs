@@ -3,8 +3,10 @@
 //! `redis-server`).
 //!
 //! `SUBSCRIBE`, `UNSUBSCRIBE`, `PSUBSCRIBE`, `PUNSUBSCRIBE`, `PING`, `QUIT`,
-//! `RESET`, `AUTH`, and the connection-setup commands of
-//! [`super::housekeeping`] (`HELLO`, `CLIENT`, `SELECT`, `INFO`, `ECHO`).
+//! `RESET`, `AUTH`, the connection-setup commands of
+//! [`super::housekeeping`] (`HELLO`, `CLIENT`, `SELECT`, `INFO`, `ECHO`),
+//! and tickfan's own `TICKFAN.THROTTLE` and `TICKFAN.SINCE`
+//! ([`super::sub_control`], allowed in the subscribed context too).
 //! Anything else gets a RESP error and the connection stays usable.
 //!
 //! Replies are framed for the connection's protocol ([`Proto`]): RESP2, or
@@ -25,9 +27,11 @@ use crate::auth::Token;
 use crate::metrics::counters::{bump, Counters};
 use crate::protocol::resp::framing::{self, Proto};
 use crate::protocol::resp::{self, Parsed, SubscriptionKind as Kind, Verb};
+use crate::publish::history::History;
 use crate::publish::housekeeping::{self, ServerInfo};
 use crate::publish::routes::{Routes, SubKey};
 use crate::publish::session::Session;
+use crate::publish::sub_control;
 use crate::symbols::SymbolId;
 
 /// Limits on one command (one command must also fit the session's input buffer).
@@ -53,6 +57,15 @@ pub(crate) struct CommandCtx<'a> {
     pub routes: &'a mut Routes,
     /// Encoded tail of each symbol's latest value (empty = none yet).
     pub latest: &'a [Vec<u8>],
+    /// Sequence number last taken of each symbol (0 = none yet).
+    pub last_seqs: &'a [u64],
+    /// The last updates of each symbol (`TICKFAN.SINCE`).
+    pub history: &'a History,
+    /// Now on the throttle windows' clock (`TICKFAN.THROTTLE`).
+    pub window_now_ns: u64,
+    /// The serve-wide caps a connection starts with (`--sub-max-rate`,
+    /// `--sub-max-bandwidth`), restored by `RESET`.
+    pub default_caps: (f64, u64),
     /// Scratch list for pattern matches (reused).
     pub matched: &'a mut Vec<SymbolId>,
     /// Counters (the publisher is their single writer).
@@ -151,6 +164,12 @@ fn execute(
         resp::append_error(sess.out(), b"NOAUTH Authentication required.");
         return false;
     }
+    if verb == Verb::Other {
+        // tickfan's own commands, allowed in every context.
+        if let Some(ok) = sub_control::execute(sess, key, input, args, ctx) {
+            return ok;
+        }
+    }
     if !verb.accepts_arg_count(args.len()) {
         resp::append_wrong_arity(sess.out(), verb.name().unwrap_or_default());
         return false;
@@ -236,8 +255,8 @@ fn execute(
         }
         Verb::Reset => {
             // Like Redis RESET: leave every subscription, back to RESP2,
-            // database 0, no name, and unauthenticated again when a token
-            // is required; then +RESET.
+            // database 0, no name (and the serve-wide caps), and
+            // unauthenticated again when a token is required; then +RESET.
             let chans: Vec<Box<[u8]>> = sess.channels.drain(..).collect();
             for ch in &chans {
                 ctx.routes.unsubscribe(key, ch);
@@ -250,6 +269,9 @@ fn execute(
             ctx.routes.set_proto(key, Proto::Resp2);
             sess.db = 0;
             sess.name = None;
+            let (rate, bytes) = ctx.default_caps;
+            sess.throttle.set_rate(rate, ctx.window_now_ns);
+            sess.throttle.set_bandwidth(bytes, ctx.window_now_ns);
             if ctx.token.is_some() {
                 sess.require_auth();
             } else {
@@ -281,7 +303,7 @@ fn execute(
 
 /// Refuses one more subscription when the client holds the maximum (an
 /// error reply in place of its confirmation, counted).
-fn at_limit(sess: &mut Session, ctx: &CommandCtx<'_>) -> bool {
+pub(crate) fn at_limit(sess: &mut Session, ctx: &CommandCtx<'_>) -> bool {
     if sess.subscription_count() < ctx.max_subscriptions {
         return false;
     }

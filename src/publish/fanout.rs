@@ -23,6 +23,12 @@
 //!   only a subscriber whose socket is full too is slow. [`Fanout::refill`]
 //!   sends a drained slow subscriber the latest value of each symbol it
 //!   missed.
+//! - **A subscriber's own caps first.** Before the mark, the step asks the
+//!   subscriber's [`Throttle`] (`TICKFAN.THROTTLE`): a closed window or an
+//!   empty byte credit marks the symbol pending in the same marks
+//!   ([`SubscriberBuffer::hold`]), and [`Fanout::refill_throttled`] sends
+//!   its latest value once the window opens; a subscriber without caps
+//!   costs one flag test.
 //!
 //! The sessions and their sockets are behind [`Outlets`]; unit tests drive
 //! the step with plain buffers. No allocation per update once every symbol
@@ -35,6 +41,7 @@ use crate::protocol::resp;
 use crate::publish::encode::{append_payload, max_payload_len};
 use crate::publish::outbuf::{Offer, SubscriberBuffer};
 use crate::publish::routes::{Routes, SubKey};
+use crate::publish::throttle::Throttle;
 use crate::symbols::SymbolId;
 
 /// One subscriber as the fan-out sees it.
@@ -46,8 +53,14 @@ pub trait Outlet {
     fn make_room(&mut self);
     /// A frame was appended: the buffer has output to write.
     fn has_output(&mut self);
-    /// The subscriber began a slow episode: revisit it once it drains.
+    /// The subscriber began a slow episode, or its throttle held a symbol
+    /// back: revisit it (once it drains, or once the window opens).
     fn became_slow(&mut self);
+    /// Its caps ([`Throttle`]) with the window clock's now, when it set any.
+    #[inline]
+    fn throttle(&mut self) -> Option<(&mut Throttle, u64)> {
+        None
+    }
 }
 
 /// The subscribers, by key.
@@ -69,6 +82,9 @@ pub struct Delivered {
     pub conflations: u64,
     /// Subscribers that began a slow episode.
     pub slow_episodes: u64,
+    /// Offers a subscriber's throttle held back (its symbol marked pending;
+    /// later offers while it is pending count as conflations).
+    pub throttled: u64,
 }
 
 /// What publishing one update did.
@@ -153,10 +169,25 @@ impl Fanout {
         now_ns: u64,
     ) -> Delivered {
         let tail = &self.latest[id as usize];
+        let seq = self.last_seq[id as usize];
         let mut done = Delivered::default();
         for d in routes.deliveries(id) {
             let mut out = outlets.outlet(d.sub);
             let frame_len = d.prefix.len() + tail.len();
+            if !out.buffer().is_pending(id) {
+                // The subscriber's own caps first: a closed window holds
+                // the symbol in the same pending marks a slow subscriber
+                // uses, so its latest value goes when the window opens.
+                if let Some((t, now_w)) = out.throttle() {
+                    if !t.admits(id, seq, now_w) {
+                        t.held += 1;
+                        out.buffer().hold(id, now_ns);
+                        out.became_slow();
+                        done.throttled += 1;
+                        continue;
+                    }
+                }
+            }
             let buf = out.buffer();
             if buf.buffered() + frame_len > buf.hwm() && !buf.is_pending(id) {
                 // Past the mark in user space: hand what we have to the
@@ -167,6 +198,9 @@ impl Fanout {
             match out.buffer().offer(id, &d.prefix, tail, now_ns) {
                 Offer::Appended => {
                     done.frames += 1;
+                    if let Some((t, now_w)) = out.throttle() {
+                        t.sent(id, seq, frame_len, now_w);
+                    }
                     out.has_output();
                 }
                 Offer::Conflated { entered_slow } => {
@@ -205,6 +239,20 @@ impl Fanout {
     /// the buffer is empty: a frame larger than the mark still goes out
     /// alone). Returns the frames appended.
     pub fn refill(&self, sub: SubKey, buf: &mut SubscriberBuffer, routes: &Routes) -> u64 {
+        self.refill_throttled(sub, buf, routes, None)
+    }
+
+    /// [`refill`](Self::refill) for a subscriber with caps: with a
+    /// `throttle` (and its window clock's now), stops at the first symbol
+    /// whose window is still closed (the marks are oldest first, and every
+    /// symbol held in an earlier window is open).
+    pub fn refill_throttled(
+        &self,
+        sub: SubKey,
+        buf: &mut SubscriberBuffer,
+        routes: &Routes,
+        mut throttle: Option<(&mut Throttle, u64)>,
+    ) -> u64 {
         let mut sent = 0u64;
         while let Some(id) = buf.peek_pending() {
             let tail = &self.latest[id as usize];
@@ -212,6 +260,12 @@ impl Fanout {
             let need: usize = mine().map(|d| d.prefix.len() + tail.len()).sum();
             if buf.buffered() + need > buf.hwm() && buf.buffered() > 0 {
                 break;
+            }
+            if let Some((t, now_w)) = throttle.as_mut() {
+                if !t.open(id, *now_w) {
+                    break;
+                }
+                t.sent(id, self.last_seq[id as usize], need, *now_w);
             }
             buf.pop_pending();
             for d in mine() {
@@ -221,10 +275,17 @@ impl Fanout {
         }
         sent
     }
+
+    /// Sequence number last taken of each symbol (0 = none yet).
+    pub fn last_seqs(&self) -> &[u64] {
+        &self.last_seq
+    }
 }
 
 /// Plain buffers as outlets, for tests and benches: `make_room` writes
-/// nothing (every socket is full), the flags record what the step asked.
+/// nothing (every socket is full), the flags record what the step asked;
+/// each has a throttle (no caps until one is set) on the window clock
+/// `window_now_ns`.
 #[derive(Debug)]
 pub struct PlainOutlets {
     /// Buffer per subscriber key.
@@ -235,6 +296,10 @@ pub struct PlainOutlets {
     pub slow: Vec<bool>,
     /// Per key: `make_room` calls.
     pub room_asked: Vec<u64>,
+    /// Per key: its caps.
+    pub throttles: Vec<Throttle>,
+    /// Now on the throttles' window clock.
+    pub window_now_ns: u64,
 }
 
 impl PlainOutlets {
@@ -247,6 +312,8 @@ impl PlainOutlets {
             has_output: vec![false; n],
             slow: vec![false; n],
             room_asked: vec![0; n],
+            throttles: (0..n).map(|_| Throttle::new(max_symbols)).collect(),
+            window_now_ns: 0,
         }
     }
 }
@@ -270,6 +337,11 @@ impl Outlet for PlainOutlet<'_> {
     }
     fn became_slow(&mut self) {
         self.owner.slow[self.sub] = true;
+    }
+    fn throttle(&mut self) -> Option<(&mut Throttle, u64)> {
+        let now = self.owner.window_now_ns;
+        let t = &mut self.owner.throttles[self.sub];
+        t.is_active().then_some((t, now))
     }
 }
 

@@ -134,6 +134,77 @@ fn the_fast_subscriber_gets_every_update_and_the_slow_one_the_latest_later() {
 }
 
 #[test]
+fn a_throttled_subscriber_gets_one_update_per_window_the_latest_when_it_opens() {
+    let mut routes = Routes::new();
+    routes.add_symbol(0, b"EURUSD");
+    routes.add_symbol(1, b"GBPUSD");
+    routes.subscribe(0, b"EURUSD"); // uncapped
+    routes.subscribe(1, b"EURUSD"); // one update per second, channel…
+    let mut matched = Vec::new();
+    routes.psubscribe(1, b"EUR*", &mut matched); // …and pattern
+    routes.subscribe(1, b"GBPUSD");
+    let mut fan = Fanout::new(4);
+    fan.learn(b"EURUSD");
+    fan.learn(b"GBPUSD");
+    let mut outs = PlainOutlets::new(2, 1 << 20, 4);
+    outs.throttles[1].set_rate(1.0, 0);
+    let mut capped = Vec::new();
+    let mut held = 0;
+    for seq in 1..=5 {
+        outs.window_now_ns = seq * 1_000_000; // all inside window 0
+        let p = fan
+            .publish(0, &value(seq), &routes, &mut outs, seq)
+            .unwrap();
+        held += p.delivered.throttled;
+        fan.publish(1, &value(seq), &routes, &mut outs, seq);
+        capped.extend(drain(&mut outs.buffers[1]));
+    }
+    assert_eq!(frames(&drain(&mut outs.buffers[0])).len(), 5, "uncapped");
+    let got: Vec<(Vec<u8>, u64)> = frames(&capped)
+        .iter()
+        .map(|f| (f.kind().to_vec(), f.seq()))
+        .collect();
+    // Both deliveries of EURUSD's first update go together; GBPUSD has its
+    // own window.
+    assert_eq!(
+        got,
+        vec![
+            (b"message".to_vec(), 1),
+            (b"pmessage".to_vec(), 1),
+            (b"message".to_vec(), 1)
+        ]
+    );
+    assert_eq!(held, 1, "held once, then conflated while pending");
+    assert!(outs.slow[1], "put on the attention list");
+    assert_eq!(
+        outs.buffers[1].stats.slow_episodes, 0,
+        "a hold is not a slow episode"
+    );
+    // Still inside the window: the refill sends nothing.
+    let t = (&mut outs.throttles[1], 999_000_000);
+    assert_eq!(
+        fan.refill_throttled(1, &mut outs.buffers[1], &routes, Some(t)),
+        0
+    );
+    // The window opened: the latest value of each symbol, both routes.
+    let t = (&mut outs.throttles[1], 1_000_000_000);
+    assert_eq!(
+        fan.refill_throttled(1, &mut outs.buffers[1], &routes, Some(t)),
+        3
+    );
+    let got: Vec<u64> = frames(&drain(&mut outs.buffers[1]))
+        .iter()
+        .map(Frame::seq)
+        .collect();
+    assert_eq!(got, vec![5, 5, 5]);
+    // And that used the new window: the next update is held again.
+    outs.window_now_ns = 1_500_000_000;
+    let p = fan.publish(0, &value(6), &routes, &mut outs, 6).unwrap();
+    assert_eq!(p.delivered.throttled, 1);
+    assert_eq!(outs.buffers[1].buffered(), 0);
+}
+
+#[test]
 fn a_value_taken_already_is_not_published_again() {
     let mut routes = Routes::new();
     routes.add_symbol(0, b"EURUSD");

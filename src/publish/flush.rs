@@ -20,6 +20,7 @@ use crate::publish::outbuf::SubscriberBuffer;
 use crate::publish::publisher::Publisher;
 use crate::publish::routes::SubKey;
 use crate::publish::session::{Session, WriteState};
+use crate::publish::throttle::Throttle;
 use crate::sys::clock::MonoClock;
 
 impl Publisher {
@@ -121,6 +122,8 @@ pub(super) struct SessionOutlets<'a> {
     pub(super) clock: &'a MonoClock,
     pub(super) recorder: &'a mut StageRecorder,
     pub(super) counters: &'a Counters,
+    /// Now on the window clock of the subscribers' throttles.
+    pub(super) window_now_ns: u64,
 }
 
 /// One session as an outlet.
@@ -133,6 +136,7 @@ pub(super) struct SessionOutlet<'s, 'a> {
     clock: &'a MonoClock,
     recorder: &'s mut StageRecorder,
     counters: &'a Counters,
+    window_now_ns: u64,
 }
 
 impl<'a> Outlets for SessionOutlets<'a> {
@@ -154,6 +158,7 @@ impl<'a> Outlets for SessionOutlets<'a> {
             clock: self.clock,
             recorder: self.recorder,
             counters: self.counters,
+            window_now_ns: self.window_now_ns,
         }
     }
 }
@@ -185,5 +190,11 @@ impl Outlet for SessionOutlet<'_, '_> {
     fn became_slow(&mut self) {
         self.attention
             .mark(&mut self.conn.state.on_attention, self.key);
+    }
+
+    #[inline]
+    fn throttle(&mut self) -> Option<(&mut Throttle, u64)> {
+        let t = &mut self.conn.state.throttle;
+        t.is_active().then_some((t, self.window_now_ns))
     }
 }

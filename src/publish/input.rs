@@ -35,6 +35,10 @@ impl Publisher {
             let mut ctx = CommandCtx {
                 routes: &mut self.routes,
                 latest: self.fanout.latest(),
+                last_seqs: self.fanout.last_seqs(),
+                history: &self.history,
+                window_now_ns: self.settings.window_clock.now_ns(),
+                default_caps: (self.settings.sub_max_rate, self.settings.sub_max_bandwidth),
                 matched: &mut self.matched,
                 counters: &self.ctx.counters,
                 hwm: self.settings.hwm,

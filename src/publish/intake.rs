@@ -35,7 +35,14 @@ impl Publisher {
                 auth.arm(conn, now);
                 let id = *next_id;
                 *next_id += 1;
-                Session::new(id, settings.hwm, max_symbols, authed, now)
+                let mut s = Session::new(id, settings.hwm, max_symbols, authed, now);
+                if settings.sub_max_rate > 0.0 || settings.sub_max_bandwidth > 0 {
+                    // The serve-wide caps; TICKFAN.THROTTLE changes them.
+                    let now_w = settings.window_clock.now_ns();
+                    s.throttle.set_rate(settings.sub_max_rate, now_w);
+                    s.throttle.set_bandwidth(settings.sub_max_bandwidth, now_w);
+                }
+                s
             },
         );
     }

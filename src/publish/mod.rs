@@ -9,6 +9,7 @@
 //! | fan-out | [`fanout`], [`encode`], [`routes`], [`glob`] | one update encoded once and offered to each subscriber (socket-free); who receives what |
 //! | sessions | [`session`], [`outbuf`], [`slow_revisit`] | one connection's state, its bounded buffer and own conflation, the slow-subscriber refill |
 //! | commands | [`input`], [`commands`], [`housekeeping`], [`client_cmd`] | reading a subscriber's input and answering it as Redis 7 does |
+//! | control | [`sub_control`], [`throttle`], [`history`] | tickfan's own commands: a subscriber's caps (`TICKFAN.THROTTLE`) and catch-up from a sequence (`TICKFAN.SINCE`) over the history ring |
 //! | sockets | [`intake`], [`flush`], [`closing`] | admission and auth expiry, writing buffers, closing — over the connection kit ([`crate::net`]: listener, connection slab, auth deadlines, input buffer, flush/attention lists, loop context) |
 //! | reports | [`stats`] | per-subscriber figures for reports and the admin endpoint |
 //!
@@ -21,6 +22,7 @@ pub mod encode;
 pub mod fanout;
 pub(crate) mod flush;
 pub mod glob;
+pub(crate) mod history;
 pub(crate) mod housekeeping;
 pub(crate) mod input;
 pub(crate) mod intake;
@@ -32,3 +34,5 @@ pub(crate) mod session;
 pub(crate) mod slot_drain;
 pub(crate) mod slow_revisit;
 pub(crate) mod stats;
+pub(crate) mod sub_control;
+pub mod throttle;

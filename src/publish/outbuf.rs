@@ -141,6 +141,15 @@ impl SubscriberBuffer {
         self.note_level();
     }
 
+    /// Marks `id` pending without appending a frame and without starting a
+    /// slow episode: a throttle ([`super::throttle`]) held it back, and the
+    /// refill sends its latest value once its window opens.
+    pub fn hold(&mut self, id: SymbolId, now_ns: u64) {
+        if !self.is_pending(id) {
+            self.mark_pending(id, now_ns);
+        }
+    }
+
     /// True when `id` waits to be sent as a latest value.
     #[inline]
     pub fn is_pending(&self, id: SymbolId) -> bool {

@@ -5,8 +5,8 @@
 //!
 //! One turn:
 //! 1. poll (blocking only when the previous turn did nothing, per the idle
-//!    strategy, and never past the next rate token, stats refresh or
-//!    histogram flush); hand accepts to [`super::intake`], readable sockets
+//!    strategy, and never past the next rate token, throttle window end
+//!    ([`super::sub_control`]), stats refresh or histogram flush); hand accepts to [`super::intake`], readable sockets
 //!    to [`super::input`], writable ones to [`super::flush`];
 //! 2. learn symbols the feed interned and take up to `MAX_BATCH` dirty
 //!    updates (fewer under a rate cap), each fanned out by
@@ -40,11 +40,13 @@ use crate::idle::IdleStrategy;
 use crate::metrics::report::SubscriberStats;
 use crate::net::{AuthGate, Conns, KeyList, Listener, LoopCtx, PortPolicy, LISTENER};
 use crate::publish::fanout::Fanout;
+use crate::publish::history::History;
 use crate::publish::housekeeping::ServerInfo;
 use crate::publish::rate::RateCap;
 use crate::publish::routes::Routes;
 use crate::publish::session::Session;
 use crate::publish::stats::StatsBoard;
+use crate::publish::throttle::WindowClock;
 use crate::slots::SlotReader;
 use crate::symbols::{SymbolId, SymbolTable};
 use crate::sys::net::Polled;
@@ -78,6 +80,15 @@ pub(crate) struct PublisherSettings {
     pub max_subscriptions: usize,
     /// Kernel send buffer per subscriber socket (0 = OS auto-tuning).
     pub sndbuf: usize,
+    /// Each new subscriber's cap in updates per second per symbol (0 = none).
+    pub sub_max_rate: f64,
+    /// Each new subscriber's cap in data bytes per second (0 = none).
+    pub sub_max_bandwidth: u64,
+    /// Updates kept per symbol for `TICKFAN.SINCE` (0 = none).
+    pub history_depth: usize,
+    /// The clock of the throttle windows (the engine's monotonic clock, or
+    /// a simulated one in tests).
+    pub window_clock: WindowClock,
 }
 
 /// Everything the publisher thread owns.
@@ -96,6 +107,8 @@ pub(crate) struct Publisher {
     pub(super) table: Arc<SymbolTable>,
     /// Latest encoded value and last taken sequence number per symbol.
     pub(super) fanout: Fanout,
+    /// The last updates of each symbol, for `TICKFAN.SINCE`.
+    pub(super) history: History,
     pub(super) settings: PublisherSettings,
     pub(super) rate: RateCap,
     /// Sessions with output to write this turn.
@@ -155,6 +168,7 @@ impl Publisher {
             slots,
             table,
             fanout: Fanout::new(cap),
+            history: History::new(settings.history_depth, cap),
             rate: RateCap::new(settings.max_rate),
             flush_list: KeyList::with_capacity(room),
             attention: KeyList::with_capacity(room),
@@ -177,6 +191,9 @@ impl Publisher {
             let mut max_park = Duration::from_nanos(self.ctx.recorder.ns_until_flush(now))
                 .min(Duration::from_nanos(self.stats.ns_until_due(now)))
                 .min(MAX_PARK);
+            if let Some(w) = self.throttle_wait() {
+                max_park = max_park.min(w);
+            }
             let rate_wait = self.rate.wait();
             if !rate_wait.is_zero() {
                 max_park = max_park.min(rate_wait);

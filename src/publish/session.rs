@@ -32,6 +32,7 @@ use crate::net::{ReadBuf, ReadOutcome};
 use crate::protocol::resp::framing::Proto;
 
 use crate::publish::outbuf::SubscriberBuffer;
+use crate::publish::throttle::Throttle;
 
 /// Bytes of the input buffer: one command must fit in it.
 pub(crate) const INBUF_LEN: usize = 64 * 1024;
@@ -163,6 +164,8 @@ pub(crate) struct Session {
     pub args: Vec<Range<usize>>,
     /// Output buffer and slow-subscriber state.
     pub buf: SubscriberBuffer,
+    /// Its own caps (`TICKFAN.THROTTLE`, `--sub-max-rate`, `--sub-max-bandwidth`).
+    pub throttle: Throttle,
     /// Subscribed channels, in subscription order.
     pub channels: IndexSet<Box<[u8]>>,
     /// Subscribed patterns, in subscription order.
@@ -199,6 +202,7 @@ impl Session {
             input: ReadBuf::new(INBUF_LEN),
             args: Vec::with_capacity(16),
             buf: SubscriberBuffer::new(hwm, max_symbols),
+            throttle: Throttle::new(max_symbols),
             channels: IndexSet::new(),
             patterns: IndexSet::new(),
             state: SessionState::new(authed),

@@ -1,7 +1,8 @@
 //! From the slots to the fan-out: learn the symbols the feed interned, take
 //! up to a batch of dirty updates (fewer under the rate cap), count the
-//! updates each slot conflated, and hand each taken value to the fan-out
-//! step ([`super::fanout`]) with the sessions as its outlets.
+//! updates each slot conflated, keep each taken value in the history ring
+//! ([`super::history`]) and hand it to the fan-out step
+//! ([`super::fanout`]) with the sessions as its outlets.
 //!
 //! Stages recorded here: slot wait (written → picked) and publish (one
 //! update's take + encode + offers); the end-to-end stage closes after the
@@ -35,6 +36,7 @@ impl Publisher {
             self.slots.dirty_len() as u64,
         );
         let budget = self.rate.available(t_pick);
+        let window_now_ns = self.settings.window_clock.now_ns();
         let mut published = 0;
         self.batch_recv.clear();
         // One clock read per update: the end of one update's fan-out is the
@@ -61,6 +63,8 @@ impl Publisher {
                 .recorder
                 .record_span(Stage::SlotWait, v.recv_mono_ns, t_pick);
             self.fanout.encode(id, self.routes.name(id), &v);
+            self.history
+                .record(id, v.seq, &self.fanout.latest()[id as usize]);
             let mut outlets = SessionOutlets {
                 sessions: &mut self.sessions,
                 flush_list: &mut self.flush_list,
@@ -68,9 +72,13 @@ impl Publisher {
                 clock: &self.ctx.clock,
                 recorder: &mut self.ctx.recorder,
                 counters: &self.ctx.counters,
+                window_now_ns,
             };
             let d = self.fanout.offer(id, &self.routes, &mut outlets, t0);
             bump(&p.frames, d.frames);
+            if d.throttled > 0 {
+                bump(&p.throttled, d.throttled);
+            }
             if d.conflations > 0 {
                 bump(&p.subscriber_conflations, d.conflations);
                 bump(&p.slow_episodes, d.slow_episodes);

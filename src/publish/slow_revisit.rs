@@ -38,7 +38,13 @@ impl Publisher {
                 i += 1;
                 continue;
             }
-            let sent = self.fanout.refill(key, &mut sess.buf, &self.routes);
+            let throttle = sess.throttle.is_active().then(|| {
+                let now_w = self.settings.window_clock.now_ns();
+                (&mut sess.throttle, now_w)
+            });
+            let sent = self
+                .fanout
+                .refill_throttled(key, &mut sess.buf, &self.routes, throttle);
             let done = sess.buf.pending_len() == 0;
             if done {
                 sess.on_attention = false;

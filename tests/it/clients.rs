@@ -267,3 +267,45 @@ fn ioredis_with_default_options() {
 fn node_redis_with_default_options() {
     story(node(), &["node_redis.js"], &[]);
 }
+
+/// redis-py with its defaults sends tickfan's own commands: `TICKFAN.THROTTLE`
+/// answers `OK` (on a subscribed connection redis-py hands the `+OK` over as
+/// a `pong` message), `TICKFAN.SINCE` answers a subscribe confirmation and
+/// the missed messages, which `get_message` returns as ordinary messages.
+#[test]
+fn redis_py_sends_throttle_and_since_with_default_options() {
+    let e = engine_with(|c| {
+        c.history_depth = 16;
+        c.max_symbols = 64;
+    });
+    let mut feed = Feed::connect(e.feed_addr());
+    for i in 1..=6u64 {
+        feed.lines(&[&tick(i, "EURUSD", &format!("1.0{i}"), "2.0")]);
+        wait_until("the tick published", || {
+            e.counters().snapshot().published == i
+        });
+    }
+    let port = e.subscriber_addr().port().to_string();
+    let mut s = Script::spawn(
+        &python(),
+        &["py_control.py", &port, "EURUSD", "3", "6"],
+        &[],
+    );
+    let v = s.event();
+    assert_eq!(
+        (v["event"].as_str(), v["reply"].as_str()),
+        (Some("throttle"), Some("OK"))
+    );
+    let v = s.event();
+    assert_eq!(v["event"], "since");
+    assert_eq!(v["confirmed"], "EURUSD");
+    assert_eq!(v["seqs"], serde_json::json!([4, 5, 6]));
+    let v = s.event();
+    assert_eq!(v["event"], "subscribed_throttle");
+    assert_eq!(
+        (v["type"].as_str(), v["data"].as_str()),
+        (Some("pong"), Some("OK")),
+        "{v}"
+    );
+    s.wait_success();
+}

@@ -5,6 +5,7 @@
 //! - `fanout`: ticks in → latest value per symbol out; snapshot; patterns; unsubscribe
 //! - `poison`: bad lines dead-lettered and counted while good ones flow
 //! - `slow_subscriber`: a subscriber that never reads does not hold up the others
+//! - `sub_control`: `TICKFAN.THROTTLE` caps per symbol and per byte (simulated window clock), never reorders; `TICKFAN.SINCE` fills a gap exactly or names the oldest held seq; bad input
 //! - `protocol`: replies byte for byte like a real `redis-server` (RESP2 and RESP3); `redis-cli` drives the engine
 //! - `clients`: redis-py, ioredis and node-redis with their default options: subscribe, snapshot, live, reconnect
 //! - `recorded_data`: the real recorded ticks in `../shared/data/`, every line accounted for
@@ -63,6 +64,7 @@ mod recorded_data;
 mod report;
 mod security;
 mod slow_subscriber;
+mod sub_control;
 mod tool_flags;
 mod tools;
 mod tools_token;

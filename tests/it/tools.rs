@@ -591,6 +591,11 @@ fn serve_with_an_unwritable_log_dir_exits_1_with_one_line() {
         "127.0.0.1:0",
         "--sub-listen",
         "127.0.0.1:0",
+        // Not the default ports: another engine on this host may hold them.
+        "--order-listen",
+        "127.0.0.1:0",
+        "--admin-listen",
+        "127.0.0.1:0",
         "--log-dir",
         "/proc/no-such-dir",
         "--duration",
