@@ -89,6 +89,8 @@ pub struct Config {
     /// Directory the reporter writes its HdrHistogram interval log to
     /// (`engine.hlog`, one tagged histogram per stage per report interval).
     pub log_dir: Option<PathBuf>,
+    /// The node's role on the NATS backbone (`--role`, `--nats`, `--nats-prefix`).
+    pub cluster: crate::cluster::role::ClusterConfig,
 }
 
 impl Default for Config {
@@ -122,6 +124,7 @@ impl Default for Config {
             token: None,
             auth_timeout: Duration::from_secs(5),
             log_dir: None,
+            cluster: crate::cluster::role::ClusterConfig::default(),
         }
     }
 }
@@ -200,6 +203,7 @@ impl Config {
             });
         }
         self.order.validate()?;
+        self.cluster.validate()?;
         for (flag, a) in [("--order-listen", self.order_addr)] {
             if a.port() != 0 && (a == self.feed_addr || a == self.sub_addr) {
                 return Err(E::Invalid {

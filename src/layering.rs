@@ -98,6 +98,38 @@ fn market_data_and_orders_import_nothing_of_each_other() {
     );
 }
 
+/// The backbone (`cluster/`) sits beside the stages: it may use the shared
+/// layers, the slots and symbols (an edge writes its own), the feed's tick
+/// parser and the publisher's pure glob/encode functions, never the order
+/// side nor the runtime; the market-data stages reach it only through the
+/// publisher's two hand-offs (outbox, interest board).
+#[test]
+fn the_backbone_imports_no_order_side_and_is_reached_only_by_the_publisher() {
+    let bad = imports_of(
+        &["src/cluster"],
+        &["order", "bridge", "retry", "runtime", "admin"],
+    );
+    assert!(bad.is_empty(), "cluster/ imports too much: {bad:#?}");
+    let bad: Vec<_> = crate_paths(&["src/cluster"])
+        .into_iter()
+        .filter(|(_, p)| {
+            (p.starts_with("publish::")
+                && !p.starts_with("publish::glob")
+                && !p.starts_with("publish::encode"))
+                || (p.starts_with("feed::") && !p.starts_with("feed::parse"))
+        })
+        .collect();
+    assert!(bad.is_empty(), "cluster/ uses a stage's state: {bad:#?}");
+    let bad = imports_of(
+        &["src/feed", "src/slots.rs", "src/symbols.rs"],
+        &["cluster"],
+    );
+    assert!(
+        bad.is_empty(),
+        "only the publisher hands off to the backbone: {bad:#?}"
+    );
+}
+
 #[test]
 fn the_check_sees_an_import() {
     // The scan itself works: it walks subfolders (order/gateway/…), finds

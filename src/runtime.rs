@@ -30,6 +30,9 @@ use parking_lot::Mutex;
 
 use crate::admin::{AdminServer, AdminState};
 use crate::bridge::Bridge;
+use crate::cluster::nats_thread::NatsThread;
+use crate::cluster::role::Role;
+use crate::cluster::Backbone;
 use crate::config::Config;
 use crate::dlq::{Dlq, DlqConfig, DlqStore};
 use crate::error::StartError;
@@ -78,6 +81,8 @@ pub struct Engine {
     feed_waker: Arc<Waker>,
     publish_waker: Arc<Waker>,
     feed: Option<JoinHandle<()>>,
+    /// The NATS backbone's thread (ingest and edge roles).
+    nats: Option<NatsThread>,
     publish: Option<JoinHandle<()>>,
     reporter: Option<Reporter>,
     dlq: Option<Dlq>,
@@ -122,11 +127,19 @@ impl Engine {
                 );
             }
         }
-        let feed_listener = bind("feed", config.feed_addr)?;
+        // An edge has no feed port: its slots are written from the backbone.
+        let is_edge = config.cluster.role == Role::Edge;
+        let feed_listener = match is_edge {
+            true => None,
+            false => Some(bind("feed", config.feed_addr)?),
+        };
         let sub_listener = bind("subscribers", config.sub_addr)?;
         let order_listener = bind("orders", config.order_addr)?;
         let order_addr = order_listener.local_addr().map_err(os("order listener"))?;
-        let feed_addr = feed_listener.local_addr().map_err(os("feed listener"))?;
+        let feed_addr = match &feed_listener {
+            Some(l) => l.local_addr().map_err(os("feed listener"))?,
+            None => SocketAddr::from(([0, 0, 0, 0], 0)),
+        };
         let sub_addr = sub_listener
             .local_addr()
             .map_err(os("subscriber listener"))?;
@@ -236,6 +249,7 @@ impl Engine {
         let (interner, symbols) = SymbolInterner::new(config.max_symbols);
         let (slot_writer, slot_reader) = slots(config.max_symbols);
         let interval_ns = config.report_interval.as_nanos() as u64;
+        let backbone = Backbone::new(&config.cluster, config.max_symbols, &counters);
 
         let publish_poll = Poll::new().map_err(os("publisher poller"))?;
         let publish_waker =
@@ -274,33 +288,61 @@ impl Engine {
                 auth_timeout_ns: config.auth_timeout.as_nanos() as u64,
                 max_subscriptions: config.max_subscriptions,
                 sndbuf: config.sub_sndbuf,
+                outbox: backbone.outbox.clone(),
+                interest: backbone.interest.clone(),
             },
             Arc::clone(&subscribers),
         )
         .map_err(os("publisher"))?;
-        let feed = FeedLoop::new(
-            feed_listener,
-            LoopCtx {
-                poll: feed_poll,
-                counters: Arc::clone(&counters),
-                recorder: StageRecorder::new(&[Stage::FeedParse], link),
-                clock,
-                stop: Arc::clone(&feed_stop),
-                beat: watch.beat("tickfan-feed"),
-            },
-            interner,
-            slot_writer,
-            dlq_tx,
-            Arc::clone(&publish_waker),
-            FeedSettings {
-                max_line_len: config.max_line_len,
-                max_conns: config.max_conns_per_port,
-                idle: config.idle,
-                token: config.token.clone(),
-                auth_timeout_ns: config.auth_timeout.as_nanos() as u64,
-            },
-        )
-        .map_err(os("feed loop"))?;
+        let (feed, nats) = match feed_listener {
+            None => {
+                // The NATS thread takes the write ends the feed would have had.
+                let nats = backbone
+                    .start_edge(
+                        interner,
+                        slot_writer,
+                        Arc::clone(&publish_waker),
+                        &counters,
+                        clock,
+                        watch.beat("tickfan-nats"),
+                    )
+                    .map_err(os("nats thread"))?;
+                (None, Some(nats))
+            }
+            Some(l) => {
+                let nats = backbone
+                    .start_ingest(&symbols, &counters, watch.beat("tickfan-nats"))
+                    .map_err(os("nats thread"))?;
+                (Some((l, interner, slot_writer)), nats)
+            }
+        };
+        let feed = feed
+            .map(|(feed_listener, interner, slot_writer)| {
+                FeedLoop::new(
+                    feed_listener,
+                    LoopCtx {
+                        poll: feed_poll,
+                        counters: Arc::clone(&counters),
+                        recorder: StageRecorder::new(&[Stage::FeedParse], link),
+                        clock,
+                        stop: Arc::clone(&feed_stop),
+                        beat: watch.beat("tickfan-feed"),
+                    },
+                    interner,
+                    slot_writer,
+                    dlq_tx,
+                    Arc::clone(&publish_waker),
+                    FeedSettings {
+                        max_line_len: config.max_line_len,
+                        max_conns: config.max_conns_per_port,
+                        idle: config.idle,
+                        token: config.token.clone(),
+                        auth_timeout_ns: config.auth_timeout.as_nanos() as u64,
+                    },
+                )
+            })
+            .transpose()
+            .map_err(os("feed loop"))?;
 
         let pin = config.pin;
         let publish = std::thread::Builder::new()
@@ -310,12 +352,16 @@ impl Engine {
                 publisher.run();
             })
             .map_err(os("publisher thread"))?;
-        let feed = std::thread::Builder::new()
-            .name("tickfan-feed".into())
-            .spawn(move || {
-                pin_and_log("feed", pin.feed);
-                feed.run();
+        let feed = feed
+            .map(|feed| {
+                std::thread::Builder::new()
+                    .name("tickfan-feed".into())
+                    .spawn(move || {
+                        pin_and_log("feed", pin.feed);
+                        feed.run();
+                    })
             })
+            .transpose()
             .map_err(os("feed thread"))?;
         log::info!(
             "feed listening on {feed_addr}, subscribers on {sub_addr}, orders on {order_addr}, admin on http://{}",
@@ -335,7 +381,8 @@ impl Engine {
             publish_stop,
             feed_waker,
             publish_waker,
-            feed: Some(feed),
+            feed,
+            nats,
             publish: Some(publish),
             reporter: Some(reporter),
             dlq: Some(dlq),
@@ -419,6 +466,10 @@ impl Engine {
         if let Some(h) = self.feed.take() {
             let _ = h.join();
         }
+        // An edge's slot writer (and an ingest's sender) stops with the feed.
+        if let Some(mut n) = self.nats.take() {
+            n.stop();
+        }
         // The feed is gone: the publisher's final drain sees every tick.
         self.publish_stop.store(true, Ordering::Release);
         let _ = self.publish_waker.wake();
@@ -437,7 +488,7 @@ impl Engine {
 
 impl Drop for Engine {
     fn drop(&mut self) {
-        if self.feed.is_some() || self.publish.is_some() {
+        if self.feed.is_some() || self.publish.is_some() || self.nats.is_some() {
             self.shutdown();
         }
     }

@@ -12,6 +12,7 @@ use crossbeam_utils::CachePadded;
 
 use crate::model::poison::PoisonReason;
 
+use super::cluster_counters::{ClusterCounters, ClusterSnapshot};
 use super::order_counters::{FillCounters, OrderCounters, OrderSnapshot, RetryCounters};
 
 /// Adds `n` to a counter that only the calling thread writes.
@@ -110,6 +111,8 @@ pub struct Counters {
     pub retry: CachePadded<RetryCounters>,
     /// Single writer: the order fill thread.
     pub fills: CachePadded<FillCounters>,
+    /// The NATS backbone (ingest and edge roles).
+    pub cluster: CachePadded<ClusterCounters>,
 }
 
 /// A point-in-time copy of every counter, for reports.
@@ -161,6 +164,8 @@ pub struct CountersSnapshot {
     pub dlq: (u64, u64),
     /// The order path.
     pub orders: OrderSnapshot,
+    /// The NATS backbone.
+    pub cluster: ClusterSnapshot,
 }
 
 impl Counters {
@@ -206,6 +211,7 @@ impl Counters {
             subscriptions_refused: get(&p.subscriptions_refused),
             dlq: (get(&self.dlq_stored), get(&f.dlq_handoff_dropped)),
             orders: OrderSnapshot::take(&self.orders, &self.retry, &self.fills),
+            cluster: self.cluster.snapshot(),
         }
     }
 

@@ -6,6 +6,7 @@
 //! single writer each.
 
 pub mod alerts;
+pub mod cluster_counters;
 pub(crate) mod counters;
 pub mod hlog;
 pub(crate) mod intervals;

@@ -78,6 +78,10 @@ pub(crate) struct PublisherSettings {
     pub max_subscriptions: usize,
     /// Kernel send buffer per subscriber socket (0 = OS auto-tuning).
     pub sndbuf: usize,
+    /// An ingest's hand-off of every conflated update to the NATS backbone.
+    pub outbox: Option<Arc<crate::cluster::ingest_out::Outbox>>,
+    /// An edge's board of wanted channels and patterns (told by the routes).
+    pub interest: Option<Arc<crate::cluster::interest::InterestBoard>>,
 }
 
 /// Everything the publisher thread owns.
@@ -151,7 +155,7 @@ impl Publisher {
             listener,
             sessions: Conns::with_capacity(room),
             auth: AuthGate::new(settings.token.clone(), settings.auth_timeout_ns),
-            routes: Routes::new(),
+            routes: Routes::with_interest(settings.interest.clone()),
             slots,
             table,
             fanout: Fanout::new(cap),

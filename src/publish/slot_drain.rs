@@ -61,6 +61,9 @@ impl Publisher {
                 .recorder
                 .record_span(Stage::SlotWait, v.recv_mono_ns, t_pick);
             self.fanout.encode(id, self.routes.name(id), &v);
+            if let Some(out) = &self.settings.outbox {
+                out.offer(id, self.fanout.payload(), v.seq); // ingest: to the backbone
+            }
             let mut outlets = SessionOutlets {
                 sessions: &mut self.sessions,
                 flush_list: &mut self.flush_list,
