@@ -42,7 +42,7 @@ pub struct ServeArgs {
     /// Read flags from this TOML file (keys are flag names: `max-symbols = 20000`); the environment and the command line win over it.
     #[arg(long, value_name = "FILE")]
     pub config: Option<PathBuf>,
-    /// Address feeds connect to (CSV tick lines) [default: 127.0.0.1:9101]; an edge has no feed port.
+    /// Address feeds connect to (CSV tick lines); 127.0.0.1:9101 when not given; an edge has no feed port (giving one is an error).
     #[arg(long, value_name = "ADDR", help_heading = "Listeners")]
     pub feed_listen: Option<SocketAddr>,
     /// Address subscribers connect to (Redis pub/sub).
