@@ -185,6 +185,9 @@ pub struct ServeArgs {
         help_heading = "Backbone"
     )]
     pub nats_prefix: String,
+    /// Flag a symbol stale when nothing new came for it this long (every role): a notice on channel `__tickfan.stale`, `tickfan_symbols_silent`, alert `feed_silent`; off without it.
+    #[arg(long, value_name = "DURATION", value_parser = humantime::parse_duration, help_heading = "Backbone")]
+    pub stale_after: Option<Duration>,
 }
 
 /// The environment variable of the flag `--long`: `TICKFAN_` and the name
@@ -307,6 +310,7 @@ impl ServeArgs {
                 role: self.role,
                 nats: self.nats.clone(),
                 prefix: self.nats_prefix.clone(),
+                stale_after: self.stale_after,
             },
         };
         c.validate()?;

@@ -290,6 +290,11 @@ impl Engine {
                 sndbuf: config.sub_sndbuf,
                 outbox: backbone.outbox.clone(),
                 interest: backbone.interest.clone(),
+                stale_after_ns: config
+                    .cluster
+                    .stale_after
+                    .map_or(0, |d| d.as_nanos() as u64),
+                stale_link: backbone.stale_link.clone(),
             },
             Arc::clone(&subscribers),
         )

@@ -84,4 +84,10 @@ pub(crate) fn render(o: &mut Exposition, c: &ClusterSnapshot) {
         "Symbols whose value may be old: backbone lost, or their source silent for --stale-after.",
         c.symbols_stale,
     );
+    o.one(
+        "tickfan_symbols_silent",
+        "gauge",
+        "Symbols whose source sent nothing for --stale-after (alert feed_silent).",
+        c.symbols_silent,
+    );
 }

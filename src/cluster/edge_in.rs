@@ -93,6 +93,15 @@ impl EdgeIn {
         Ok(id)
     }
 
+    /// The id of a symbol already written (`None` for one never seen).
+    pub(crate) fn id(&mut self, symbol: &[u8]) -> Option<SymbolId> {
+        let known = self.interner.table().len();
+        self.interner
+            .intern(symbol)
+            .ok()
+            .filter(|&id| (id as usize) < known)
+    }
+
     /// Wakes the publisher once for the writes since the last call.
     pub(crate) fn wake(&mut self) {
         if std::mem::take(&mut self.wake_pending) {

@@ -10,9 +10,11 @@
 //! a symbol's first value forwarded is the snapshot's (or, when no ingest
 //! has one yet, its first update), and never an older one after a newer.
 //!
-//! Stale: on a lost link every known symbol is flagged stale
-//! (`tickfan_symbols_stale`); last values keep being served; the flag
-//! clears when the symbol's re-seed or a fresh update is applied.
+//! Stale: a lost link is told to the publisher's stale board
+//! ([`super::stale`]), which flags every known symbol; last values keep
+//! being served; a symbol turns live on its next value, or when its
+//! re-seed after the link returned finds the value held is still the
+//! newest (a confirmation).
 //!
 //! Bounds: the input channel holds [`INBOX`] messages (a full one makes
 //! the subscription tasks wait, and the client library's own bounded
@@ -31,6 +33,7 @@ use super::edge_in::EdgeIn;
 use super::interest::{InterestBoard, InterestView};
 use super::nats_thread::{Input, Link};
 use super::seed::{self, SeedOutcome};
+use super::stale::StaleLink;
 use super::subjects::symbol_of;
 use super::wire::{parse_update, Update, EPOCH_HEADER};
 use crate::metrics::cluster_counters::BackboneDrop;
@@ -50,8 +53,6 @@ struct SymState {
     seeded: bool,
     /// The newest update that arrived while seeding.
     held: Option<Update>,
-    /// The value held may be old (backbone lost).
-    stale: bool,
 }
 
 /// An edge's job.
@@ -60,6 +61,7 @@ pub(crate) struct EdgeNode {
     prefix: String,
     edge: EdgeIn,
     board: Arc<InterestBoard>,
+    stale: Arc<StaleLink>,
     view: InterestView,
     counters: Arc<Counters>,
     /// Subject → (how many interests map to it, the task forwarding it).
@@ -77,6 +79,7 @@ impl EdgeNode {
         prefix: String,
         edge: EdgeIn,
         board: Arc<InterestBoard>,
+        stale: Arc<StaleLink>,
         counters: Arc<Counters>,
     ) -> Self {
         let (tx, rx) = mpsc::channel(INBOX);
@@ -84,6 +87,7 @@ impl EdgeNode {
             prefix,
             edge,
             board,
+            stale,
             view: InterestView::default(),
             counters,
             subs: BTreeMap::new(),
@@ -166,7 +170,17 @@ impl EdgeNode {
         st.seeded = true;
         let held = st.held.take();
         if let Some(v) = s.value {
-            self.apply(&s.symbol, &v);
+            match self.edge.apply(&s.symbol, &v) {
+                // The value held is the newest: confirmed live.
+                Err(BackboneDrop::Duplicate) => {
+                    self.drop_for(BackboneDrop::Duplicate);
+                    if let Some(id) = self.edge.id(&s.symbol) {
+                        self.stale.confirm(id);
+                    }
+                }
+                Err(r) => self.drop_for(r),
+                Ok(_) => {}
+            }
         }
         if let Some(h) = held {
             self.apply(&s.symbol, &h);
@@ -174,13 +188,8 @@ impl EdgeNode {
     }
 
     fn apply(&mut self, symbol: &[u8], u: &Update) {
-        match self.edge.apply(symbol, u) {
-            Ok(_) => {
-                if let Some(st) = self.states.get_mut(symbol) {
-                    st.stale = false;
-                }
-            }
-            Err(r) => self.drop_for(r),
+        if let Err(r) = self.edge.apply(symbol, u) {
+            self.drop_for(r);
         }
     }
 
@@ -250,9 +259,7 @@ impl EdgeNode {
         match link {
             Some(Link::Down) => {
                 self.lost = true;
-                for st in self.states.values_mut() {
-                    st.stale = true;
-                }
+                self.stale.lost();
             }
             Some(Link::Up) if self.lost => {
                 self.lost = false;
@@ -262,8 +269,6 @@ impl EdgeNode {
             _ => {}
         }
         self.follow_interest(client).await;
-        let stale = self.states.values().filter(|s| s.stale).count();
-        set(&self.counters.cluster.symbols_stale, stale as u64);
     }
 
     fn reseed(&mut self, client: &Client) {

@@ -21,7 +21,8 @@
 //! | [`wire`] | update and snapshot-reply formats, their checks |
 //! | [`nats_thread`] | the client's thread and runtime, link events |
 //! | [`ingest_out`], [`ingest_node`] | publisher → outbox → NATS; snapshot replies |
-//! | [`interest`], [`edge_node`], [`seed`], [`edge_in`], [`order_guard`] | an edge's subjects, seeds, stale flags, the slot writes, never older after newer |
+//! | [`interest`], [`edge_node`], [`seed`], [`edge_in`], [`order_guard`] | an edge's subjects, seeds, the slot writes, never older after newer |
+//! | [`stale`] | stale flags (silent source, lost backbone) and `__tickfan.stale` notices |
 //!
 //! Invariants: an edge's slots have one writer (its NATS thread); nothing
 //! from the backbone reaches a slot unchecked or older than what it holds;
@@ -36,6 +37,7 @@ pub(crate) mod nats_thread;
 pub(crate) mod order_guard;
 pub mod role;
 pub(crate) mod seed;
+pub mod stale;
 pub(crate) mod subjects;
 pub(crate) mod wire;
 
@@ -51,6 +53,7 @@ use self::ingest_out::Outbox;
 use self::interest::InterestBoard;
 use self::nats_thread::{Job, NatsThread};
 use self::role::{ClusterConfig, Role};
+use self::stale::StaleLink;
 use crate::metrics::Counters;
 use crate::slots::SlotWriter;
 use crate::symbols::{SymbolInterner, SymbolTable};
@@ -67,6 +70,8 @@ pub(crate) struct Backbone {
     pub outbox: Option<Arc<Outbox>>,
     /// An edge's routes → NATS.
     pub interest: Option<Arc<InterestBoard>>,
+    /// An edge's NATS thread → the publisher's stale board.
+    pub stale_link: Option<Arc<StaleLink>>,
 }
 
 impl Backbone {
@@ -83,6 +88,7 @@ impl Backbone {
             }),
             interest: (cfg.role == Role::Edge)
                 .then(|| Arc::new(InterestBoard::new(Arc::clone(&wake)))),
+            stale_link: (cfg.role == Role::Edge).then(|| Arc::new(StaleLink::new(max_symbols))),
             cfg: cfg.clone(),
             wake,
         }
@@ -128,11 +134,16 @@ impl Backbone {
             .interest
             .clone()
             .unwrap_or_else(|| Arc::new(InterestBoard::new(Arc::clone(&self.wake))));
+        let stale = self
+            .stale_link
+            .clone()
+            .unwrap_or_else(|| Arc::new(StaleLink::new(slots.capacity())));
         let edge = EdgeIn::new(interner, slots, publisher, Arc::clone(counters), clock);
         let job = Job::Edge(Box::new(EdgeNode::new(
             self.cfg.prefix.clone(),
             edge,
             board,
+            stale,
             Arc::clone(counters),
         )));
         self.spawn(job, counters, beat)

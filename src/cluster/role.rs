@@ -42,6 +42,8 @@ pub struct ClusterConfig {
     pub nats: Vec<String>,
     /// First token(s) of every subject.
     pub prefix: String,
+    /// A symbol silent this long is flagged stale (`--stale-after`; `None` = off).
+    pub stale_after: Option<std::time::Duration>,
 }
 
 impl Default for ClusterConfig {
@@ -50,6 +52,7 @@ impl Default for ClusterConfig {
             role: Role::Single,
             nats: Vec::new(),
             prefix: "tickfan".into(),
+            stale_after: None,
         }
     }
 }
@@ -88,6 +91,12 @@ impl ClusterConfig {
                 return Err(invalid("--nats", &format!("bad server URL {u:?}: {e}")));
             }
         }
+        if self
+            .stale_after
+            .is_some_and(|d| d < std::time::Duration::from_millis(10))
+        {
+            return Err(invalid("--stale-after", "must be at least 10ms"));
+        }
         let p = &self.prefix;
         let plain = !p.is_empty()
             && p.split('.').all(|t| {
@@ -114,6 +123,7 @@ mod tests {
             role,
             nats: nats.iter().map(|s| s.to_string()).collect(),
             prefix: prefix.into(),
+            stale_after: None,
         }
     }
 

@@ -34,11 +34,13 @@ pub enum Alert {
     BridgeCallSlow,
     /// The order journal holds `pct`% of `--journal-max-bytes` (SYSTEM_BUSY journal_full comes next).
     JournalFull,
+    /// A symbol's source sent nothing for `--stale-after` (its value is flagged stale).
+    FeedSilent,
 }
 
 impl Alert {
     /// Number of alerts.
-    pub const COUNT: usize = 9;
+    pub const COUNT: usize = 10;
     /// Every alert, in gauge-index order.
     pub const ALL: [Alert; Alert::COUNT] = [
         Alert::SymbolsNearLimit,
@@ -50,6 +52,7 @@ impl Alert {
         Alert::OrderQueueOld,
         Alert::BridgeCallSlow,
         Alert::JournalFull,
+        Alert::FeedSilent,
     ];
 
     /// Stable snake-case name (log lines, metric label).
@@ -64,6 +67,7 @@ impl Alert {
             Alert::OrderQueueOld => "order_queue_old",
             Alert::BridgeCallSlow => "bridge_call_slow",
             Alert::JournalFull => "journal_full",
+            Alert::FeedSilent => "feed_silent",
         }
     }
 }
@@ -238,6 +242,14 @@ impl Alerts {
                     n.orders.journal_bytes, n.orders.journal_max_bytes
                 ),
             ),
+            (
+                Alert::FeedSilent,
+                n.cluster.symbols_silent > 0,
+                format!(
+                    "{} symbols silent for --stale-after",
+                    n.cluster.symbols_silent
+                ),
+            ),
         ];
         let mut out = Vec::new();
         for (alert, on, detail) in checks {
@@ -299,6 +311,7 @@ mod tests {
         busy.orders.bridge_call_oldest_age_us = 6_000_000;
         busy.orders.journal_bytes = 800;
         busy.orders.journal_max_bytes = 1_000;
+        busy.cluster.symbols_silent = 1;
         let stale = [SubscriberStats {
             connected: true,
             staleness_us: 2_000_000,

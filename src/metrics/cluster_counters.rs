@@ -3,8 +3,8 @@
 //! reason) and re-seeded, and the link's state.
 //!
 //! Writers: the `tickfan-nats` thread writes every field but
-//! `out_conflated`, which only the publisher thread writes (the ingest's
-//! outbox conflates on the publisher's side). Readers load `Relaxed`.
+//! `out_conflated` (the ingest's outbox conflates on the publisher's side)
+//! and the stale gauges, which only the publisher thread writes. Readers load `Relaxed`.
 
 use std::sync::atomic::{AtomicU64, Ordering};
 
@@ -88,8 +88,10 @@ pub struct ClusterCounters {
     pub epoch_changes: AtomicU64,
     /// 1 while connected to a NATS server (gauge).
     pub connected: AtomicU64,
-    /// Symbols flagged stale now (gauge).
+    /// Symbols flagged stale now (gauge; publisher thread).
     pub symbols_stale: AtomicU64,
+    /// Of those, symbols whose source is silent for `--stale-after` (gauge; publisher thread).
+    pub symbols_silent: AtomicU64,
     /// NATS subscriptions held for market data now (gauge).
     pub subjects: AtomicU64,
 }
@@ -121,6 +123,8 @@ pub struct ClusterSnapshot {
     pub connected: u64,
     /// See [`ClusterCounters::symbols_stale`].
     pub symbols_stale: u64,
+    /// See [`ClusterCounters::symbols_silent`].
+    pub symbols_silent: u64,
     /// See [`ClusterCounters::subjects`].
     pub subjects: u64,
 }
@@ -145,6 +149,7 @@ impl ClusterCounters {
             epoch_changes: g(&self.epoch_changes),
             connected: g(&self.connected),
             symbols_stale: g(&self.symbols_stale),
+            symbols_silent: g(&self.symbols_silent),
             subjects: g(&self.subjects),
         }
     }

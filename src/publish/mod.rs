@@ -11,6 +11,7 @@
 //! | commands | [`input`], [`commands`], [`housekeeping`], [`client_cmd`] | reading a subscriber's input and answering it as Redis 7 does |
 //! | sockets | [`intake`], [`flush`], [`closing`] | admission and auth expiry, writing buffers, closing — over the connection kit ([`crate::net`]: listener, connection slab, auth deadlines, input buffer, flush/attention lists, loop context) |
 //! | reports | [`stats`] | per-subscriber figures for reports and the admin endpoint |
+//! | stale | [`stale_notice`] | stale/live notices on `__tickfan.stale` (silent sources, an edge's lost backbone) |
 //!
 //! Single owner of everything here: the publisher thread.
 
@@ -31,4 +32,5 @@ pub mod routes;
 pub(crate) mod session;
 pub(crate) mod slot_drain;
 pub(crate) mod slow_revisit;
+pub(crate) mod stale_notice;
 pub(crate) mod stats;

@@ -36,6 +36,7 @@ use mio::{Events, Interest, Token};
 use parking_lot::Mutex;
 
 use crate::auth::Token as AuthToken;
+use crate::cluster::stale::StaleBoard;
 use crate::idle::IdleStrategy;
 use crate::metrics::report::SubscriberStats;
 use crate::net::{AuthGate, Conns, KeyList, Listener, LoopCtx, PortPolicy, LISTENER};
@@ -82,6 +83,10 @@ pub(crate) struct PublisherSettings {
     pub outbox: Option<Arc<crate::cluster::ingest_out::Outbox>>,
     /// An edge's board of wanted channels and patterns (told by the routes).
     pub interest: Option<Arc<crate::cluster::interest::InterestBoard>>,
+    /// `--stale-after` in ns (0 = off).
+    pub stale_after_ns: u64,
+    /// An edge's lost-link and re-seed events for the stale flags.
+    pub stale_link: Option<Arc<crate::cluster::stale::StaleLink>>,
 }
 
 /// Everything the publisher thread owns.
@@ -116,6 +121,8 @@ pub(crate) struct Publisher {
     pub(super) stats: StatsBoard,
     /// What `HELLO`, `INFO` and `CLIENT INFO` report.
     pub(super) server: ServerInfo,
+    /// Which symbols may hold old values ([`super::stale_notice`]).
+    pub(super) stale: StaleBoard,
 }
 
 impl Publisher {
@@ -166,6 +173,7 @@ impl Publisher {
             matched: Vec::with_capacity(cap),
             next_session_id: 1,
             stats: StatsBoard::new(stats),
+            stale: StaleBoard::new(cap, settings.stale_after_ns, settings.stale_link.clone()),
             server,
             settings,
             ctx,
@@ -213,6 +221,7 @@ impl Publisher {
             work += self.flush();
             work += self.serve_attention();
             let now = self.ctx.clock.now_ns();
+            work += self.serve_stale(now);
             self.expire_unauthenticated(now);
             self.ctx.recorder.maybe_flush(now);
             if self.stats.due(now) {

@@ -146,6 +146,13 @@ impl Routes {
         self.resp3.remove(&sub);
     }
 
+    /// The subscribers of `channel` with their `message` frame start.
+    pub(crate) fn channel_subscribers(&self, channel: &[u8]) -> Vec<(SubKey, Arc<[u8]>)> {
+        self.channels.get(channel).map_or_else(Vec::new, |subs| {
+            subs.iter().map(|&s| (s, self.channel_prefix(s))).collect()
+        })
+    }
+
     /// Number of known symbols.
     pub fn known_symbols(&self) -> usize {
         self.names.len()

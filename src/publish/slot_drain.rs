@@ -53,6 +53,7 @@ impl Publisher {
             let Some(skipped) = self.fanout.take(id, v.seq) else {
                 continue; // re-queued by a write that raced the take; already published
             };
+            self.stale.updated(id, t0);
             let p = &self.ctx.counters.publish;
             bump(&p.conflated, skipped);
             bump(&p.published, 1);
