@@ -107,13 +107,13 @@ impl Backbone {
         let Some(outbox) = &self.outbox else {
             return Ok(None);
         };
-        let job = Job::Ingest(IngestNode::new(
+        let job = Job::Ingest(Box::new(IngestNode::new(
             self.cfg.prefix.clone(),
             wall_ns(),
             Arc::clone(outbox),
             Arc::clone(table),
             Arc::clone(counters),
-        ));
+        )));
         self.spawn(job, counters, beat).map(Some)
     }
 

@@ -42,7 +42,7 @@ pub(crate) const TICK: Duration = Duration::from_millis(50);
 #[derive(Debug)]
 pub(crate) enum Job {
     /// Send the outbox, answer snapshot requests.
-    Ingest(IngestNode),
+    Ingest(Box<IngestNode>),
     /// Follow the interest, seed, write the slots.
     Edge(Box<EdgeNode>),
 }
