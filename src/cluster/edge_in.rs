@@ -93,6 +93,11 @@ impl EdgeIn {
         Ok(id)
     }
 
+    /// The engine clock now (the publisher's clock too).
+    pub(crate) fn now_ns(&self) -> u64 {
+        self.clock.now_ns()
+    }
+
     /// The id of a symbol already written (`None` for one never seen).
     pub(crate) fn id(&mut self, symbol: &[u8]) -> Option<SymbolId> {
         let known = self.interner.table().len();

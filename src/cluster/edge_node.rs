@@ -259,7 +259,7 @@ impl EdgeNode {
         match link {
             Some(Link::Down) => {
                 self.lost = true;
-                self.stale.lost();
+                self.stale.lost(self.edge.now_ns());
             }
             Some(Link::Up) if self.lost => {
                 self.lost = false;

@@ -64,6 +64,9 @@ impl Why {
 #[derive(Debug)]
 pub(crate) struct StaleLink {
     lost: AtomicU64,
+    /// When the last loss happened (engine clock): values taken later are
+    /// not flagged (they came over the new link).
+    lost_at_ns: AtomicU64,
     confirmed: ArrayQueue<SymbolId>,
 }
 
@@ -72,12 +75,16 @@ impl StaleLink {
     pub(crate) fn new(capacity: usize) -> Self {
         StaleLink {
             lost: AtomicU64::new(0),
+            lost_at_ns: AtomicU64::new(0),
             confirmed: ArrayQueue::new(capacity),
         }
     }
 
-    /// The backbone link was lost: every symbol is stale.
-    pub(crate) fn lost(&self) {
+    /// The backbone link was lost at `now_ns` (engine clock): every symbol
+    /// whose value was taken before then is stale.
+    pub(crate) fn lost(&self, now_ns: u64) {
+        self.lost_at_ns.store(now_ns, Ordering::Relaxed);
+        // Release: the time is visible to whoever sees the new generation.
         self.lost.fetch_add(1, Ordering::Release);
     }
 
@@ -197,8 +204,10 @@ impl StaleBoard {
             let lost = link.lost.load(Ordering::Acquire);
             if lost != self.seen_lost {
                 self.seen_lost = lost;
+                let at = link.lost_at_ns.load(Ordering::Relaxed);
                 for id in 0..known as SymbolId {
-                    if self.last_ns[id as usize] > 0 {
+                    let last = self.last_ns[id as usize];
+                    if last > 0 && last <= at {
                         self.set_stale(id, Why::BackboneLost);
                     }
                 }
@@ -276,7 +285,8 @@ mod tests {
         b.updated(1, 1);
         b.scan(3, 2);
         assert_eq!(b.take_notices().count(), 0);
-        link.lost();
+        link.lost(2);
+        b.updated(2, 3); // over the new link, before the scan: not stale
         b.scan(3, 3);
         let n: Vec<_> = b.take_notices().map(|n| (n.id, n.stale, n.why)).collect();
         assert_eq!(
