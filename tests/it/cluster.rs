@@ -536,3 +536,38 @@ fn an_edge_that_loses_its_backbone_flags_its_symbols_stale_and_live_after_the_re
         edge.metric("tickfan_symbols_stale") == 0
     });
 }
+
+#[test]
+fn demo_cluster_runs_across_a_nats_failover_and_reports_freshness() {
+    let _ = need_nats!();
+    let dir = tempfile::tempdir().unwrap();
+    let out = std::process::Command::new(env!("CARGO_BIN_EXE_tickfan"))
+        .args(["demo", "--cluster", "--rate", "2000", "--duration", "2s"])
+        .args([
+            "--subscribers",
+            "2",
+            "--symbols",
+            "20",
+            "--order-rate",
+            "0",
+            "--slow",
+            "0",
+        ])
+        .current_dir(dir.path())
+        .env(crate::util::NO_JOURNAL.0, crate::util::NO_JOURNAL.1)
+        .output()
+        .unwrap();
+    let text = String::from_utf8_lossy(&out.stdout);
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.success(), "{text}\n{err}");
+    assert!(err.contains("kill -9 of NATS server 1"), "{err}");
+    assert!(
+        text.contains("edge 1: freshness (intended send → received) p99"),
+        "{text}"
+    );
+    assert!(text.contains("edge 2: freshness"), "{text}");
+    assert!(
+        text.contains("edge 1 backbone: disconnects 1, re-seeds 1"),
+        "{text}"
+    );
+}
