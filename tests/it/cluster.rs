@@ -417,18 +417,6 @@ fn garbage_from_the_backbone_is_counted_with_its_reason_and_never_reaches_a_subs
 }
 
 #[test]
-fn partition_of_an_edge_needs_network_namespaces() {
-    // Partitioning one edge from the cluster needs its own network
-    // namespace (root + `ip netns`) and a veth pair; these tests run every
-    // node on 127.0.0.1 in one namespace, so the partition is not built
-    // here. Said, not silently skipped:
-    eprintln!(
-        "SKIPPED: partition test not implemented: it needs `ip netns` (root) and a veth pair per edge; \
-         the loss of an edge's link is covered by kill -9 of its NATS server"
-    );
-}
-
-#[test]
 fn bad_role_combinations_exit_non_zero_with_one_line() {
     for (args, needle) in [
         (&["serve", "--role", "edge"][..], "--role edge needs --nats"),

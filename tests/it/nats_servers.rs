@@ -61,6 +61,12 @@ pub struct Cluster {
 impl Cluster {
     /// Starts `n` servers and waits until each has routes to all others.
     pub fn start(bin: &str, n: usize) -> Cluster {
+        Cluster::start_on(bin, n, "127.0.0.1")
+    }
+
+    /// [`Cluster::start`] with the client port bound to `addr` (routes and
+    /// monitoring stay on loopback).
+    pub fn start_on(bin: &str, n: usize, addr: &str) -> Cluster {
         let ports: Vec<(u16, u16, u16)> = (0..n)
             .map(|_| (free_port(), free_port(), free_port()))
             .collect();
@@ -75,7 +81,7 @@ impl Cluster {
                 let child = Command::new(bin)
                     .args([
                         "-a",
-                        "127.0.0.1",
+                        addr,
                         "-p",
                         &port.to_string(),
                         "-m",
