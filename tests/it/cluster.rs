@@ -54,7 +54,12 @@ fn node(role: &str, urls: &str) -> Node {
     let (proc, line) = spawn_until(&args, "tickfan serving");
     Node {
         proc,
-        feed: addr_after(&line, "feed "),
+        feed: if role == "edge" {
+            assert!(line.contains("feed none (edge on"), "{line}");
+            "0.0.0.0:0".parse().unwrap()
+        } else {
+            addr_after(&line, "feed ")
+        },
         sub: addr_after(&line, "subscribers "),
         admin: addr_after(&line, "admin "),
         _dir: dir,
