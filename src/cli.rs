@@ -185,7 +185,7 @@ pub struct ServeArgs {
         help_heading = "Backbone"
     )]
     pub nats_prefix: String,
-    /// Flag a symbol stale when nothing new came for it this long (every role): a notice on channel `__tickfan.stale`, `tickfan_symbols_silent`, alert `feed_silent`; off without it.
+    /// Flag a symbol stale when nothing new came for it this long, or at once when its feed connection closes (every role): a notice on channel `__tickfan.stale`, `tickfan_symbols_silent`, alert `feed_silent`; off without it.
     #[arg(long, value_name = "DURATION", value_parser = humantime::parse_duration, help_heading = "Backbone")]
     pub stale_after: Option<Duration>,
 }

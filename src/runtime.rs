@@ -32,6 +32,7 @@ use crate::admin::{AdminServer, AdminState};
 use crate::bridge::Bridge;
 use crate::cluster::nats_thread::NatsThread;
 use crate::cluster::role::Role;
+use crate::cluster::stale::StaleLink;
 use crate::cluster::Backbone;
 use crate::config::Config;
 use crate::dlq::{Dlq, DlqConfig, DlqStore};
@@ -250,6 +251,14 @@ impl Engine {
         let (slot_writer, slot_reader) = slots(config.max_symbols);
         let interval_ns = config.report_interval.as_nanos() as u64;
         let backbone = Backbone::new(&config.cluster, config.max_symbols, &counters);
+        // Stale flags: an edge's link (backbone events), or with
+        // --stale-after one for the feed's closed connections.
+        let stale_link = backbone.stale_link.clone().or_else(|| {
+            config
+                .cluster
+                .stale_after
+                .map(|_| Arc::new(StaleLink::new(config.max_symbols)))
+        });
 
         let publish_poll = Poll::new().map_err(os("publisher poller"))?;
         let publish_waker =
@@ -294,7 +303,7 @@ impl Engine {
                     .cluster
                     .stale_after
                     .map_or(0, |d| d.as_nanos() as u64),
-                stale_link: backbone.stale_link.clone(),
+                stale_link: stale_link.clone(),
             },
             Arc::clone(&subscribers),
         )
@@ -343,6 +352,7 @@ impl Engine {
                         idle: config.idle,
                         token: config.token.clone(),
                         auth_timeout_ns: config.auth_timeout.as_nanos() as u64,
+                        stale: stale_link.filter(|_| config.cluster.stale_after.is_some()),
                     },
                 )
             })

@@ -3,12 +3,15 @@
 //!
 //! A symbol turns **stale** when
 //! - its source is silent: no update for `--stale-after` (every role; off
-//!   without the flag), reason `silent`; or
+//!   without the flag), reason `silent`;
+//! - the feed connection that wrote it last closed (with `--stale-after`),
+//!   reason `feed_closed`; or
 //! - an edge lost its backbone link: every symbol it knows, reason
 //!   `backbone_lost`;
 //!
 //! and **live** again when a new value of it is published (reason
-//! `update`) or, on an edge, when the re-seed after the link returned
+//! `update`; for `feed_closed` and `backbone_lost`, a value received after
+//! the event, not the closed source's or the old link's last one) or, on an edge, when the re-seed after the link returned
 //! confirms the value it holds is still the newest (reason `confirmed`).
 //!
 //! The publisher owns the [`StaleBoard`] (it sees every update it takes)
@@ -42,6 +45,8 @@ pub(crate) enum Why {
     Silent,
     /// The edge lost its backbone link.
     BackboneLost,
+    /// The feed connection that wrote it last closed.
+    FeedClosed,
     /// A new value was published.
     Update,
     /// The re-seed confirmed the value held.
@@ -54,6 +59,7 @@ impl Why {
         match self {
             Why::Silent => "silent",
             Why::BackboneLost => "backbone_lost",
+            Why::FeedClosed => "feed_closed",
             Why::Update => "update",
             Why::Confirmed => "confirmed",
         }
@@ -68,6 +74,8 @@ pub(crate) struct StaleLink {
     /// not flagged (they came over the new link).
     lost_at_ns: AtomicU64,
     confirmed: ArrayQueue<SymbolId>,
+    /// Symbols whose feed connection closed, with when.
+    closed: ArrayQueue<(SymbolId, u64)>,
 }
 
 impl StaleLink {
@@ -77,7 +85,14 @@ impl StaleLink {
             lost: AtomicU64::new(0),
             lost_at_ns: AtomicU64::new(0),
             confirmed: ArrayQueue::new(capacity),
+            closed: ArrayQueue::new(capacity),
         }
+    }
+
+    /// The feed connection that wrote `id` last closed at `at_ns` (feed
+    /// thread). A full queue drops it: the symbol is then flagged by silence.
+    pub(crate) fn source_closed(&self, id: SymbolId, at_ns: u64) {
+        let _ = self.closed.push((id, at_ns));
     }
 
     /// The backbone link was lost at `now_ns` (engine clock): every symbol
@@ -115,6 +130,8 @@ pub(crate) struct StaleBoard {
     last_ns: Vec<u64>,
     /// Per symbol: why it is stale, if it is.
     state: Vec<Option<Why>>,
+    /// Per symbol: only a value received after this clears its flag.
+    since: Vec<u64>,
     stale: usize,
     silent: usize,
     notices: Vec<Notice>,
@@ -137,6 +154,7 @@ impl StaleBoard {
             seen_lost: 0,
             last_ns: vec![0; capacity],
             state: vec![None; capacity],
+            since: vec![0; capacity],
             stale: 0,
             silent: 0,
             notices: Vec::with_capacity(capacity),
@@ -158,12 +176,13 @@ impl StaleBoard {
         self.after_ns == 0 && self.link.is_none()
     }
 
-    /// The publisher took a new value of `id` at `now_ns`. No allocation.
+    /// The publisher took a new value of `id` at `now_ns`, received at
+    /// `recv_ns` (same clock). No allocation.
     #[inline]
-    pub(crate) fn updated(&mut self, id: SymbolId, now_ns: u64) {
+    pub(crate) fn updated(&mut self, id: SymbolId, now_ns: u64, recv_ns: u64) {
         let i = id as usize;
         self.last_ns[i] = now_ns.max(1);
-        if self.state[i].is_some() {
+        if self.state[i].is_some() && recv_ns > self.since[i] {
             self.set_live(id, Why::Update);
         }
     }
@@ -182,9 +201,10 @@ impl StaleBoard {
         }
     }
 
-    fn set_stale(&mut self, id: SymbolId, why: Why) {
+    fn set_stale(&mut self, id: SymbolId, why: Why, since_ns: u64) {
         let s = &mut self.state[id as usize];
         if s.is_none() {
+            self.since[id as usize] = since_ns;
             *s = Some(why);
             self.stale += 1;
             if why == Why::Silent {
@@ -208,7 +228,7 @@ impl StaleBoard {
                 for id in 0..known as SymbolId {
                     let last = self.last_ns[id as usize];
                     if last > 0 && last <= at {
-                        self.set_stale(id, Why::BackboneLost);
+                        self.set_stale(id, Why::BackboneLost, at);
                     }
                 }
             }
@@ -217,12 +237,17 @@ impl StaleBoard {
                     self.set_live(id, Why::Confirmed);
                 }
             }
+            while let Some((id, at)) = link.closed.pop() {
+                if (id as usize) < known {
+                    self.set_stale(id, Why::FeedClosed, at);
+                }
+            }
         }
         if self.after_ns > 0 {
             for id in 0..known as SymbolId {
                 let last = self.last_ns[id as usize];
                 if last > 0 && now_ns.saturating_sub(last) >= self.after_ns {
-                    self.set_stale(id, Why::Silent);
+                    self.set_stale(id, Why::Silent, 0);
                 }
             }
         }
@@ -248,8 +273,8 @@ mod tests {
     #[test]
     fn silence_turns_stale_and_an_update_turns_live_once_each() {
         let mut b = StaleBoard::new(4, 100, None);
-        b.updated(0, 10);
-        b.updated(1, 50);
+        b.updated(0, 10, 10);
+        b.updated(1, 50, 50);
         b.scan(2, 120);
         let n: Vec<_> = b.take_notices().collect();
         assert_eq!(
@@ -263,7 +288,7 @@ mod tests {
         b.scan(2, 130);
         assert_eq!(b.take_notices().count(), 0, "told once");
         assert_eq!(b.counts(), (1, 1));
-        b.updated(0, 140);
+        b.updated(0, 140, 140);
         let n: Vec<_> = b.take_notices().collect();
         assert_eq!(
             n,
@@ -277,16 +302,32 @@ mod tests {
     }
 
     #[test]
+    fn a_closed_source_flags_its_symbols_and_only_a_later_value_clears_them() {
+        let link = Arc::new(StaleLink::new(4));
+        let mut b = StaleBoard::new(4, 1_000, Some(Arc::clone(&link)));
+        b.updated(0, 10, 9);
+        link.source_closed(0, 20);
+        b.scan(1, 21);
+        let n: Vec<_> = b.take_notices().map(|n| (n.stale, n.why)).collect();
+        assert_eq!(n, vec![(true, Why::FeedClosed)]);
+        b.updated(0, 22, 15); // the closed source's last value, taken late
+        assert_eq!(b.take_notices().count(), 0);
+        b.updated(0, 30, 25); // from a new source
+        let n: Vec<_> = b.take_notices().map(|n| (n.stale, n.why)).collect();
+        assert_eq!(n, vec![(false, Why::Update)]);
+    }
+
+    #[test]
     fn a_lost_link_flags_every_known_symbol_and_a_confirmation_clears_one() {
         let link = Arc::new(StaleLink::new(4));
         let mut b = StaleBoard::new(4, 0, Some(Arc::clone(&link)));
         assert!(!b.is_off());
-        b.updated(0, 1);
-        b.updated(1, 1);
+        b.updated(0, 1, 1);
+        b.updated(1, 1, 1);
         b.scan(3, 2);
         assert_eq!(b.take_notices().count(), 0);
         link.lost(2);
-        b.updated(2, 3); // over the new link, before the scan: not stale
+        b.updated(2, 3, 3); // over the new link, before the scan: not stale
         b.scan(3, 3);
         let n: Vec<_> = b.take_notices().map(|n| (n.id, n.stale, n.why)).collect();
         assert_eq!(

@@ -53,7 +53,7 @@ impl Publisher {
             let Some(skipped) = self.fanout.take(id, v.seq) else {
                 continue; // re-queued by a write that raced the take; already published
             };
-            self.stale.updated(id, t0);
+            self.stale.updated(id, t0, v.recv_mono_ns);
             let p = &self.ctx.counters.publish;
             bump(&p.conflated, skipped);
             bump(&p.published, 1);

@@ -564,3 +564,24 @@ fn demo_cluster_runs_across_a_nats_failover_and_reports_freshness() {
         "{text}"
     );
 }
+
+#[test]
+fn a_closed_feed_connection_flags_the_symbols_it_fed_stale_at_once() {
+    let e = crate::util::engine_with(|c| c.cluster.stale_after = Some(Duration::from_secs(600)));
+    let mut notices = Sub::connect(e.subscriber_addr());
+    notices.subscribe(&["__tickfan.stale"]);
+    let mut a = Feed::connect(e.feed_addr());
+    let mut b = Feed::connect(e.feed_addr());
+    send(&mut a, 1, "EURUSD", "1.1", "1.2");
+    send(&mut b, 1, "USDJPY", "150.1", "150.2");
+    wait_until("both published", || e.counters().snapshot().published >= 2);
+    drop(a);
+    until_notice(&mut notices, "stale,EURUSD,feed_closed");
+    // USDJPY's feed is still open: only EURUSD was flagged.
+    let mut c = Feed::connect(e.feed_addr());
+    send(&mut c, 2, "EURUSD", "1.1", "1.3");
+    let m = notices.message();
+    assert_eq!(m.payload, "live,EURUSD,update");
+    assert_eq!(e.counters().snapshot().cluster.symbols_stale, 0);
+    send(&mut b, 2, "USDJPY", "150.1", "150.3");
+}
