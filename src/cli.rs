@@ -20,6 +20,7 @@ use std::time::Duration;
 use clap::Args;
 
 use crate::auth::Token;
+use crate::cluster::role::{ClusterConfig, Role};
 use crate::config::{Config, PinPlan, DEFAULT_ADMIN_ADDR, DEFAULT_FEED_ADDR, DEFAULT_SUB_ADDR};
 use crate::error::ConfigError;
 use crate::idle::IdleStrategy;
@@ -41,9 +42,9 @@ pub struct ServeArgs {
     /// Read flags from this TOML file (keys are flag names: `max-symbols = 20000`); the environment and the command line win over it.
     #[arg(long, value_name = "FILE")]
     pub config: Option<PathBuf>,
-    /// Address feeds connect to (CSV tick lines).
-    #[arg(long, value_name = "ADDR", default_value = DEFAULT_FEED_ADDR, help_heading = "Listeners")]
-    pub feed_listen: SocketAddr,
+    /// Address feeds connect to (CSV tick lines); 127.0.0.1:9101 when not given; an edge has no feed port (giving one is an error).
+    #[arg(long, value_name = "ADDR", help_heading = "Listeners")]
+    pub feed_listen: Option<SocketAddr>,
     /// Address subscribers connect to (Redis pub/sub).
     #[arg(long, value_name = "ADDR", default_value = DEFAULT_SUB_ADDR, help_heading = "Listeners")]
     pub sub_listen: SocketAddr,
@@ -189,6 +190,28 @@ pub struct ServeArgs {
     /// Log lines on stderr: `text`, or `json` (one object per line: time, level, target, message); RUST_LOG sets the level.
     #[arg(long, value_enum, default_value_t = LogFormat::Text, help_heading = "Reporting")]
     pub log_format: LogFormat,
+    /// This node's role: `single` (no backbone), `ingest` (feeds in, updates out to NATS) or `edge` (updates in from NATS, subscribers out; no feed port).
+    #[arg(long, value_enum, default_value_t = Role::Single, help_heading = "Backbone")]
+    pub role: Role,
+    /// NATS servers of the backbone, comma-separated (`nats://127.0.0.1:4222,nats://…`); needed by ingest and edge.
+    #[arg(
+        long,
+        value_name = "URL[,URL…]",
+        value_delimiter = ',',
+        help_heading = "Backbone"
+    )]
+    pub nats: Vec<String>,
+    /// First token(s) of every backbone subject: `<prefix>.md.<symbol>`, `<prefix>.snap.<symbol>`.
+    #[arg(
+        long,
+        value_name = "PREFIX",
+        default_value = "tickfan",
+        help_heading = "Backbone"
+    )]
+    pub nats_prefix: String,
+    /// Flag a symbol stale when nothing new came for it this long, or at once when its feed connection closes (every role): a notice on channel `__tickfan.stale`, `tickfan_symbols_silent`, alert `feed_silent`; off without it.
+    #[arg(long, value_name = "DURATION", value_parser = humantime::parse_duration, help_heading = "Backbone")]
+    pub stale_after: Option<Duration>,
 }
 
 /// The environment variable of the flag `--long`: `TICKFAN_` and the name
@@ -272,7 +295,15 @@ impl ServeArgs {
         let c = Config {
             order_addr,
             order,
-            feed_addr: self.feed_listen,
+            feed_addr: match (self.role, self.feed_listen) {
+                (Role::Edge, Some(_)) => {
+                    return Err(ConfigError::Invalid {
+                        flag: "--feed-listen",
+                        why: "an edge has no feed port (it takes market data from --nats)".into(),
+                    })
+                }
+                (_, a) => a.unwrap_or_else(|| DEFAULT_FEED_ADDR.parse().expect("static address")),
+            },
             sub_addr: self.sub_listen,
             admin_addr: self.admin_listen,
             max_symbols: self.max_symbols,
@@ -306,6 +337,12 @@ impl ServeArgs {
             },
             auth_timeout: self.auth_timeout,
             log_dir: self.log_dir.clone(),
+            cluster: ClusterConfig {
+                role: self.role,
+                nats: self.nats.clone(),
+                prefix: self.nats_prefix.clone(),
+                stale_after: self.stale_after,
+            },
         };
         c.validate()?;
         Ok(c)

@@ -105,6 +105,8 @@ pub struct Config {
     /// Directory the reporter writes its HdrHistogram interval log to
     /// (`engine.hlog`, one tagged histogram per stage per report interval).
     pub log_dir: Option<PathBuf>,
+    /// The node's role on the NATS backbone (`--role`, `--nats`, `--nats-prefix`).
+    pub cluster: crate::cluster::role::ClusterConfig,
 }
 
 impl Default for Config {
@@ -141,6 +143,7 @@ impl Default for Config {
             token: None,
             auth_timeout: Duration::from_secs(5),
             log_dir: None,
+            cluster: crate::cluster::role::ClusterConfig::default(),
         }
     }
 }
@@ -240,6 +243,7 @@ impl Config {
             });
         }
         self.order.validate()?;
+        self.cluster.validate()?;
         for (flag, a) in [("--order-listen", self.order_addr)] {
             if a.port() != 0 && (a == self.feed_addr || a == self.sub_addr) {
                 return Err(E::Invalid {

@@ -55,6 +55,7 @@ pub mod auth;
 pub mod bridge;
 pub mod cli;
 pub mod client;
+pub mod cluster;
 pub mod config;
 pub mod dlq;
 pub mod error;

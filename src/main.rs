@@ -125,9 +125,14 @@ fn serve(args: &ServeArgs) -> Result<(), Failure> {
     } else {
         "journal: off (orders are lost on a crash)".to_owned()
     };
+    let feed = match config.cluster.role {
+        tickfan::cluster::role::Role::Edge => {
+            format!("none (edge on {})", config.cluster.nats.join(","))
+        }
+        _ => engine.feed_addr().to_string(),
+    };
     eprintln!(
-        "tickfan serving: feed {} · subscribers {} (redis-cli -p {} psubscribe '*') · orders {} · admin http://{} (/health /metrics /report /dlq) · {journal}",
-        engine.feed_addr(),
+        "tickfan serving: feed {feed} · subscribers {} (redis-cli -p {} psubscribe '*') · orders {} · admin http://{} (/health /metrics /report /dlq) · {journal}",
         engine.subscriber_addr(),
         engine.subscriber_addr().port(),
         engine.order_addr(),

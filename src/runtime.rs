@@ -31,6 +31,10 @@ use parking_lot::Mutex;
 
 use crate::admin::{AdminServer, AdminState};
 use crate::bridge::Bridge;
+use crate::cluster::nats_thread::NatsThread;
+use crate::cluster::role::Role;
+use crate::cluster::stale::StaleLink;
+use crate::cluster::Backbone;
 use crate::config::Config;
 use crate::dlq::{Dlq, DlqConfig, DlqStore};
 use crate::error::StartError;
@@ -84,6 +88,8 @@ pub struct Engine {
     feed_waker: Arc<Waker>,
     publish_waker: Arc<Waker>,
     feed: Option<JoinHandle<()>>,
+    /// The NATS backbone's thread (ingest and edge roles).
+    nats: Option<NatsThread>,
     publish: Option<JoinHandle<()>>,
     reporter: Option<Reporter>,
     dlq: Option<Dlq>,
@@ -128,11 +134,19 @@ impl Engine {
                 );
             }
         }
-        let feed_listener = bind("feed", config.feed_addr)?;
+        // An edge has no feed port: its slots are written from the backbone.
+        let is_edge = config.cluster.role == Role::Edge;
+        let feed_listener = match is_edge {
+            true => None,
+            false => Some(bind("feed", config.feed_addr)?),
+        };
         let sub_listener = bind("subscribers", config.sub_addr)?;
         let order_listener = bind("orders", config.order_addr)?;
         let order_addr = order_listener.local_addr().map_err(os("order listener"))?;
-        let feed_addr = feed_listener.local_addr().map_err(os("feed listener"))?;
+        let feed_addr = match &feed_listener {
+            Some(l) => l.local_addr().map_err(os("feed listener"))?,
+            None => SocketAddr::from(([0, 0, 0, 0], 0)),
+        };
         let sub_addr = sub_listener
             .local_addr()
             .map_err(os("subscriber listener"))?;
@@ -242,6 +256,15 @@ impl Engine {
         let (interner, symbols) = SymbolInterner::new(config.max_symbols);
         let (slot_writer, slot_reader) = slots(config.max_symbols);
         let interval_ns = config.report_interval.as_nanos() as u64;
+        let backbone = Backbone::new(&config.cluster, config.max_symbols, &counters);
+        // Stale flags: an edge's link (backbone events), or with
+        // --stale-after one for the feed's closed connections.
+        let stale_link = backbone.stale_link.clone().or_else(|| {
+            config
+                .cluster
+                .stale_after
+                .map(|_| Arc::new(StaleLink::new(config.max_symbols)))
+        });
 
         let publish_poll = Poll::new().map_err(os("publisher poller"))?;
         let publish_waker =
@@ -287,33 +310,68 @@ impl Engine {
                     let c = injected.window_clock.unwrap_or_else(|| Arc::new(clock));
                     WindowClock::new(move || c.now_ns())
                 },
+
+                outbox: backbone.outbox.clone(),
+                interest: backbone.interest.clone(),
+                stale_after_ns: config
+                    .cluster
+                    .stale_after
+                    .map_or(0, |d| d.as_nanos() as u64),
+                stale_link: stale_link.clone(),
             },
             Arc::clone(&subscribers),
         )
         .map_err(os("publisher"))?;
-        let feed = FeedLoop::new(
-            feed_listener,
-            LoopCtx {
-                poll: feed_poll,
-                counters: Arc::clone(&counters),
-                recorder: StageRecorder::new(&[Stage::FeedParse], link),
-                clock,
-                stop: Arc::clone(&feed_stop),
-                beat: watch.beat("tickfan-feed"),
-            },
-            interner,
-            slot_writer,
-            dlq_tx,
-            Arc::clone(&publish_waker),
-            FeedSettings {
-                max_line_len: config.max_line_len,
-                max_conns: config.max_conns_per_port,
-                idle: config.idle,
-                token: config.token.clone(),
-                auth_timeout_ns: config.auth_timeout.as_nanos() as u64,
-            },
-        )
-        .map_err(os("feed loop"))?;
+        let (feed, nats) = match feed_listener {
+            None => {
+                // The NATS thread takes the write ends the feed would have had.
+                let nats = backbone
+                    .start_edge(
+                        interner,
+                        slot_writer,
+                        Arc::clone(&publish_waker),
+                        &counters,
+                        clock,
+                        watch.beat("tickfan-nats"),
+                    )
+                    .map_err(os("nats thread"))?;
+                (None, Some(nats))
+            }
+            Some(l) => {
+                let nats = backbone
+                    .start_ingest(&symbols, &counters, watch.beat("tickfan-nats"))
+                    .map_err(os("nats thread"))?;
+                (Some((l, interner, slot_writer)), nats)
+            }
+        };
+        let feed = feed
+            .map(|(feed_listener, interner, slot_writer)| {
+                FeedLoop::new(
+                    feed_listener,
+                    LoopCtx {
+                        poll: feed_poll,
+                        counters: Arc::clone(&counters),
+                        recorder: StageRecorder::new(&[Stage::FeedParse], link),
+                        clock,
+                        stop: Arc::clone(&feed_stop),
+                        beat: watch.beat("tickfan-feed"),
+                    },
+                    interner,
+                    slot_writer,
+                    dlq_tx,
+                    Arc::clone(&publish_waker),
+                    FeedSettings {
+                        max_line_len: config.max_line_len,
+                        max_conns: config.max_conns_per_port,
+                        idle: config.idle,
+                        token: config.token.clone(),
+                        auth_timeout_ns: config.auth_timeout.as_nanos() as u64,
+                        stale: stale_link.filter(|_| config.cluster.stale_after.is_some()),
+                    },
+                )
+            })
+            .transpose()
+            .map_err(os("feed loop"))?;
 
         let pin = crate::sys::affinity::resolve(config.pin);
         let publish = std::thread::Builder::new()
@@ -323,12 +381,16 @@ impl Engine {
                 publisher.run();
             })
             .map_err(os("publisher thread"))?;
-        let feed = std::thread::Builder::new()
-            .name("tickfan-feed".into())
-            .spawn(move || {
-                pin_and_log("feed", pin.feed);
-                feed.run();
+        let feed = feed
+            .map(|feed| {
+                std::thread::Builder::new()
+                    .name("tickfan-feed".into())
+                    .spawn(move || {
+                        pin_and_log("feed", pin.feed);
+                        feed.run();
+                    })
             })
+            .transpose()
             .map_err(os("feed thread"))?;
         log::info!(
             "feed listening on {feed_addr}, subscribers on {sub_addr}, orders on {order_addr}, admin on http://{}",
@@ -348,7 +410,8 @@ impl Engine {
             publish_stop,
             feed_waker,
             publish_waker,
-            feed: Some(feed),
+            feed,
+            nats,
             publish: Some(publish),
             reporter: Some(reporter),
             dlq: Some(dlq),
@@ -432,6 +495,10 @@ impl Engine {
         if let Some(h) = self.feed.take() {
             let _ = h.join();
         }
+        // An edge's slot writer (and an ingest's sender) stops with the feed.
+        if let Some(mut n) = self.nats.take() {
+            n.stop();
+        }
         // The feed is gone: the publisher's final drain sees every tick.
         self.publish_stop.store(true, Ordering::Release);
         let _ = self.publish_waker.wake();
@@ -450,7 +517,7 @@ impl Engine {
 
 impl Drop for Engine {
     fn drop(&mut self) {
-        if self.feed.is_some() || self.publish.is_some() {
+        if self.feed.is_some() || self.publish.is_some() || self.nats.is_some() {
             self.shutdown();
         }
     }

@@ -73,17 +73,26 @@ pub struct DemoArgs {
     /// Orders per second sent to the order port during the run (0 = none).
     #[arg(long, value_name = "PER_SEC", default_value_t = 500)]
     pub order_rate: u64,
+    /// Run across the NATS backbone instead: a 3-server NATS cluster, one ingest, `--edges` edges; one NATS server killed halfway.
+    #[arg(long)]
+    pub cluster: bool,
+    /// Edges of `--cluster` (the subscribers are spread over them).
+    #[arg(long, value_name = "N", default_value_t = 2)]
+    pub edges: usize,
+    /// With `--cluster`: do not kill a NATS server (for steady-state figures).
+    #[arg(long)]
+    pub keep_nats: bool,
 }
 
 /// Ticks held in memory, sent round-robin: one buffer, lines split on `\n`.
-struct TickRing {
+pub(crate) struct TickRing {
     bytes: Vec<u8>,
     at: usize,
 }
 
 impl TickRing {
     /// The next line and whether it ended a pass over the buffer.
-    fn next_line(&mut self) -> (&[u8], bool) {
+    pub(crate) fn next_line(&mut self) -> (&[u8], bool) {
         let start = self.at;
         let end =
             memchr::memchr(b'\n', &self.bytes[start..]).map_or(self.bytes.len(), |i| start + i);
@@ -96,7 +105,7 @@ impl TickRing {
     }
 }
 
-fn ticks(args: &DemoArgs) -> Result<TickRing, Failure> {
+pub(crate) fn ticks(args: &DemoArgs) -> Result<TickRing, Failure> {
     let bytes = match &args.file {
         Some(p) => std::fs::read(p)
             .map_err(|e| Failure::Usage(format!("cannot read {}: {e}", p.display())))?,
@@ -128,6 +137,9 @@ pub fn run(args: &DemoArgs) -> Result<(), Failure> {
         return Err(Failure::Usage(
             "--rate, --symbols and --subscribers must be positive".into(),
         ));
+    }
+    if args.cluster {
+        return super::demo_cluster::run(args);
     }
     let dir = args.report_dir.clone();
     let mut ring = ticks(args)?;

@@ -7,13 +7,14 @@
 //! - `forward`: the raw loopback floor (a byte forwarder) for the benchmark
 //! - `report`: percentile tables, SVG charts, an HTML page and JSON from HdrHistogram logs
 //!   (`report_charts` draws, `report_html` lays out the page)
-//! - `demo`: all of the above around an in-process engine
+//! - `demo`: all of the above around an in-process engine (`demo_cluster`: `--cluster`, across the NATS backbone)
 //! - `orders`: open-loop order flow against an order port, every answer checked
 //!   (`orders_status`: `--status`, every id's `STATUS` at the end)
 //! - `auth`: the client side of `--token-file` (replay, subscribe, orders)
 
 pub mod auth;
 pub mod demo;
+pub mod demo_cluster;
 pub mod flags;
 pub mod forward;
 pub mod gen;

@@ -15,6 +15,7 @@
 //! parsing, so every read has a size bound and a deadline and no thread is
 //! spawned per connection (why no HTTP server crate: `docs/decisions.md`).
 
+pub(crate) mod cluster_series;
 pub(crate) mod conn;
 pub(crate) mod counters;
 pub(crate) mod event_loop;

@@ -458,6 +458,7 @@ pub(crate) fn render(s: &Scrape<'_>) -> String {
 
     subscriber_series::render(&mut o, s.subscribers);
     stages(&mut o, s.stages);
+    super::cluster_series::render(&mut o, &c.cluster);
     admin(&mut o, s.admin);
     o.finish()
 }

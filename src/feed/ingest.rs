@@ -67,6 +67,9 @@ pub(crate) struct FeedSettings {
     pub token: Option<crate::auth::Token>,
     /// Close a feed that has not authenticated by then.
     pub auth_timeout_ns: u64,
+    /// With `--stale-after`: where a closed connection's symbols are told
+    /// (those it wrote last), to be flagged stale at once.
+    pub stale: Option<Arc<crate::cluster::stale::StaleLink>>,
 }
 
 /// Everything the feed thread owns.
@@ -99,6 +102,9 @@ struct Ingest {
     dlq: DlqSender,
     clock: MonoClock,
     publisher: Arc<Waker>,
+    /// Per symbol: 1 + the key of the connection that wrote it last (0 = none).
+    writer_of: Vec<u32>,
+    stale: Option<Arc<crate::cluster::stale::StaleLink>>,
 }
 
 /// What one read batch did.
@@ -150,6 +156,8 @@ impl FeedLoop {
                 dlq,
                 clock: ctx.clock,
                 publisher,
+                writer_of: vec![0; max_symbols],
+                stale: settings.stale.clone(),
             },
             ctx,
             settings,
@@ -257,7 +265,7 @@ impl FeedLoop {
                     }
                     let b = self
                         .ingest
-                        .batch(reader, &conn.peer, &mut self.ctx.recorder);
+                        .batch(key, reader, &conn.peer, &mut self.ctx.recorder);
                     ticks += b.ticks as usize;
                     if b.queued {
                         // Once per read batch, not per tick.
@@ -307,14 +315,32 @@ impl FeedLoop {
                 &self.ingest.counters.feed.connections_open,
                 self.conns.len() as u64,
             );
+            self.ingest.orphan(key);
         }
     }
 }
 
 impl Ingest {
+    /// Connection `key` closed: the symbols it wrote last lose their
+    /// source (flagged stale when `--stale-after` is on).
+    fn orphan(&mut self, key: usize) {
+        let Some(link) = &self.stale else {
+            return;
+        };
+        let now = self.clock.now_ns();
+        let tag = key as u32 + 1;
+        for (id, w) in self.writer_of.iter_mut().enumerate() {
+            if *w == tag {
+                *w = 0;
+                link.source_closed(id as crate::symbols::SymbolId, now);
+            }
+        }
+    }
+
     /// Processes every complete line buffered in `reader`.
     fn batch(
         &mut self,
+        key: usize,
         reader: &mut LineReader,
         peer: &str,
         recorder: &mut StageRecorder,
@@ -336,6 +362,7 @@ impl Ingest {
                                 recv_mono_ns: t0,
                             };
                             b.queued |= self.slots.write(id, &value);
+                            self.writer_of[id as usize] = key as u32 + 1;
                             b.ticks += 1;
                             if quote.bid.cmp_value(&quote.ask) != std::cmp::Ordering::Less {
                                 bump(&self.counters.feed.crossed_quotes, 1);

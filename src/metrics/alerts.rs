@@ -37,11 +37,14 @@ pub enum Alert {
     /// A lane's projected backlog drain time passes `--order-slo`, or its
     /// backlog is not draining (`order::lanes::capacity`).
     OrderDrainOverSlo,
+
+    /// A symbol's source sent nothing for `--stale-after` (its value is flagged stale).
+    FeedSilent,
 }
 
 impl Alert {
     /// Number of alerts.
-    pub const COUNT: usize = 10;
+    pub const COUNT: usize = 11;
     /// Every alert, in gauge-index order.
     pub const ALL: [Alert; Alert::COUNT] = [
         Alert::SymbolsNearLimit,
@@ -54,6 +57,7 @@ impl Alert {
         Alert::BridgeCallSlow,
         Alert::JournalFull,
         Alert::OrderDrainOverSlo,
+        Alert::FeedSilent,
     ];
 
     /// Stable snake-case name (log lines, metric label).
@@ -69,6 +73,8 @@ impl Alert {
             Alert::BridgeCallSlow => "bridge_call_slow",
             Alert::JournalFull => "journal_full",
             Alert::OrderDrainOverSlo => "order_drain_over_slo",
+
+            Alert::FeedSilent => "feed_silent",
         }
     }
 }
@@ -260,6 +266,14 @@ impl Alerts {
                     format!("{} (SLO {:.2} s)", lanes.join(", "), n.capacity.slo_s)
                 },
             ),
+            (
+                Alert::FeedSilent,
+                n.cluster.symbols_silent > 0,
+                format!(
+                    "{} symbols silent for --stale-after",
+                    n.cluster.symbols_silent
+                ),
+            ),
         ];
         let mut out = Vec::new();
         for (alert, on, detail) in checks {
@@ -323,6 +337,7 @@ mod tests {
         busy.orders.journal_max_bytes = 1_000;
         busy.capacity.slo_s = 1.0;
         busy.capacity.lanes[0].drain_s = None; // not draining
+        busy.cluster.symbols_silent = 1;
         let stale = [SubscriberStats {
             connected: true,
             staleness_us: 2_000_000,

@@ -13,6 +13,8 @@ use crossbeam_utils::CachePadded;
 use crate::model::poison::PoisonReason;
 
 use super::capacity_counters::{CapacityCounters, CapacitySnapshot};
+
+use super::cluster_counters::{ClusterCounters, ClusterSnapshot};
 use super::order_counters::{FillCounters, OrderCounters, OrderSnapshot, RetryCounters};
 
 /// Adds `n` to a counter that only the calling thread writes.
@@ -119,6 +121,9 @@ pub struct Counters {
     pub fills: CachePadded<FillCounters>,
     /// Single writer: the order path's scaler thread (workers, capacity view).
     pub capacity: CachePadded<CapacityCounters>,
+
+    /// The NATS backbone (ingest and edge roles).
+    pub cluster: CachePadded<ClusterCounters>,
 }
 
 /// A point-in-time copy of every counter, for reports.
@@ -176,6 +181,9 @@ pub struct CountersSnapshot {
     pub orders: OrderSnapshot,
     /// The order lanes' workers and capacity view.
     pub capacity: CapacitySnapshot,
+
+    /// The NATS backbone.
+    pub cluster: ClusterSnapshot,
 }
 
 impl Counters {
@@ -224,6 +232,8 @@ impl Counters {
             dlq: (get(&self.dlq_stored), get(&f.dlq_handoff_dropped)),
             orders: OrderSnapshot::take(&self.orders, &self.retry, &self.fills),
             capacity: CapacitySnapshot::take(&self.capacity),
+
+            cluster: self.cluster.snapshot(),
         }
     }
 

@@ -7,6 +7,8 @@
 
 pub mod alerts;
 pub(crate) mod capacity_counters;
+
+pub mod cluster_counters;
 pub(crate) mod counters;
 pub mod hlog;
 pub(crate) mod intervals;

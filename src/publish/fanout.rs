@@ -149,6 +149,11 @@ impl Fanout {
         Some(skipped)
     }
 
+    /// The payload [`Fanout::encode`] built last (what an ingest sends on the backbone).
+    pub fn payload(&self) -> &[u8] {
+        &self.payload
+    }
+
     /// Encodes `v` as the latest value of symbol `id`, named `name`.
     #[inline]
     pub fn encode(&mut self, id: SymbolId, name: &[u8], v: &SlotValue) {

@@ -12,6 +12,7 @@
 //! | control | [`sub_control`], [`throttle`], [`history`] | tickfan's own commands: a subscriber's caps (`TICKFAN.THROTTLE`) and catch-up from a sequence (`TICKFAN.SINCE`) over the history ring |
 //! | sockets | [`intake`], [`flush`], [`closing`] | admission and auth expiry, writing buffers, closing — over the connection kit ([`crate::net`]: listener, connection slab, auth deadlines, input buffer, flush/attention lists, loop context) |
 //! | reports | [`stats`] | per-subscriber figures for reports and the admin endpoint |
+//! | stale | [`stale_notice`] | stale/live notices on `__tickfan.stale` (silent sources, an edge's lost backbone) |
 //!
 //! Single owner of everything here: the publisher thread.
 
@@ -33,6 +34,7 @@ pub mod routes;
 pub(crate) mod session;
 pub(crate) mod slot_drain;
 pub(crate) mod slow_revisit;
+pub(crate) mod stale_notice;
 pub(crate) mod stats;
 pub(crate) mod sub_control;
 pub mod throttle;

@@ -36,6 +36,7 @@ use mio::{Events, Interest, Token};
 use parking_lot::Mutex;
 
 use crate::auth::Token as AuthToken;
+use crate::cluster::stale::StaleBoard;
 use crate::idle::IdleStrategy;
 use crate::metrics::report::SubscriberStats;
 use crate::net::{AuthGate, Conns, KeyList, Listener, LoopCtx, PortPolicy, LISTENER};
@@ -89,6 +90,15 @@ pub(crate) struct PublisherSettings {
     /// The clock of the throttle windows (the engine's monotonic clock, or
     /// a simulated one in tests).
     pub window_clock: WindowClock,
+
+    /// An ingest's hand-off of every conflated update to the NATS backbone.
+    pub outbox: Option<Arc<crate::cluster::ingest_out::Outbox>>,
+    /// An edge's board of wanted channels and patterns (told by the routes).
+    pub interest: Option<Arc<crate::cluster::interest::InterestBoard>>,
+    /// `--stale-after` in ns (0 = off).
+    pub stale_after_ns: u64,
+    /// An edge's lost-link and re-seed events for the stale flags.
+    pub stale_link: Option<Arc<crate::cluster::stale::StaleLink>>,
 }
 
 /// Everything the publisher thread owns.
@@ -125,6 +135,8 @@ pub(crate) struct Publisher {
     pub(super) stats: StatsBoard,
     /// What `HELLO`, `INFO` and `CLIENT INFO` report.
     pub(super) server: ServerInfo,
+    /// Which symbols may hold old values ([`super::stale_notice`]).
+    pub(super) stale: StaleBoard,
 }
 
 impl Publisher {
@@ -164,7 +176,7 @@ impl Publisher {
             listener,
             sessions: Conns::with_capacity(room),
             auth: AuthGate::new(settings.token.clone(), settings.auth_timeout_ns),
-            routes: Routes::new(),
+            routes: Routes::with_interest(settings.interest.clone()),
             slots,
             table,
             fanout: Fanout::new(cap),
@@ -176,6 +188,7 @@ impl Publisher {
             matched: Vec::with_capacity(cap),
             next_session_id: 1,
             stats: StatsBoard::new(stats),
+            stale: StaleBoard::new(cap, settings.stale_after_ns, settings.stale_link.clone()),
             server,
             settings,
             ctx,
@@ -226,6 +239,7 @@ impl Publisher {
             work += self.flush();
             work += self.serve_attention();
             let now = self.ctx.clock.now_ns();
+            work += self.serve_stale(now);
             self.expire_unauthenticated(now);
             self.ctx.recorder.maybe_flush(now);
             if self.stats.due(now) {

@@ -16,6 +16,7 @@
 use std::collections::{HashMap, HashSet};
 use std::sync::Arc;
 
+use crate::cluster::interest::InterestBoard;
 use crate::protocol::resp::framing::{self, Proto};
 use crate::publish::glob::glob_match;
 use crate::symbols::SymbolId;
@@ -66,6 +67,9 @@ pub struct Routes {
     message_prefix: [Arc<[u8]>; 2],
     /// Subscribers speaking RESP3 (all others speak RESP2).
     resp3: HashSet<SubKey>,
+    /// An edge's backbone interest: told of each channel's and pattern's
+    /// first and last subscriber.
+    interest: Option<Arc<InterestBoard>>,
 }
 
 impl Default for Routes {
@@ -88,6 +92,15 @@ impl Routes {
                 Arc::from(framing::message_prefix(Proto::Resp3)),
             ],
             resp3: HashSet::new(),
+            interest: None,
+        }
+    }
+
+    /// An empty registry that tells `interest` (an edge's) what is wanted.
+    pub(crate) fn with_interest(interest: Option<Arc<InterestBoard>>) -> Self {
+        Routes {
+            interest,
+            ..Routes::new()
         }
     }
 
@@ -131,6 +144,13 @@ impl Routes {
     /// caller has removed its subscriptions.
     pub fn forget(&mut self, sub: SubKey) {
         self.resp3.remove(&sub);
+    }
+
+    /// The subscribers of `channel` with their `message` frame start.
+    pub(crate) fn channel_subscribers(&self, channel: &[u8]) -> Vec<(SubKey, Arc<[u8]>)> {
+        self.channels.get(channel).map_or_else(Vec::new, |subs| {
+            subs.iter().map(|&s| (s, self.channel_prefix(s))).collect()
+        })
     }
 
     /// Number of known symbols.
@@ -188,7 +208,11 @@ impl Routes {
     /// Subscribes `sub` to a channel. Returns the symbol id when it is known
     /// (for the snapshot). The caller guarantees `sub` was not subscribed to it.
     pub fn subscribe(&mut self, sub: SubKey, channel: &[u8]) -> Option<SymbolId> {
-        self.channels.entry(channel.into()).or_default().push(sub);
+        let subs = self.channels.entry(channel.into()).or_default();
+        subs.push(sub);
+        if let (1, Some(i)) = (subs.len(), &self.interest) {
+            i.gained(channel, false);
+        }
         let id = self.id(channel)?;
         let prefix = self.channel_prefix(sub);
         self.by_symbol[id as usize].push(Delivery {
@@ -205,6 +229,9 @@ impl Routes {
             subs.retain(|&s| s != sub);
             if subs.is_empty() {
                 self.channels.remove(channel);
+                if let Some(i) = &self.interest {
+                    i.lost(channel, false);
+                }
             }
         }
         if let Some(id) = self.id(channel) {
@@ -235,6 +262,9 @@ impl Routes {
             }
         });
         entry.subs.push(sub);
+        if let (1, Some(i)) = (entry.subs.len(), &self.interest) {
+            i.gained(pattern, true);
+        }
         let (pat, prefix) = (Arc::clone(&entry.pattern), Arc::clone(entry.prefix(proto)));
         for (id, name) in self.names.iter().enumerate() {
             if glob_match(&pat, name) {
@@ -258,6 +288,9 @@ impl Routes {
         let pat = Arc::clone(&entry.pattern);
         if entry.subs.is_empty() {
             self.patterns.remove(pattern);
+            if let Some(i) = &self.interest {
+                i.lost(pattern, true);
+            }
         }
         for (id, name) in self.names.iter().enumerate() {
             if glob_match(&pat, name) {

@@ -55,6 +55,7 @@ impl Publisher {
             let Some(skipped) = self.fanout.take(id, v.seq) else {
                 continue; // re-queued by a write that raced the take; already published
             };
+            self.stale.updated(id, t0, v.recv_mono_ns);
             let p = &self.ctx.counters.publish;
             bump(&p.conflated, skipped);
             bump(&p.published, 1);
@@ -65,6 +66,9 @@ impl Publisher {
             self.fanout.encode(id, self.routes.name(id), &v);
             self.history
                 .record(id, v.seq, &self.fanout.latest()[id as usize]);
+            if let Some(out) = &self.settings.outbox {
+                out.offer(id, self.fanout.payload(), v.seq); // ingest: to the backbone
+            }
             let mut outlets = SessionOutlets {
                 sessions: &mut self.sessions,
                 flush_list: &mut self.flush_list,

@@ -112,7 +112,8 @@ fn help_groups_the_serve_flags_under_headings() {
             "Fills:",
             "Alerts:",
             "Dead letters:",
-            "Reporting:"
+            "Reporting:",
+            "Backbone:"
         ]
     );
     // The admin endpoint is served, and its help says what it serves.

@@ -10,6 +10,8 @@
 //! - `clients`: redis-py, ioredis and node-redis with their default options: subscribe, snapshot, live, reconnect
 //! - `recorded_data`: the real recorded ticks in `../shared/data/`, every line accounted for
 //! - `cli`: flags, exit codes, clap's errors, help headings, the banner, JSON logs
+//! - `cluster`: the NATS backbone: 3 real `nats-server`s, ingests and edges; last values, globs, `kill -9` of a server / an edge / the active ingest of an A/B pair, garbage on the backbone
+//! - `partition`: one edge partitioned from the NATS cluster (network namespaces, root): stale, still serving, recovered
 //! - `cli_env`: `TICKFAN_<FLAG>` variables; command line > environment > `--config` file > default
 //! - `tools`: gen, replay, subscribe, report and demo as an operator runs them
 //! - `tool_flags`: `--to localhost:PORT`, zero durations refused, `--bridge` errors that name the key and its forms
@@ -41,11 +43,13 @@ mod admin;
 mod cli;
 mod cli_env;
 mod clients;
+mod cluster;
 mod deploy;
 mod fanout;
 mod faults;
 mod health;
 mod metrics;
+mod nats_servers;
 mod orders_admission;
 mod orders_capacity;
 mod orders_crash;
@@ -57,6 +61,7 @@ mod orders_sequencing;
 mod orders_status;
 mod orders_tool;
 mod orders_venue;
+mod partition;
 mod poison;
 mod protocol;
 mod readme_flags;

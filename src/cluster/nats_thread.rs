@@ -1,0 +1,222 @@
+//! The NATS client on its own thread: a current-thread tokio runtime
+//! running `async-nats`, bridged to the engine's threads without a lock on
+//! the hot path (docs/decisions.md, "NATS client").
+//!
+//! - **In from the engine**: an ingest's publisher hands updates to the
+//!   [`super::ingest_out::Outbox`] (conflating per symbol, never blocking);
+//!   an edge's publisher reports interest changes to the
+//!   [`super::interest::InterestBoard`]. Both wake this thread through one
+//!   `tokio::sync::Notify`.
+//! - **Out to the engine**: an edge writes its slots itself
+//!   ([`super::edge_in`]) and wakes the publisher.
+//! - **Events** of the client library (connected, disconnected, slow
+//!   consumer) come through a bounded channel of [`EVENTS`]; a full channel
+//!   drops the event (counted in the log), and the next one of the same
+//!   kind makes up for it, since each triggers a full re-seed.
+//!
+//! The client reconnects by itself (every server of `--nats`, forever,
+//! 50 ms × attempts up to 500 ms between rounds) and re-subscribes; this
+//! thread re-seeds. Its beat in the thread watch is `tickfan-nats`.
+
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Arc;
+use std::thread::JoinHandle;
+use std::time::Duration;
+
+use async_nats::{ConnectOptions, Event, ServerAddr};
+use tokio::sync::{mpsc, Notify};
+
+use super::edge_node::EdgeNode;
+use super::ingest_node::IngestNode;
+use super::role::ClusterConfig;
+use crate::metrics::counters::{bump, set};
+use crate::metrics::Counters;
+use crate::sys::watch::Beat;
+
+/// Client events waiting for the loop.
+pub(crate) const EVENTS: usize = 64;
+/// How often the loop beats, retries seeds and looks for lost wakes.
+pub(crate) const TICK: Duration = Duration::from_millis(50);
+
+/// What this node's loop does.
+#[derive(Debug)]
+pub(crate) enum Job {
+    /// Send the outbox, answer snapshot requests.
+    Ingest(Box<IngestNode>),
+    /// Follow the interest, seed, write the slots.
+    Edge(Box<EdgeNode>),
+}
+
+/// The running thread.
+#[derive(Debug)]
+pub(crate) struct NatsThread {
+    handle: Option<JoinHandle<()>>,
+    stop: Arc<Notify>,
+    stopping: Arc<AtomicBool>,
+}
+
+impl NatsThread {
+    /// Starts `tickfan-nats` running `job` against the servers of `cfg`.
+    ///
+    /// # Errors
+    /// When the OS refuses the thread.
+    pub(crate) fn spawn(
+        cfg: &ClusterConfig,
+        job: Job,
+        wake: Arc<Notify>,
+        counters: Arc<Counters>,
+        beat: Beat,
+    ) -> std::io::Result<NatsThread> {
+        let stop = Arc::new(Notify::new());
+        let stopping = Arc::new(AtomicBool::new(false));
+        let urls: Vec<ServerAddr> = cfg
+            .nats
+            .iter()
+            .filter_map(|u| u.trim().parse().ok())
+            .collect();
+        let name = format!("tickfan-{}", cfg.role.as_str());
+        let (stop2, stopping2) = (Arc::clone(&stop), Arc::clone(&stopping));
+        let handle = std::thread::Builder::new()
+            .name("tickfan-nats".into())
+            .spawn(move || {
+                let rt = match tokio::runtime::Builder::new_current_thread()
+                    .enable_all()
+                    .build()
+                {
+                    Ok(rt) => rt,
+                    Err(e) => {
+                        log::error!("nats: cannot build its runtime: {e}");
+                        return;
+                    }
+                };
+                rt.block_on(run(urls, name, job, wake, counters, beat, stop2, stopping2));
+            })?;
+        Ok(NatsThread {
+            handle: Some(handle),
+            stop,
+            stopping,
+        })
+    }
+
+    /// Stops the loop and waits for the thread.
+    pub(crate) fn stop(&mut self) {
+        self.stopping.store(true, Ordering::Release);
+        self.stop.notify_one();
+        if let Some(h) = self.handle.take() {
+            let _ = h.join();
+        }
+    }
+}
+
+/// One input of a job's own.
+#[derive(Debug)]
+pub(crate) enum Input {
+    /// A snapshot request (ingest).
+    Snap(async_nats::Message),
+    /// An update on a market-data subject (edge).
+    Md(async_nats::Message),
+    /// The outcome of a snapshot request (edge).
+    Seed(super::seed::SeedOutcome),
+    /// The job's input ended (its subscription is gone until the next turn).
+    Idle,
+}
+
+/// What the loop reacts to besides its job's own inputs.
+#[derive(Debug)]
+pub(crate) enum Link {
+    /// (Re)connected to a server.
+    Up,
+    /// The connection was lost.
+    Down,
+    /// The client library dropped messages for a subscription.
+    SlowConsumer,
+}
+
+#[allow(clippy::too_many_arguments)]
+async fn run(
+    urls: Vec<ServerAddr>,
+    name: String,
+    job: Job,
+    wake: Arc<Notify>,
+    counters: Arc<Counters>,
+    beat: Beat,
+    stop: Arc<Notify>,
+    stopping: Arc<AtomicBool>,
+) {
+    let (ev_tx, mut ev_rx) = mpsc::channel::<Event>(EVENTS);
+    let opts = ConnectOptions::new()
+        .name(name)
+        .retry_on_initial_connect()
+        .max_reconnects(None)
+        .connection_timeout(Duration::from_secs(2))
+        .ping_interval(Duration::from_secs(1))
+        .reconnect_delay_callback(|n| Duration::from_millis((n as u64 * 50).min(500)))
+        .event_callback(move |ev| {
+            let tx = ev_tx.clone();
+            async move {
+                if let Err(e) = tx.try_send(ev) {
+                    log::warn!("nats: event channel full, dropped: {e}");
+                }
+            }
+        });
+    let client = match opts.connect(urls).await {
+        Ok(c) => c,
+        Err(e) => {
+            log::error!("nats: cannot start the client: {e}");
+            return;
+        }
+    };
+    let mut job = job;
+    match &mut job {
+        Job::Ingest(n) => n.start(&client).await,
+        Job::Edge(n) => n.start(&client).await,
+    }
+    let mut tick = tokio::time::interval(TICK);
+    tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+    let c = &counters.cluster;
+    while !stopping.load(Ordering::Acquire) {
+        let mut link = None;
+        tokio::select! {
+            biased;
+            _ = stop.notified() => break,
+            ev = ev_rx.recv() => {
+                match ev {
+                    Some(Event::Connected) => {
+                        set(&c.connected, 1);
+                        link = Some(Link::Up);
+                    }
+                    Some(Event::Disconnected) => {
+                        set(&c.connected, 0);
+                        bump(&c.disconnects, 1);
+                        link = Some(Link::Down);
+                    }
+                    Some(Event::SlowConsumer(sid)) => {
+                        bump(&c.slow_consumer_events, 1);
+                        log::warn!("nats: slow consumer on subscription {sid}: re-seeding");
+                        link = Some(Link::SlowConsumer);
+                    }
+                    Some(other) => log::info!("nats: {other}"),
+                    None => {}
+                }
+            }
+            _ = wake.notified() => {}
+            _ = tick.tick() => beat.beat(),
+            more = async {
+                match &mut job {
+                    Job::Ingest(n) => n.next_input().await,
+                    Job::Edge(n) => n.next_input().await,
+                }
+            } => {
+                match &mut job {
+                    Job::Ingest(n) => n.handle(&client, more).await,
+                    Job::Edge(n) => n.handle(&client, more).await,
+                }
+            }
+        }
+        match &mut job {
+            Job::Ingest(n) => n.turn(&client, link).await,
+            Job::Edge(n) => n.turn(&client, link).await,
+        }
+    }
+    let _ = client.flush().await;
+}
