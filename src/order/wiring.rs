@@ -76,6 +76,7 @@ use super::config::OrderConfig;
 use super::fills::fill_book::FillBook;
 use super::fills::fill_thread::{FillThread, FILL_CAPACITY};
 use super::gateway::dedup::Dedup;
+use super::gateway::halt::Halt;
 use super::gateway::pending_acks::PendingAcks;
 use super::gateway::{Gateway, GatewayParts, GatewaySettings, WAKER};
 use super::journal::startup;
@@ -85,6 +86,7 @@ use super::lanes::bridge_calls::BridgeCalls;
 use super::lanes::events::{EventSender, EVENT_CAPACITY};
 use super::lanes::lease::{CallPool, Caller, FenceTokens};
 use super::lanes::outlet::Outlet;
+use super::lanes::quota::{QuotaTurn, RetryQuota};
 use super::lanes::retry_handoff::RetryHandoff;
 use super::lanes::routing::LaneMode;
 use super::lanes::worker::{e2e_stage, process_stage, queue_stage, Worker};
@@ -123,6 +125,8 @@ pub(crate) struct OrderPathInputs {
     pub auth_timeout: Duration,
     /// The engine's thread watch: every order-path thread holds a beat.
     pub watch: Arc<Watch>,
+    /// The order kill switch (also held by the admin endpoint).
+    pub halt: Arc<Halt>,
 }
 
 /// What `stop` needs to dead-letter the orders still queued when the
@@ -149,15 +153,20 @@ impl Leftovers {
         for q in &self.lanes {
             while let Ok(o) = q.rx.try_recv() {
                 q.stats.on_take();
-                self.out.dead(o, DeadReason::Shutdown);
-                n += 1;
+                // A cancelled one was answered already.
+                if o.claim.take() {
+                    self.out.dead(o, DeadReason::Shutdown);
+                    n += 1;
+                }
             }
         }
         for r in &self.ready {
             while let Ok(o) = r.try_recv() {
                 permits.release();
-                self.out.dead(o, DeadReason::Shutdown);
-                n += 1;
+                if o.claim.take() {
+                    self.out.dead(o, DeadReason::Shutdown);
+                    n += 1;
+                }
             }
         }
         if let Some(c) = &self.chunks {
@@ -271,6 +280,7 @@ impl OrderPath {
 
         let mut workers = Vec::with_capacity(n_small + n_large);
         for (lane, count) in [(Lane::Small, n_small), (Lane::Large, n_large)] {
+            let quota = Arc::new(RetryQuota::new(count, c.retry_share));
             for n in 0..count {
                 let (ready, name) = match lane {
                     Lane::Small => (ready_small_rx.clone(), format!("tickfan-order-w{n}")),
@@ -300,8 +310,12 @@ impl OrderPath {
                     out: out.clone(),
                     draining: Arc::clone(&draining),
                     abandon: Arc::clone(&abandon),
+                    halt: Arc::clone(&i.halt),
+                    quota: Arc::clone(&quota),
+                    turn: QuotaTurn::default(),
                     recorder: StageRecorder::new(
                         &[
+                            Stage::OrderRetryWait,
                             Stage::OrderQueueWait,
                             Stage::OrderProcess,
                             queue_stage(lane),
@@ -396,6 +410,7 @@ impl OrderPath {
                 clock: Arc::clone(&i.clock),
                 bridge_calls,
                 pending,
+                halt: Arc::clone(&i.halt),
             },
             GatewaySettings {
                 max_conns: i.max_conns,

@@ -473,10 +473,12 @@ mod tests {
             recv_wall_ns: 0,
             history: Vec::new(),
             next_delay: (0, 0),
+            retry_due_ns: 0,
             replay: false,
             lane: Lane::Large,
             chunk: None,
             resumed: Default::default(),
+            claim: Default::default(),
         })
     }
 

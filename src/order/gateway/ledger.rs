@@ -17,13 +17,14 @@ use crate::retry::SharedClock;
 use crate::sys::clock::{wall_ns, MonoClock};
 
 use crate::model::lane::Lane;
-use crate::model::order_reasons::{InvalidReason, RejectReason};
+use crate::model::order_reasons::{DoneStatus, InvalidReason, RejectReason};
 use crate::model::units::{Amount, Lots};
 use crate::order::accepted::{ConnId, Order};
 use crate::order::lanes::admission::{Admission, Busy};
 use crate::order::lanes::events::{Event, EventKind};
 use crate::order::lanes::worker::e2e_stage;
 
+use super::cancel::CancelBook;
 use super::codec::{
     parse_request, write_ack, write_dead, write_done, write_fill, write_reject, NewOrder, Request,
 };
@@ -58,6 +59,10 @@ pub(super) struct Ledger {
     /// With the journal on: orders waiting for their record to be durable
     /// before their `ACK` (`None`: `--no-journal`, `ACK` at once).
     pub(super) pending: Option<PendingAcks>,
+    /// The kill switch (`POST /orders/halt`): while on, `NEW` is refused.
+    pub(super) halt: Arc<super::halt::Halt>,
+    /// The orders `CANCEL` may still reach, and the cancels not yet answered.
+    pub(super) cancels: CancelBook,
 }
 
 impl Ledger {
@@ -75,6 +80,14 @@ impl Ledger {
             Ok(Request::Ping) => out.extend_from_slice(b"PONG\n"),
             Ok(Request::Status(id)) => {
                 write_status(out, id, self.dedup.status(id, self.clock.now_ns()));
+            }
+            Ok(Request::Cancel(id)) => {
+                let status = self.dedup.status(id, self.clock.now_ns());
+                let journal = self.pending.as_ref().map(PendingAcks::journal);
+                if let Err((reason, detail)) = self.cancels.cancel(id, status, Some(conn), journal)
+                {
+                    self.reject(out, id, reason, detail);
+                }
             }
             Ok(Request::New(o)) if !self.within_rate(rate, out, o.id) => {}
             Ok(Request::Replay(id)) if !self.within_rate(rate, out, id) => {}
@@ -148,6 +161,11 @@ impl Ledger {
             self.reject(out, o.id, RejectReason::SystemBusy, "shutting down");
             return false;
         };
+        if self.halt.is_halted() {
+            bump(&self.counters.orders.halted_rejects, 1);
+            self.reject(out, o.id, RejectReason::SystemBusy, "halted");
+            return false;
+        }
         match self.dedup.check(o.id, now, replay) {
             Ok(()) => {}
             Err(Refusal::Duplicate { since_ns, state }) => {
@@ -191,10 +209,12 @@ impl Ledger {
             recv_wall_ns: wall_ns(),
             history: Vec::new(),
             next_delay: (0, 0),
+            retry_due_ns: 0,
             replay,
             lane: Lane::Small, // set by `offer`
             chunk: None,
             resumed: Default::default(),
+            claim: Default::default(),
         };
         if let Some(p) = &mut self.pending {
             let lane = admission.lane_of(order.qty);
@@ -238,8 +258,10 @@ impl Ledger {
             self.reject(out, o.id, RejectReason::SystemBusy, &detail);
             return false;
         }
+        let (claim, lane) = (Arc::clone(&order.claim), admission.lane_of(order.qty));
         match admission.offer(order) {
             Ok(()) => {
+                self.cancels.started(&id, conn, claim, lane, mono);
                 self.dedup.insert(o.id, now);
                 if let Some(st) = self.dedup.track(o.id) {
                     *st = OrderStatus::queued(o.qty);
@@ -350,6 +372,9 @@ impl Ledger {
                 self.dedup.mark(id, IdState::Done, self.clock.now_ns());
             }
         }
+        if ev.kind.is_terminal() {
+            self.cancels.ended(id);
+        }
         if let Some(p) = &mut self.pending {
             if ev.kind.is_terminal() {
                 p.ended(id);
@@ -369,6 +394,11 @@ impl Ledger {
             }
             let rec = match &ev.kind {
                 EventKind::Fill { .. } | EventKind::Attempt | EventKind::Parked => None,
+                // Journaled when it was cancelled (`cancel.rs`).
+                EventKind::Done {
+                    status: DoneStatus::Canceled,
+                    ..
+                } => None,
                 EventKind::Done {
                     status,
                     cum,

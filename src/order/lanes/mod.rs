@@ -42,9 +42,11 @@
 
 pub(crate) mod admission;
 pub(crate) mod bridge_calls;
+pub(crate) mod claim;
 pub(crate) mod events;
 pub(crate) mod lease;
 pub(crate) mod outlet;
+pub(crate) mod quota;
 pub(crate) mod retry_handoff;
 pub mod routing;
 pub(crate) mod worker;
