@@ -163,7 +163,7 @@ impl Leftovers {
         for r in &self.ready {
             while let Ok(o) = r.try_recv() {
                 permits.release();
-                if o.claim.take() {
+                if o.chunk.is_some() || o.claim.take() {
                     self.out.dead(o, DeadReason::Shutdown);
                     n += 1;
                 }

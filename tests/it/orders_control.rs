@@ -40,8 +40,8 @@ fn terminals(replies: &[Reply]) -> HashMap<String, usize> {
 fn a_queued_order_is_cancelled_one_at_a_bridge_is_too_late_and_each_ends_once() {
     let clock = SimClock::new();
     let bridge = ScriptBridge::new();
-    let _open = OpenOnDrop(bridge.clone());
     let e = order_engine(&clock, &bridge, |_| {}); // one worker
+    let _open = OpenOnDrop(bridge.clone());
     let mut cl = OrderClient::connect(e.order_addr());
     cl.accepted("g1", "GATE", "1");
     wait_until("g1 at the bridge", || bridge.calls_for("g1").len() == 1);
@@ -104,10 +104,12 @@ fn an_order_waiting_for_its_retry_is_cancelled_and_never_sent_again() {
     let clock = SimClock::new();
     let bridge = ScriptBridge::new();
     let e = order_engine(&clock, &bridge, |_| {});
+    let _open = OpenOnDrop(bridge.clone());
     let mut cl = OrderClient::connect(e.order_addr());
     cl.accepted("tx", "TX", "1");
-    wait_until("tx waits for its retry", || e.retry_waiting() == 1);
-    assert_eq!(state(&mut cl, "tx"), OrderState::RetryWait);
+    wait_until("tx waits for its retry", || {
+        e.retry_waiting() == 1 && state(&mut cl, "tx") == OrderState::RetryWait
+    });
     cl.line("CANCEL tx");
     assert_eq!(
         cl.raw_reply(),
@@ -138,8 +140,8 @@ fn a_cancel_is_journaled_and_stays_cancelled_after_a_restart() {
         c.order.data_dir = dir.path().to_path_buf();
     };
     let bridge = ScriptBridge::new();
-    let _open = OpenOnDrop(bridge.clone());
     let e = order_engine(&clock, &bridge, journal);
+    let _open = OpenOnDrop(bridge.clone());
     let mut cl = OrderClient::connect(e.order_addr());
     cl.accepted("g1", "GATE", "1");
     wait_until("g1 at the bridge", || bridge.calls_for("g1").len() == 1);
@@ -178,8 +180,8 @@ fn a_cancel_is_journaled_and_stays_cancelled_after_a_restart() {
 fn halt_refuses_new_orders_holds_the_queue_and_resume_lets_it_go() {
     let clock = SimClock::new();
     let bridge = ScriptBridge::new();
-    let _open = OpenOnDrop(bridge.clone());
     let e = order_engine(&clock, &bridge, |_| {});
+    let _open = OpenOnDrop(bridge.clone());
     let admin = e.admin_addr();
     let mut cl = OrderClient::connect(e.order_addr());
     cl.accepted("g1", "GATE", "1");
@@ -235,8 +237,8 @@ fn halt_refuses_new_orders_holds_the_queue_and_resume_lets_it_go() {
 fn halt_with_cancel_queued_cancels_every_order_not_at_a_bridge() {
     let clock = SimClock::new();
     let bridge = ScriptBridge::new();
-    let _open = OpenOnDrop(bridge.clone());
     let e = order_engine(&clock, &bridge, |_| {});
+    let _open = OpenOnDrop(bridge.clone());
     let admin = e.admin_addr();
     let mut cl = OrderClient::connect(e.order_addr());
     cl.accepted("g1", "GATE", "1");
@@ -305,8 +307,8 @@ fn start_halted_refuses_until_resumed_and_the_switch_needs_the_token() {
 fn order_after_the_gate(share: f64) -> Vec<String> {
     let clock = SimClock::new();
     let bridge = ScriptBridge::new();
-    let _open = OpenOnDrop(bridge.clone());
     let e = order_engine(&clock, &bridge, |c| c.order.retry_share = share);
+    let _open = OpenOnDrop(bridge.clone());
     let mut cl = OrderClient::connect(e.order_addr());
     for i in 0..5 {
         cl.accepted(&format!("r{i}"), "T1", "1");
@@ -392,8 +394,8 @@ fn a_retry_storm_and_a_stream_of_new_orders_both_keep_moving_on_four_workers() {
 fn a_stop_while_halted_still_ends_every_queued_order() {
     let clock = SimClock::new();
     let bridge = ScriptBridge::new();
-    let _open = OpenOnDrop(bridge.clone());
     let e = order_engine(&clock, &bridge, |_| {});
+    let _open = OpenOnDrop(bridge.clone());
     let mut cl = OrderClient::connect(e.order_addr());
     cl.accepted("g1", "GATE", "1");
     wait_until("g1 at the bridge", || bridge.calls_for("g1").len() == 1);
@@ -404,4 +406,58 @@ fn a_stop_while_halted_still_ends_every_queued_order() {
     e.stop();
     let rest = cl.until_closed();
     assert_eq!(terminals(&rest).get("q1"), Some(&1), "{rest:?}");
+}
+
+#[test]
+fn a_split_order_cancels_its_unstarted_chunks_and_ends_partial_for_what_executed() {
+    let clock = SimClock::new();
+    let bridge = ScriptBridge::new();
+    let e = order_engine(&clock, &bridge, |c| c.order.large_workers = 1);
+    let _open = OpenOnDrop(bridge.clone());
+    let mut cl = OrderClient::connect(e.order_addr());
+    // 300 lots: three chunks of 100; the one large worker blocks on the first.
+    cl.accepted("big", "GATE", "300");
+    wait_until("the first chunk at the bridge", || {
+        bridge.chunk_calls("big").len() == 1 && state(&mut cl, "big") == OrderState::AtBridge
+    });
+    cl.line("CANCEL big");
+    cl.line("CANCEL big");
+    // The second is refused at once; the first is answered by the order's end.
+    assert!(
+        matches!(cl.reply(), Reply::Reject { reason: RejectReason::AlreadyDone, id, .. } if id == "big")
+    );
+    bridge.open_gate();
+    let replies = cl.until_terminal("big");
+    let last = replies.last().unwrap();
+    assert!(
+        matches!(
+            last,
+            Reply::Done {
+                status: DoneStatus::Partial,
+                attempts: 1,
+                ..
+            }
+        ),
+        "{replies:?}"
+    );
+    let Reply::Done { cum, .. } = last else {
+        unreachable!()
+    };
+    assert_eq!(cum.to_string(), "100.00", "the first chunk's lots only");
+    assert_eq!(
+        bridge.chunk_calls("big").len(),
+        1,
+        "the other two never sent"
+    );
+    assert_eq!(terminals(&replies).get("big"), Some(&1));
+    assert_eq!(state(&mut cl, "big"), OrderState::Done(DoneStatus::Partial));
+    cl.line("CANCEL big");
+    assert!(matches!(
+        cl.reply(),
+        Reply::Reject {
+            reason: RejectReason::AlreadyDone,
+            ..
+        }
+    ));
+    assert_eq!(e.counters().snapshot().orders.cancelled, 1);
 }

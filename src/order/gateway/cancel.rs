@@ -40,7 +40,7 @@ use crate::model::order_reasons::{DoneStatus, RejectReason};
 use crate::order::accepted::ConnId;
 use crate::order::journal::record::{Record, TerminalState};
 use crate::order::journal::writer::Journal;
-use crate::order::lanes::claim::{CancelRefused, Claim};
+use crate::order::lanes::claim::{CancelRefused, Cancelled, Claim};
 use crate::order::lanes::events::{Event, EventKind};
 
 use super::status::OrderStatus;
@@ -106,7 +106,9 @@ impl CancelBook {
     }
 
     /// Cancels `id` (its `STATUS` is `status`) for connection `by`,
-    /// journaling it; its reply comes from [`CancelBook::next_answer`].
+    /// journaling it; its reply comes from [`CancelBook::next_answer`]
+    /// ([`Cancelled::Whole`]), or from the fill thread once every chunk has
+    /// ended ([`Cancelled::Chunks`]: the unstarted chunks of a split order).
     ///
     /// # Errors
     /// The `REJECT` to answer.
@@ -116,7 +118,7 @@ impl CancelBook {
         status: Option<OrderStatus>,
         by: Option<ConnId>,
         journal: Option<&Journal>,
-    ) -> Result<(), Refused> {
+    ) -> Result<Cancelled, Refused> {
         let Some(st) = status else {
             return Err((
                 RejectReason::UnknownOrder,
@@ -133,7 +135,8 @@ impl CancelBook {
             ));
         };
         match live.claim.cancel() {
-            Ok(()) => {}
+            Ok(Cancelled::Whole) => {}
+            Ok(Cancelled::Chunks) => return Ok(Cancelled::Chunks),
             Err(CancelRefused::Taken) => return Err((RejectReason::TooLate, "at_bridge")),
             Err(CancelRefused::Cancelled) => {
                 return Err((RejectReason::AlreadyDone, "a cancel of it is under way"))
@@ -170,20 +173,27 @@ impl CancelBook {
             }
         };
         self.held.push_back(Held { lsn, ev, by });
-        Ok(())
+        Ok(Cancelled::Whole)
     }
 
-    /// Cancels every order no worker holds (`POST /orders/halt?cancel=queued`);
-    /// `status` gives each one's `STATUS`. Returns how many.
+    /// Cancels every order no worker holds, and the unstarted chunks of
+    /// split ones (`POST /orders/halt?cancel=queued`); `status` gives each
+    /// one's `STATUS`. Returns how many orders, whole and split.
     pub(super) fn cancel_all(
         &mut self,
         status: impl Fn(&str) -> Option<OrderStatus>,
         journal: Option<&Journal>,
-    ) -> usize {
+    ) -> (usize, usize) {
         let ids: Vec<Arc<str>> = self.live.keys().cloned().collect();
-        ids.iter()
-            .filter(|id| self.cancel(id, status(id), None, journal).is_ok())
-            .count()
+        let (mut whole, mut split) = (0, 0);
+        for id in &ids {
+            match self.cancel(id, status(id), None, journal) {
+                Ok(Cancelled::Whole) => whole += 1,
+                Ok(Cancelled::Chunks) => split += 1,
+                Err(_) => {}
+            }
+        }
+        (whole, split)
     }
 
     /// The next cancel to answer (its record durable, or the journal lost
@@ -229,7 +239,10 @@ mod tests {
             book.cancel("o2", queued, None, None),
             Err((RejectReason::TooLate, "at_bridge"))
         );
-        assert_eq!(book.cancel("o1", queued, Some(7), None), Ok(()));
+        assert_eq!(
+            book.cancel("o1", queued, Some(7), None),
+            Ok(Cancelled::Whole)
+        );
         assert!(!a.claim.take(), "the worker drops it");
         assert_eq!(
             book.cancel("o1", queued, None, None).unwrap_err().0,
@@ -262,7 +275,7 @@ mod tests {
         }
         assert!(orders[0].claim.take());
         let n = book.cancel_all(|_| Some(OrderStatus::queued(Lots(1))), None);
-        assert_eq!(n, 3);
+        assert_eq!(n, (3, 0));
         let mut answered = 0;
         while book.next_answer(None).is_some() {
             answered += 1;

@@ -17,7 +17,7 @@ use crate::retry::SharedClock;
 use crate::sys::clock::{wall_ns, MonoClock};
 
 use crate::model::lane::Lane;
-use crate::model::order_reasons::{DoneStatus, InvalidReason, RejectReason};
+use crate::model::order_reasons::{InvalidReason, RejectReason};
 use crate::model::units::{Amount, Lots};
 use crate::order::accepted::{ConnId, Order};
 use crate::order::lanes::admission::{Admission, Busy};
@@ -34,6 +34,7 @@ use super::rate::RateLimit;
 use super::status::{write_status, OrderStatus};
 use crate::order::journal::record::{Record, TerminalState};
 use crate::order::journal::writer::AppendError;
+use crate::order::lanes::claim::Cancelled;
 
 /// The gateway's state apart from the sockets.
 #[derive(Debug)]
@@ -84,9 +85,11 @@ impl Ledger {
             Ok(Request::Cancel(id)) => {
                 let status = self.dedup.status(id, self.clock.now_ns());
                 let journal = self.pending.as_ref().map(PendingAcks::journal);
-                if let Err((reason, detail)) = self.cancels.cancel(id, status, Some(conn), journal)
-                {
-                    self.reject(out, id, reason, detail);
+                match self.cancels.cancel(id, status, Some(conn), journal) {
+                    Ok(Cancelled::Whole) => {}
+                    // The fill thread answers once every chunk has ended.
+                    Ok(Cancelled::Chunks) => bump(&self.counters.orders.cancelled, 1),
+                    Err((reason, detail)) => self.reject(out, id, reason, detail),
                 }
             }
             Ok(Request::New(o)) if !self.within_rate(rate, out, o.id) => {}
@@ -343,7 +346,9 @@ impl Ledger {
     /// Counts an event, updates the dedup state and the order's `STATUS`,
     /// and records a terminal event's latency. Its reply line is
     /// [`write_event`]'s, written when the connection is still open.
-    pub(super) fn apply(&mut self, ev: &Event) {
+    /// `journaled`: its terminal record is in the journal already (a
+    /// cancel, `cancel.rs`).
+    pub(super) fn apply(&mut self, ev: &Event, journaled: bool) {
         let id = &*ev.id;
         if let Some(st) = self.dedup.track(id) {
             st.apply(&ev.kind);
@@ -393,12 +398,8 @@ impl Ledger {
                 }
             }
             let rec = match &ev.kind {
+                _ if journaled => None,
                 EventKind::Fill { .. } | EventKind::Attempt | EventKind::Parked => None,
-                // Journaled when it was cancelled (`cancel.rs`).
-                EventKind::Done {
-                    status: DoneStatus::Canceled,
-                    ..
-                } => None,
                 EventKind::Done {
                     status,
                     cum,

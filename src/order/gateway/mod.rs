@@ -637,8 +637,11 @@ impl Gateway {
         let l = &mut self.ledger;
         let journal = l.pending.as_ref().map(pending_acks::PendingAcks::journal);
         let dedup = &l.dedup;
-        let n = l.cancels.cancel_all(|id| dedup.status(id, now), journal);
-        log::warn!("orders halted: {n} orders not yet at a bridge cancelled");
+        let (whole, split) = l.cancels.cancel_all(|id| dedup.status(id, now), journal);
+        bump(&l.counters.orders.cancelled, split as u64);
+        log::warn!(
+            "orders halted: {whole} orders not yet at a bridge cancelled, and the unstarted chunks of {split} large ones"
+        );
     }
 
     /// Writes the `DONE … CANCELED` of every cancel whose journal record is
@@ -657,7 +660,7 @@ impl Gateway {
             };
             n += 1;
             bump(&self.ledger.counters.orders.cancelled, 1);
-            self.ledger.apply(&ev);
+            self.ledger.apply(&ev, true);
             let owner = ConnId::from_u64(ev.conn);
             let mut told = false;
             if let Some(c) = self.conns.get_live(owner) {
@@ -692,7 +695,7 @@ impl Gateway {
                     n += 1;
                     let id = ConnId::from_u64(ev.conn);
                     let terminal = ev.kind.is_terminal();
-                    self.ledger.apply(&ev);
+                    self.ledger.apply(&ev, false);
                     if !ev.kind.has_reply() {
                         continue;
                     }

@@ -47,7 +47,7 @@ impl Fire<Order> for RetryHandoff {
             return Ok(());
         }
         if o.expired_at(now_ns) {
-            if !o.claim.take() {
+            if o.chunk.is_none() && !o.claim.take() {
                 self.permits.release();
                 return Ok(());
             }
@@ -85,7 +85,7 @@ impl Fire<Order> for RetryHandoff {
 
     fn overflow(&mut self, o: Order, _now_ns: u64) {
         self.permits.release();
-        if !o.claim.take() {
+        if o.chunk.is_none() && !o.claim.take() {
             return;
         }
         self.out.dead(o, DeadReason::RetryQueueFull);
@@ -94,7 +94,7 @@ impl Fire<Order> for RetryHandoff {
 
     fn abandon(&mut self, o: Order, _now_ns: u64) {
         self.permits.release();
-        if !o.claim.take() {
+        if o.chunk.is_none() && !o.claim.take() {
             return;
         }
         self.out.dead(o, DeadReason::Shutdown);

@@ -227,6 +227,8 @@ impl Worker {
     fn split(&mut self, o: Order) {
         let sizes = split(o.qty, self.lanes.chunk, self.lanes.max_chunks);
         let count = sizes.len() as u32;
+        // From here a CANCEL reaches only the chunks not yet started.
+        o.claim.split(count);
         let chunks: Vec<Order> = sizes
             .iter()
             .enumerate()
@@ -263,7 +265,7 @@ impl Worker {
                         .map(|c| c.1.clone()),
                     ..Resumed::default()
                 },
-                claim: Default::default(),
+                claim: Arc::clone(&o.claim),
             })
             .collect();
         // Begun before any chunk can run: its fills never precede it.
@@ -285,7 +287,7 @@ impl Worker {
 
     fn take_retry(&mut self, o: Order) {
         self.permits.release();
-        if !o.claim.take() {
+        if o.chunk.is_none() && !o.claim.take() {
             // Cancelled while waiting for its retry: answered already.
             return;
         }
@@ -332,6 +334,12 @@ impl Worker {
     /// One attempt of one order.
     fn process(&mut self, mut o: Order) {
         let t0 = self.mono.now_ns();
+        if o.chunk.is_some() && o.history.is_empty() && !o.claim.start_chunk() {
+            // Its order was cancelled before this chunk started.
+            self.out.chunk_cancelled(&o);
+            self.out.events.wake();
+            return;
+        }
         if self.abandon.load(Ordering::Acquire) {
             self.dead(o, DeadReason::Shutdown);
             self.out.events.wake();
@@ -439,7 +447,7 @@ impl Worker {
             // The channel holds `permits` orders, so only a stopped timer gets here.
             self.permits.release();
             let (_, o) = e.into_inner();
-            if o.claim.take() {
+            if o.chunk.is_some() || o.claim.take() {
                 self.dead(o, DeadReason::Shutdown);
             }
         }
