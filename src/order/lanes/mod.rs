@@ -33,6 +33,9 @@
 //! * [`outlet`]: where an attempt's results go (gateway, fill thread, DLQ);
 //! * [`retry_handoff`]: the retry timer thread's hand-off of a due order
 //!   back to its lane;
+//! * [`quota`]: how many of a lane's workers due retries may hold while
+//!   new orders wait (`--retry-share`);
+//! * [`claim`]: the per-order atomic a worker and a `CANCEL` race on;
 //! * [`bridge_calls`]: when each worker's bridge call started (how long the
 //!   oldest has been at a venue);
 //! * [`lease`]: bridge calls on abandonable call threads under a lease,

@@ -1,7 +1,8 @@
 //! Order workers: take an order (a due retry first, within the lane's
 //! retry quota ([`super::quota`]) while new orders wait, then a chunk, then
-//! the lane's queue; nothing queued while halted), check its deadline, send one attempt to a bridge, and act
-//! on the outcome.
+//! the lane's queue; nothing queued while halted; a cancelled order is
+//! dropped unsent, [`super::claim`]), check its deadline, send one attempt
+//! to a bridge, and act on the outcome.
 //!
 //! ```text
 //!  lane queue ─┐                        ┌─ executed ──▶ fills ──▶ fill thread ──▶ FILL… DONE
