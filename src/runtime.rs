@@ -29,6 +29,7 @@ use std::thread::JoinHandle;
 use mio::{Poll, Waker};
 use parking_lot::Mutex;
 
+use crate::admin::orders_switch::OrdersSwitch;
 use crate::admin::{AdminServer, AdminState};
 use crate::bridge::Bridge;
 use crate::cluster::nats_thread::NatsThread;
@@ -45,6 +46,7 @@ use crate::metrics::report::SubscriberStats;
 use crate::metrics::reporter::{Reporter, ReporterInputs, Totals};
 use crate::metrics::{Counters, FinalReport, Stage, StageRecorder};
 use crate::net::LoopCtx;
+use crate::order::gateway::halt::Halt;
 use crate::order::wiring::{OrderPath, OrderPathInputs};
 use crate::publish::publisher::{Publisher, PublisherSettings, WAKER};
 use crate::publish::throttle::WindowClock;
@@ -215,6 +217,8 @@ impl Engine {
             source,
         })?;
         let dlq_store = Arc::clone(dlq.store());
+        // The order kill switch: the admin endpoint flips it, the order path reads it.
+        let halt = Arc::new(Halt::new(config.order.start_halted));
         // Bound before any hot thread starts: a failure here leaves nothing running.
         let admin = AdminServer::start(
             config.admin_addr,
@@ -228,6 +232,7 @@ impl Engine {
                 order_addr,
                 started: std::time::Instant::now(),
                 watch: Arc::clone(&watch),
+                orders: Some(Arc::clone(&halt) as Arc<dyn OrdersSwitch>),
             },
         )
         .map_err(|source| StartError::Bind {
@@ -250,6 +255,7 @@ impl Engine {
             token: config.token.clone(),
             auth_timeout: config.auth_timeout,
             watch: Arc::clone(&watch),
+            halt,
         })
         .map_err(os("order path"))?;
 

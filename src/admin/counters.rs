@@ -8,8 +8,8 @@
 use std::sync::atomic::{AtomicU64, Ordering::Relaxed};
 
 /// Every status code the admin endpoint answers with (a fixed registry).
-pub(crate) const STATUS_CODES: [u16; 13] = [
-    200, 400, 401, 404, 405, 408, 411, 413, 431, 500, 502, 503, 505,
+pub(crate) const STATUS_CODES: [u16; 14] = [
+    200, 400, 401, 404, 405, 408, 409, 411, 413, 431, 500, 502, 503, 505,
 ];
 
 /// Counters of the admin endpoint.

@@ -6,7 +6,9 @@
 //! - `GET /report`: the same figures as JSON, with the HDR percentiles;
 //! - `GET /health`: `ok` while the engine runs;
 //! - `GET /dlq?offset=N&limit=M`: dead letters, newest last, with counts by reason;
-//! - `POST /dlq/replay[?id=ID]`: dead-lettered orders sent again.
+//! - `POST /dlq/replay[?id=ID]`: dead-lettered orders sent again;
+//! - `POST /orders/halt[?cancel=queued]`, `POST /orders/resume`: the order
+//!   kill switch ([`orders_switch`]); `GET /health?format=json` shows it.
 //!
 //! It cannot be frozen by one client: a non-blocking event loop owns every
 //! socket and reads each request under a size and time bound, a fixed pool
@@ -22,6 +24,7 @@ pub(crate) mod event_loop;
 pub(crate) mod exposition;
 pub(crate) mod http;
 pub(crate) mod latency_buckets;
+pub mod orders_switch;
 pub(crate) mod prometheus;
 pub(crate) mod replay;
 pub(crate) mod routes;

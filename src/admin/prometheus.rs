@@ -333,6 +333,24 @@ pub(crate) fn render(s: &Scrape<'_>) -> String {
         ord.replies_to_closed_connections,
     );
     o.one(
+        "tickfan_orders_halted",
+        "gauge",
+        "1 while the order kill switch is on (POST /orders/halt): every NEW is refused, queued orders are held.",
+        ord.halted,
+    );
+    o.one(
+        "tickfan_orders_halted_rejects_total",
+        "counter",
+        "NEW orders refused SYSTEM_BUSY halted (also counted as SYSTEM_BUSY).",
+        ord.halted_rejects,
+    );
+    o.one(
+        "tickfan_orders_cancelled_total",
+        "counter",
+        "Orders cancelled before they reached a bridge (CANCEL, or POST /orders/halt?cancel=queued).",
+        ord.cancelled,
+    );
+    o.one(
         "tickfan_order_queue_depth",
         "gauge",
         "Orders waiting for a worker.",

@@ -3,6 +3,7 @@
 
 use super::http::{Request, Response};
 use super::latency_buckets::LatencyBuckets;
+use super::orders_switch;
 use super::prometheus::{render, Scrape};
 use super::replay::DLQ_PAGE_MAX;
 use super::server::Shared;
@@ -45,10 +46,27 @@ pub(crate) fn route(req: &Request, sh: &Shared) -> Routed {
     }
     let json = |v: serde_json::Value| Response::with_type(200, "application/json", v.to_string());
     Routed::Now(match (req.method.as_str(), path) {
+        ("GET", "/health") if req.query("format") == Some("json") => {
+            let halted = st.orders.as_ref().is_some_and(|o| o.is_halted());
+            let (code, v) = match st.watch.health() {
+                Ok(()) => (
+                    200,
+                    serde_json::json!({"status": "ok", "orders_halted": halted}),
+                ),
+                Err(why) => (
+                    503,
+                    serde_json::json!({"status": "unhealthy", "why": why.to_string(), "orders_halted": halted}),
+                ),
+            };
+            Response::with_type(code, "application/json", v.to_string())
+        }
         ("GET", "/health") => match st.watch.health() {
             Ok(()) => Response::text(200, "ok\n"),
             Err(why) => Response::text(503, format!("unhealthy: {why}\n")),
         },
+        ("POST", "/orders/halt" | "/orders/resume") => {
+            orders_switch::answer(req, path, st.orders.as_deref())
+        }
         ("GET", "/metrics") => {
             let counters = st.counters.snapshot();
             let stages: Vec<(Stage, LatencyBuckets)> = Stage::ALL
@@ -95,9 +113,11 @@ pub(crate) fn route(req: &Request, sh: &Shared) -> Routed {
             }))
         }
         ("POST", "/dlq/replay") => return Routed::Replay(req.query("id").map(str::to_string)),
-        (_, "/health" | "/metrics" | "/report" | "/dlq" | "/dlq/replay") => {
-            Response::text(405, "method not allowed\n")
-        }
+        (
+            _,
+            "/health" | "/metrics" | "/report" | "/dlq" | "/dlq/replay" | "/orders/halt"
+            | "/orders/resume",
+        ) => Response::text(405, "method not allowed\n"),
         _ => Response::text(404, "not found: try /metrics, /report, /health, /dlq\n"),
     })
 }

@@ -50,6 +50,8 @@ pub struct AdminState {
     pub started: Instant,
     /// The engine's threads: `/health` answers 503 when one died or stalled.
     pub watch: Arc<Watch>,
+    /// The order kill switch (`POST /orders/halt|resume`), if there is an order path.
+    pub orders: Option<Arc<dyn super::orders_switch::OrdersSwitch>>,
 }
 
 /// What the workers share: the engine's state and the endpoint's counters.

@@ -76,6 +76,14 @@ pub struct OrderArgs {
         help_heading = "Retry"
     )]
     pub retry_queue_capacity: usize,
+    /// Share of a lane's workers due retries may hold while new orders wait (0 < share ≤ 1; 1.0: no quota, retries first).
+    #[arg(
+        long,
+        value_name = "SHARE",
+        default_value_t = 0.5,
+        help_heading = "Retry"
+    )]
+    pub retry_share: f64,
     /// How long a client order id is remembered (duplicates rejected).
     #[arg(long, value_name = "DURATION", value_parser = humantime::parse_duration, default_value = "5m", help_heading = "Orders")]
     pub dedup_retention: Duration,
@@ -172,6 +180,9 @@ pub struct OrderArgs {
         help_heading = "Orders"
     )]
     pub journal_max_bytes: u64,
+    /// Start with the order kill switch on: every NEW gets SYSTEM_BUSY halted until `POST /orders/resume`.
+    #[arg(long, help_heading = "Orders")]
+    pub start_halted: bool,
 }
 
 impl OrderArgs {
@@ -245,6 +256,8 @@ impl OrderArgs {
             data_dir: self.data_dir.clone(),
             journal: !self.no_journal,
             journal_max_bytes: self.journal_max_bytes,
+            retry_share: self.retry_share,
+            start_halted: self.start_halted,
         };
         c.validate()?;
         Ok((self.order_listen, c))

@@ -219,12 +219,15 @@ impl Reply {
         }
     }
 
-    /// True for the replies that end an order (`DONE`, `DEAD`, `REJECT`).
+    /// True for the replies that end an order (`DONE`, `DEAD`, `REJECT`
+    /// but a refused `CANCEL`'s).
     pub fn is_terminal(&self) -> bool {
-        matches!(
-            self,
-            Reply::Done { .. } | Reply::Dead { .. } | Reply::Reject { .. }
-        )
+        match self {
+            Reply::Done { .. } | Reply::Dead { .. } => true,
+            // A refused `CANCEL` says nothing of the order's end.
+            Reply::Reject { reason, .. } => !reason.refuses_cancel(),
+            _ => false,
+        }
     }
 }
 
@@ -332,6 +335,40 @@ mod tests {
             new_order_line("a", "B", Side::Sell, Lots(5), None),
             "NEW a B SELL 0.05\n"
         );
+    }
+
+    #[test]
+    fn cancel_answers_parse_and_only_canceled_ends_the_order() {
+        let done = Reply::parse("DONE o1 CANCELED cum=0.00 amount=0.0000000 attempts=1").unwrap();
+        assert!(matches!(
+            done,
+            Reply::Done {
+                status: DoneStatus::Canceled,
+                attempts: 1,
+                ..
+            }
+        ));
+        assert!(done.is_terminal());
+        for (line, reason) in [
+            ("REJECT o2 TOO_LATE at_bridge", RejectReason::TooLate),
+            (
+                "REJECT o3 UNKNOWN_ORDER no order",
+                RejectReason::UnknownOrder,
+            ),
+            ("REJECT o4 ALREADY_DONE ended", RejectReason::AlreadyDone),
+        ] {
+            let r = Reply::parse(line).unwrap();
+            assert!(matches!(&r, Reply::Reject { reason: got, .. } if *got == reason));
+            assert!(!r.is_terminal(), "{line}: a refused CANCEL ends nothing");
+        }
+        let busy = Reply::parse("REJECT o5 SYSTEM_BUSY halted").unwrap();
+        assert!(busy.is_terminal());
+        let Some(Reply::Status { state, .. }) =
+            Reply::parse("STATUS o1 DONE CANCELED cum=0.00 amount=0.0000000 left=1.00 attempts=0")
+        else {
+            panic!("STATUS DONE CANCELED parses")
+        };
+        assert_eq!(state, OrderState::Done(DoneStatus::Canceled));
     }
 
     #[test]

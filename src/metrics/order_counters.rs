@@ -70,6 +70,12 @@ pub struct OrderCounters {
     pub journal_bytes: AtomicU64,
     /// Gauge: `--journal-max-bytes` (0 with `--no-journal`).
     pub journal_max_bytes: AtomicU64,
+    /// Gauge: 1 while the order kill switch is on (`POST /orders/halt`).
+    pub halted: AtomicU64,
+    /// `NEW`s refused `SYSTEM_BUSY halted` (also counted as `SYSTEM_BUSY`).
+    pub halted_rejects: AtomicU64,
+    /// Orders cancelled (`CANCEL`, or `POST /orders/halt?cancel=queued`).
+    pub cancelled: AtomicU64,
 }
 
 /// Written by the fill thread only (`order::fills::fill_thread`).
@@ -239,6 +245,12 @@ pub struct OrderSnapshot {
     pub auth_failures: u64,
     /// `SYSTEM_BUSY rate_limited` rejects (part of `busy`).
     pub rate_limited: u64,
+    /// 1 while the order kill switch is on.
+    pub halted: u64,
+    /// `SYSTEM_BUSY halted` rejects (part of `busy`).
+    pub halted_rejects: u64,
+    /// Orders cancelled.
+    pub cancelled: u64,
 }
 
 fn get(c: &AtomicU64) -> u64 {
@@ -305,6 +317,9 @@ impl OrderSnapshot {
             sequencing: FillSnapshot::take(f),
             auth_failures: get(&o.auth_failures),
             rate_limited: get(&o.rate_limited),
+            halted: get(&o.halted),
+            halted_rejects: get(&o.halted_rejects),
+            cancelled: get(&o.cancelled),
         }
     }
 
@@ -339,7 +354,7 @@ impl OrderSnapshot {
             self.bridge_call_oldest_age_us as f64 / 1_000.0,
             self.sequencing.held_now,
             self.sequencing.gaps_skipped - last.sequencing.gaps_skipped,
-        ))
+        ) + if self.halted == 1 { " | HALTED" } else { "" })
     }
 }
 

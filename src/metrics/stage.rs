@@ -44,11 +44,14 @@ pub enum Stage {
     /// (order gateway); with the journal on, the wait for the `fdatasync`
     /// that makes the order durable is inside it.
     OrderAck,
+    /// A due retry waiting for a worker: its due time (retry timer) → taken
+    /// by a worker of its lane (engine clock; the retry quota's measure).
+    OrderRetryWait,
 }
 
 impl Stage {
     /// Number of stages.
-    pub const COUNT: usize = 16;
+    pub const COUNT: usize = 17;
     /// Every stage, in index order.
     pub const ALL: [Stage; Stage::COUNT] = [
         Stage::FeedParse,
@@ -67,6 +70,7 @@ impl Stage {
         Stage::OrderE2eSmall,
         Stage::OrderE2eLarge,
         Stage::OrderAck,
+        Stage::OrderRetryWait,
     ];
 
     /// Stable snake-case name (reports, files, metric labels).
@@ -88,6 +92,7 @@ impl Stage {
             Stage::OrderE2eSmall => "order_e2e_small",
             Stage::OrderE2eLarge => "order_e2e_large",
             Stage::OrderAck => "order_ack",
+            Stage::OrderRetryWait => "order_retry_wait",
         }
     }
 

@@ -92,17 +92,26 @@ pub enum RejectReason {
     Duplicate,
     /// The TTL passed before the order could be sent (terminal for an accepted order).
     Expired,
+    /// `CANCEL` of an order already at a bridge: it ends as it would have.
+    TooLate,
+    /// `CANCEL` of an id never accepted (or past the dedup retention, or not `ACK`ed yet).
+    UnknownOrder,
+    /// `CANCEL` of an order that has ended (or is being cancelled).
+    AlreadyDone,
 }
 
 impl RejectReason {
     /// Number of reasons.
-    pub const COUNT: usize = 4;
+    pub const COUNT: usize = 7;
     /// Every reason, in index order.
     pub const ALL: [RejectReason; Self::COUNT] = [
         Self::SystemBusy,
         Self::Invalid,
         Self::Duplicate,
         Self::Expired,
+        Self::TooLate,
+        Self::UnknownOrder,
+        Self::AlreadyDone,
     ];
 
     /// Wire name.
@@ -112,12 +121,20 @@ impl RejectReason {
             Self::Invalid => "INVALID",
             Self::Duplicate => "DUPLICATE",
             Self::Expired => "EXPIRED",
+            Self::TooLate => "TOO_LATE",
+            Self::UnknownOrder => "UNKNOWN_ORDER",
+            Self::AlreadyDone => "ALREADY_DONE",
         }
     }
 
     /// Index into per-reason arrays.
     pub const fn index(self) -> usize {
         self as usize
+    }
+
+    /// Is this the answer to a refused `CANCEL` (not an order's end)?
+    pub const fn refuses_cancel(self) -> bool {
+        matches!(self, Self::TooLate | Self::UnknownOrder | Self::AlreadyDone)
     }
 
     /// From its wire name (`SYSTEM_BUSY`, …).
@@ -135,13 +152,16 @@ pub enum DoneStatus {
     Partial,
     /// The venue took it but filled nothing.
     Failed,
+    /// Cancelled (`CANCEL`) before it reached a bridge; never sent.
+    Canceled,
 }
 
 impl DoneStatus {
     /// Number of statuses.
-    pub const COUNT: usize = 3;
+    pub const COUNT: usize = 4;
     /// Every status, in index order.
-    pub const ALL: [DoneStatus; Self::COUNT] = [Self::Filled, Self::Partial, Self::Failed];
+    pub const ALL: [DoneStatus; Self::COUNT] =
+        [Self::Filled, Self::Partial, Self::Failed, Self::Canceled];
 
     /// Wire name.
     pub const fn as_str(self) -> &'static str {
@@ -149,6 +169,7 @@ impl DoneStatus {
             Self::Filled => "FILLED",
             Self::Partial => "PARTIAL",
             Self::Failed => "FAILED",
+            Self::Canceled => "CANCELED",
         }
     }
 

@@ -9,6 +9,7 @@ use crate::dlq::{AttemptRecord, DeadLetter};
 use crate::model::lane::Lane;
 use crate::model::order_reasons::DeadReason;
 use crate::model::units::{Amount, Lots, Side};
+use crate::order::lanes::claim::Claim;
 
 /// Identifies a client connection of the gateway: slab key in the low 32
 /// bits, a generation in the high 32 (a closed connection's id is never
@@ -47,6 +48,9 @@ pub(crate) struct Order {
     pub history: Vec<AttemptRecord>,
     /// Delay drawn before the next attempt, ns, and its ceiling (0, 0 before the first).
     pub next_delay: (u64, u64),
+    /// When its retry came due, engine-clock ns (set by the retry timer; 0
+    /// before the first retry): the start of its retry wait.
+    pub retry_due_ns: u64,
     /// Is this a replay of a dead-lettered order?
     pub replay: bool,
     /// Its lane (set by [`super::lanes::admission::Admission::offer`]).
@@ -55,6 +59,9 @@ pub(crate) struct Order {
     pub chunk: Option<ChunkOf>,
     /// What its client was already sent before a restart (from the journal).
     pub resumed: Resumed,
+    /// Who may act on it next: a worker or a `CANCEL` (shared with the
+    /// gateway's cancel book; a chunk has its own, never cancelled).
+    pub claim: Arc<Claim>,
 }
 
 /// What the journal tells of an order before a restart: its fills already

@@ -73,6 +73,11 @@ pub struct OrderConfig {
     pub journal: bool,
     /// Most bytes of journal segments on disk (`--journal-max-bytes`).
     pub journal_max_bytes: u64,
+    /// Share of a lane's workers due retries may hold while new orders
+    /// wait (`--retry-share`, 0 < share ≤ 1; 1: no quota).
+    pub retry_share: f64,
+    /// Start with the order kill switch on (`--start-halted`).
+    pub start_halted: bool,
 }
 
 impl Default for OrderConfig {
@@ -103,6 +108,8 @@ impl Default for OrderConfig {
             data_dir: std::path::PathBuf::from("tickfan-data"),
             journal: true,
             journal_max_bytes: 1 << 30,
+            retry_share: 0.5,
+            start_halted: false,
         }
     }
 }
@@ -177,6 +184,12 @@ impl OrderConfig {
                     ),
                 });
             }
+        }
+        if !(self.retry_share > 0.0 && self.retry_share <= 1.0) {
+            return Err(ConfigError::Invalid {
+                flag: "--retry-share",
+                why: format!("{} is not a share in (0, 1]", self.retry_share),
+            });
         }
         range(
             "--large-queue-capacity",

@@ -77,6 +77,7 @@ use super::config::OrderConfig;
 use super::fills::fill_book::FillBook;
 use super::fills::fill_thread::{FillThread, FILL_CAPACITY};
 use super::gateway::dedup::Dedup;
+use super::gateway::halt::Halt;
 use super::gateway::pending_acks::PendingAcks;
 use super::gateway::{Gateway, GatewayParts, GatewaySettings, WAKER};
 use super::journal::startup;
@@ -89,6 +90,7 @@ use super::lanes::inflight::InflightLimit;
 use super::lanes::lease::{CallPool, FenceTokens};
 use super::lanes::outlet::Outlet;
 use super::lanes::pool::{Pool, ScaleLoop, WorkerKit};
+use super::lanes::quota::RetryQuota;
 use super::lanes::retry_handoff::RetryHandoff;
 use super::lanes::routing::LaneMode;
 use super::lanes::worker::e2e_stage;
@@ -127,6 +129,8 @@ pub(crate) struct OrderPathInputs {
     pub auth_timeout: Duration,
     /// The engine's thread watch: every order-path thread holds a beat.
     pub watch: Arc<Watch>,
+    /// The order kill switch (also held by the admin endpoint).
+    pub halt: Arc<Halt>,
 }
 
 /// What `stop` needs to dead-letter the orders still queued when the
@@ -153,15 +157,20 @@ impl Leftovers {
         for q in &self.lanes {
             while let Ok(o) = q.rx.try_recv() {
                 q.stats.on_take();
-                self.out.dead(o, DeadReason::Shutdown);
-                n += 1;
+                // A cancelled one was answered already.
+                if o.claim.take() {
+                    self.out.dead(o, DeadReason::Shutdown);
+                    n += 1;
+                }
             }
         }
         for r in &self.ready {
             while let Ok(o) = r.try_recv() {
                 permits.release();
-                self.out.dead(o, DeadReason::Shutdown);
-                n += 1;
+                if o.chunk.is_some() || o.claim.take() {
+                    self.out.dead(o, DeadReason::Shutdown);
+                    n += 1;
+                }
             }
         }
         if let Some(c) = &self.chunks {
@@ -308,6 +317,11 @@ impl OrderPath {
             done: done_tx,
             loads: Default::default(),
             seats,
+            halt: Arc::clone(&i.halt),
+            quotas: [
+                Arc::new(RetryQuota::new(c.retry_share)),
+                Arc::new(RetryQuota::new(c.retry_share)),
+            ],
         };
         let policy = |(min, max): (usize, usize)| ScalePolicy {
             min,
@@ -405,6 +419,7 @@ impl OrderPath {
                 clock: Arc::clone(&i.clock),
                 bridge_calls,
                 pending,
+                halt: Arc::clone(&i.halt),
             },
             GatewaySettings {
                 max_conns: i.max_conns,

@@ -27,6 +27,7 @@
 //! - `orders_tool`: `tickfan orders` against a running engine
 //! - `orders_lanes`: small orders never wait behind a large one; no lane starves; chunking
 //! - `orders_status`: `STATUS <id>` from any connection, after the sender left, past the retention, malformed
+//! - `orders_control`: CANCEL (queued, retry wait, at a bridge, across a restart), the kill switch (halt, resume, cancel=queued, --start-halted), the retry quota
 //! - `orders_sequencing`: out-of-order and duplicated fills in order once; the gap timer
 //! - `faults`: misbehaving peers (10 MB lines, idle peers, floods, vanishing and trickling subscribers)
 //! - `accounting`: after mixed traffic every tick, update and order is counted exactly once
@@ -52,6 +53,8 @@ mod metrics;
 mod nats_servers;
 mod orders_admission;
 mod orders_capacity;
+
+mod orders_control;
 mod orders_crash;
 mod orders_dlq;
 mod orders_journal;

@@ -96,6 +96,8 @@ pub(crate) enum ChunkEnd {
         /// Attempts made.
         attempts: u32,
     },
+    /// Its order was cancelled (`CANCEL`) before it started: never sent.
+    Cancelled,
 }
 
 /// What the book hands out.
@@ -392,14 +394,16 @@ fn event(o: &Order, kind: EventKind) -> Event {
     }
 }
 
-/// The parent's terminal reply: `DONE` if any chunk executed; otherwise
-/// `DEAD` (with a replayable dead letter: nothing was executed) if any chunk
-/// died, else `REJECT … EXPIRED`.
+/// The parent's terminal reply: `DONE` if any chunk executed (`PARTIAL`
+/// when a chunk failed or was cancelled); otherwise `DEAD` (with a
+/// replayable dead letter: nothing was executed) if any chunk died, else
+/// `DONE … CANCELED` if a chunk was cancelled, else `REJECT … EXPIRED`.
 fn finish(mut p: Parent, out: &mut impl FnMut(BookOut)) {
     let mut attempts = 0u32;
     let mut executed = false;
     let mut dead: Option<DeadReason> = None;
     let mut failed = 0usize;
+    let mut cancelled = false;
     let mut history = Vec::new();
     for c in &mut p.chunks {
         match c.end.take().expect("every chunk ended") {
@@ -415,6 +419,10 @@ fn finish(mut p: Parent, out: &mut impl FnMut(BookOut)) {
             }
             ChunkEnd::Expired { attempts: a } => {
                 attempts += a;
+                failed += 1;
+            }
+            ChunkEnd::Cancelled => {
+                cancelled = true;
                 failed += 1;
             }
         }
@@ -445,6 +453,13 @@ fn finish(mut p: Parent, out: &mut impl FnMut(BookOut)) {
             attempts,
             last: p.order.last_outcome().to_string(),
         }
+    } else if cancelled {
+        EventKind::Done {
+            status: DoneStatus::Canceled,
+            cum: p.cum,
+            amount: p.amount,
+            attempts,
+        }
     } else {
         EventKind::Expired { attempts }
     };
@@ -473,10 +488,12 @@ mod tests {
             recv_wall_ns: 0,
             history: Vec::new(),
             next_delay: (0, 0),
+            retry_due_ns: 0,
             replay: false,
             lane: Lane::Large,
             chunk: None,
             resumed: Default::default(),
+            claim: Default::default(),
         })
     }
 

@@ -10,6 +10,7 @@
 //! NEW <id> <symbol> <BUY|SELL> <qty> [ttl=<duration>]   a new order
 //! REPLAY <id>                                           re-run a dead-lettered order
 //! STATUS <id>                                           where an order is (any connection)
+//! CANCEL <id>                                           cancel it if not yet at a bridge (any connection)
 //! PING                                                  liveness: PONG
 //! ```
 //!
@@ -23,9 +24,10 @@
 //! ```text
 //! ACK <id>                                              accepted: queued, not done yet
 //! FILL <id> n=<fill_no> cum=<lots> amount=<amount> left=<lots>   absolute values, never deltas
-//! DONE <id> <FILLED|PARTIAL|FAILED> cum=<lots> amount=<amount> attempts=<n>
+//! DONE <id> <FILLED|PARTIAL|FAILED|CANCELED> cum=<lots> amount=<amount> attempts=<n>
 //! DEAD <id> <reason> attempts=<n> [last=<what the bridge said>]
 //! REJECT <id> <SYSTEM_BUSY|INVALID|DUPLICATE|EXPIRED> <detail…>
+//! REJECT <id> <TOO_LATE|UNKNOWN_ORDER|ALREADY_DONE> <detail…>   a refused CANCEL (see cancel.rs)
 //! STATUS <id> <state> cum=<lots> amount=<amount> left=<lots> attempts=<n>
 //! PONG
 //! ```
@@ -79,6 +81,8 @@ pub enum Request<'a> {
     Replay(&'a str),
     /// Where the order with this id is.
     Status(&'a str),
+    /// Cancel the order with this id if it has not reached a bridge.
+    Cancel(&'a str),
     /// Liveness check.
     Ping,
     /// A blank line (ignored, no reply).
@@ -149,6 +153,7 @@ pub fn parse_request(line: &[u8]) -> Result<Request<'_>, Invalid<'_>> {
     for (name, usage) in [
         ("REPLAY", "usage: REPLAY <id>"),
         ("STATUS", "usage: STATUS <id>"),
+        ("CANCEL", "usage: CANCEL <id>"),
     ] {
         if !cmd.eq_ignore_ascii_case(name) {
             continue;
@@ -162,10 +167,10 @@ pub fn parse_request(line: &[u8]) -> Result<Request<'_>, Invalid<'_>> {
         if f.next().is_some() {
             return bad(InvalidReason::TooManyFields, id, usage.into());
         }
-        return Ok(if name == "REPLAY" {
-            Request::Replay(id)
-        } else {
-            Request::Status(id)
+        return Ok(match name {
+            "REPLAY" => Request::Replay(id),
+            "CANCEL" => Request::Cancel(id),
+            _ => Request::Status(id),
         });
     }
     if !cmd.eq_ignore_ascii_case("NEW") {
@@ -173,7 +178,7 @@ pub fn parse_request(line: &[u8]) -> Result<Request<'_>, Invalid<'_>> {
         return bad(
             InvalidReason::UnknownCommand,
             "-",
-            format!("'{shown}' (commands: NEW, REPLAY, STATUS, PING)"),
+            format!("'{shown}' (commands: NEW, CANCEL, REPLAY, STATUS, PING)"),
         );
     }
     const USAGE: &str = "usage: NEW <id> <symbol> <BUY|SELL> <qty> [ttl=<duration>]";
@@ -364,6 +369,8 @@ mod tests {
         assert_eq!(parse_request(b"PING"), Ok(Request::Ping));
         assert_eq!(parse_request(b"REPLAY o1"), Ok(Request::Replay("o1")));
         assert_eq!(parse_request(b"status o-9\r"), Ok(Request::Status("o-9")));
+        assert_eq!(parse_request(b"CANCEL o-9"), Ok(Request::Cancel("o-9")));
+        assert_eq!(parse_request(b"cancel o1\r"), Ok(Request::Cancel("o1")));
         assert_eq!(parse_request(b"  \r"), Ok(Request::Blank));
     }
 
@@ -390,6 +397,10 @@ mod tests {
             (b"STATUS", R::MissingField, "-"),
             (b"STATUS o/1", R::BadId, "-"),
             (b"STATUS o1 o2", R::TooManyFields, "o1"),
+            (b"CANCEL", R::MissingField, "-"),
+            (b"CANCEL o/1", R::BadId, "-"),
+            (b"CANCEL o1 now", R::TooManyFields, "o1"),
+            (b"CANCEL o1 qty=3", R::TooManyFields, "o1"),
         ] {
             let e = parse_request(line).unwrap_err();
             assert_eq!(

@@ -24,6 +24,7 @@ use crate::order::lanes::admission::{Admission, Busy};
 use crate::order::lanes::events::{Event, EventKind};
 use crate::order::lanes::worker::e2e_stage;
 
+use super::cancel::CancelBook;
 use super::codec::{
     parse_request, write_ack, write_dead, write_done, write_fill, write_reject, NewOrder, Request,
 };
@@ -33,6 +34,7 @@ use super::rate::RateLimit;
 use super::status::{write_status, OrderStatus};
 use crate::order::journal::record::{Record, TerminalState};
 use crate::order::journal::writer::AppendError;
+use crate::order::lanes::claim::Cancelled;
 
 /// The gateway's state apart from the sockets.
 #[derive(Debug)]
@@ -58,6 +60,10 @@ pub(super) struct Ledger {
     /// With the journal on: orders waiting for their record to be durable
     /// before their `ACK` (`None`: `--no-journal`, `ACK` at once).
     pub(super) pending: Option<PendingAcks>,
+    /// The kill switch (`POST /orders/halt`): while on, `NEW` is refused.
+    pub(super) halt: Arc<super::halt::Halt>,
+    /// The orders `CANCEL` may still reach, and the cancels not yet answered.
+    pub(super) cancels: CancelBook,
 }
 
 impl Ledger {
@@ -75,6 +81,16 @@ impl Ledger {
             Ok(Request::Ping) => out.extend_from_slice(b"PONG\n"),
             Ok(Request::Status(id)) => {
                 write_status(out, id, self.dedup.status(id, self.clock.now_ns()));
+            }
+            Ok(Request::Cancel(id)) => {
+                let status = self.dedup.status(id, self.clock.now_ns());
+                let journal = self.pending.as_ref().map(PendingAcks::journal);
+                match self.cancels.cancel(id, status, Some(conn), journal) {
+                    Ok(Cancelled::Whole) => {}
+                    // The fill thread answers once every chunk has ended.
+                    Ok(Cancelled::Chunks) => bump(&self.counters.orders.cancelled, 1),
+                    Err((reason, detail)) => self.reject(out, id, reason, detail),
+                }
             }
             Ok(Request::New(o)) if !self.within_rate(rate, out, o.id) => {}
             Ok(Request::Replay(id)) if !self.within_rate(rate, out, id) => {}
@@ -148,6 +164,11 @@ impl Ledger {
             self.reject(out, o.id, RejectReason::SystemBusy, "shutting down");
             return false;
         };
+        if self.halt.is_halted() {
+            bump(&self.counters.orders.halted_rejects, 1);
+            self.reject(out, o.id, RejectReason::SystemBusy, "halted");
+            return false;
+        }
         match self.dedup.check(o.id, now, replay) {
             Ok(()) => {}
             Err(Refusal::Duplicate { since_ns, state }) => {
@@ -191,10 +212,12 @@ impl Ledger {
             recv_wall_ns: wall_ns(),
             history: Vec::new(),
             next_delay: (0, 0),
+            retry_due_ns: 0,
             replay,
             lane: Lane::Small, // set by `offer`
             chunk: None,
             resumed: Default::default(),
+            claim: Default::default(),
         };
         if let Some(p) = &mut self.pending {
             let lane = admission.lane_of(order.qty);
@@ -238,8 +261,10 @@ impl Ledger {
             self.reject(out, o.id, RejectReason::SystemBusy, &detail);
             return false;
         }
+        let (claim, lane) = (Arc::clone(&order.claim), admission.lane_of(order.qty));
         match admission.offer(order) {
             Ok(()) => {
+                self.cancels.started(&id, conn, claim, lane, mono);
                 self.dedup.insert(o.id, now);
                 if let Some(st) = self.dedup.track(o.id) {
                     *st = OrderStatus::queued(o.qty);
@@ -321,7 +346,9 @@ impl Ledger {
     /// Counts an event, updates the dedup state and the order's `STATUS`,
     /// and records a terminal event's latency. Its reply line is
     /// [`write_event`]'s, written when the connection is still open.
-    pub(super) fn apply(&mut self, ev: &Event) {
+    /// `journaled`: its terminal record is in the journal already (a
+    /// cancel, `cancel.rs`).
+    pub(super) fn apply(&mut self, ev: &Event, journaled: bool) {
         let id = &*ev.id;
         if let Some(st) = self.dedup.track(id) {
             st.apply(&ev.kind);
@@ -350,6 +377,9 @@ impl Ledger {
                 self.dedup.mark(id, IdState::Done, self.clock.now_ns());
             }
         }
+        if ev.kind.is_terminal() {
+            self.cancels.ended(id);
+        }
         if let Some(p) = &mut self.pending {
             if ev.kind.is_terminal() {
                 p.ended(id);
@@ -368,6 +398,7 @@ impl Ledger {
                 }
             }
             let rec = match &ev.kind {
+                _ if journaled => None,
                 EventKind::Fill { .. } | EventKind::Attempt | EventKind::Parked => None,
                 EventKind::Done {
                     status,

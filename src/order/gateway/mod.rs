@@ -75,8 +75,10 @@ use dedup::{Dedup, IdState};
 use pending_acks::Released;
 use rate::RateLimit;
 
+mod cancel;
 pub mod codec;
 pub mod dedup;
+pub mod halt;
 mod ledger;
 pub(crate) mod pending_acks;
 pub(crate) mod rate;
@@ -136,6 +138,8 @@ pub(crate) struct GatewayParts {
     pub bridge_calls: Arc<BridgeCalls>,
     /// The journal's hold (`None`: `--no-journal`).
     pub pending: Option<pending_acks::PendingAcks>,
+    /// The kill switch: while on, every `NEW` is refused.
+    pub halt: Arc<halt::Halt>,
 }
 
 /// The gateway's part of a connection (the kit keeps socket, id, peer, auth).
@@ -215,6 +219,7 @@ impl Gateway {
             clock,
             bridge_calls,
             pending,
+            halt,
         } = parts;
         let next_seq = pending.as_ref().map_or(0, |p| p.len() as u64);
         let busy_detail = Lane::ALL.map(|l| {
@@ -247,6 +252,8 @@ impl Gateway {
                 busy_detail,
                 max_order_rate: settings.max_order_rate,
                 pending,
+                halt,
+                cancels: cancel::CancelBook::default(),
             },
             bridge_calls,
             settings,
@@ -302,6 +309,10 @@ impl Gateway {
             self.expire_unauthenticated(self.ledger.mono.now_ns());
             // Before the events: an order's `ACK` precedes its first `FILL`.
             work += self.release_durable();
+            if self.ledger.halt.take_cancel_request() {
+                self.cancel_queued();
+            }
+            work += self.answer_cancels();
             let (applied, workers_gone) = self.drain_events();
             work += applied;
             self.flush_dirty();
@@ -522,10 +533,18 @@ impl Gateway {
                     let conn = ConnId::from_u64(order.conn);
                     let id = Arc::clone(&order.id);
                     let recv_mono_ns = order.recv_mono_ns;
+                    let (claim, lane) = (Arc::clone(&order.claim), order.lane);
                     match admission.offer(order) {
                         Ok(()) => {
                             n += 1;
                             p.started(&id, lsn);
+                            self.ledger.cancels.started(
+                                &id,
+                                conn.as_u64(),
+                                claim,
+                                lane,
+                                recv_mono_ns,
+                            );
                             if recovered {
                                 continue;
                             }
@@ -612,6 +631,60 @@ impl Gateway {
         }
     }
 
+    /// `POST /orders/halt?cancel=queued`: cancels every order no worker holds.
+    fn cancel_queued(&mut self) {
+        let now = self.ledger.clock.now_ns();
+        let l = &mut self.ledger;
+        let journal = l.pending.as_ref().map(pending_acks::PendingAcks::journal);
+        let dedup = &l.dedup;
+        let (whole, split) = l.cancels.cancel_all(|id| dedup.status(id, now), journal);
+        bump(&l.counters.orders.cancelled, split as u64);
+        log::warn!(
+            "orders halted: {whole} orders not yet at a bridge cancelled, and the unstarted chunks of {split} large ones"
+        );
+    }
+
+    /// Writes the `DONE … CANCELED` of every cancel whose journal record is
+    /// durable: to the order's connection and to the one that asked, when
+    /// another. Returns how many.
+    fn answer_cancels(&mut self) -> usize {
+        let mut n = 0;
+        loop {
+            let journal = self
+                .ledger
+                .pending
+                .as_ref()
+                .map(pending_acks::PendingAcks::journal);
+            let Some((ev, by)) = self.ledger.cancels.next_answer(journal) else {
+                return n;
+            };
+            n += 1;
+            bump(&self.ledger.counters.orders.cancelled, 1);
+            self.ledger.apply(&ev, true);
+            let owner = ConnId::from_u64(ev.conn);
+            let mut told = false;
+            if let Some(c) = self.conns.get_live(owner) {
+                write_event(c.state.out.room_for(REPLY_ROOM), &ev);
+                c.state.live = c.state.live.saturating_sub(1);
+                self.dirty.mark(&mut c.state.dirty, owner.key());
+                told = true;
+            }
+            if let Some(by) = by.filter(|b| *b != ev.conn).map(ConnId::from_u64) {
+                if let Some(c) = self.conns.get_live(by) {
+                    write_event(c.state.out.room_for(REPLY_ROOM), &ev);
+                    self.dirty.mark(&mut c.state.dirty, by.key());
+                    told = true;
+                }
+            }
+            if !told {
+                bump(
+                    &self.ledger.counters.orders.replies_to_closed_connections,
+                    1,
+                );
+            }
+        }
+    }
+
     /// Applies every event the workers and the timer sent. Returns how many,
     /// and whether all of them have gone.
     fn drain_events(&mut self) -> (usize, bool) {
@@ -622,7 +695,7 @@ impl Gateway {
                     n += 1;
                     let id = ConnId::from_u64(ev.conn);
                     let terminal = ev.kind.is_terminal();
-                    self.ledger.apply(&ev);
+                    self.ledger.apply(&ev, false);
                     if !ev.kind.has_reply() {
                         continue;
                     }
@@ -691,6 +764,7 @@ impl Gateway {
         set(&o.connections_open, self.conns.len() as u64);
         set(&o.in_flight, self.ledger.in_flight);
         set(&o.dedup_ids, self.ledger.dedup.len() as u64);
+        set(&o.halted, u64::from(self.ledger.halt.is_halted()));
         match &self.ledger.admission {
             Some(a) => a.publish_gauges(o, self.ledger.mono.now_ns()),
             None => Admission::clear_gauges(o),

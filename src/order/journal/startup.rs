@@ -277,10 +277,12 @@ pub(crate) fn open(
             recv_wall_ns,
             history: restored_history(&resumed),
             next_delay: (0, 0),
+            retry_due_ns: 0,
             replay: false,
             lane: c.lanes.lane_of(qty),
             chunk: None,
             resumed,
+            claim: Default::default(),
         });
     }
     if !orders.is_empty() || r.records > 0 {

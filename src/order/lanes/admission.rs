@@ -237,10 +237,12 @@ pub(crate) mod tests {
             recv_wall_ns: 0,
             history: Vec::new(),
             next_delay: (0, 0),
+            retry_due_ns: 0,
             replay: false,
             lane: Lane::Small,
             chunk: None,
             resumed: Default::default(),
+            claim: Default::default(),
         }
     }
 

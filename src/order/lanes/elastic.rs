@@ -46,6 +46,11 @@ pub(crate) struct LaneLoad {
 }
 
 impl LaneLoad {
+    /// Worker threads of the lane alive now.
+    pub(crate) fn alive(&self) -> usize {
+        self.alive.load(Ordering::Acquire)
+    }
+
     /// A worker thread of the lane started.
     pub(crate) fn started(&self) {
         self.alive.fetch_add(1, Ordering::AcqRel);

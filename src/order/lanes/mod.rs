@@ -34,6 +34,9 @@
 //! * [`outlet`]: where an attempt's results go (gateway, fill thread, DLQ);
 //! * [`retry_handoff`]: the retry timer thread's hand-off of a due order
 //!   back to its lane;
+//! * [`quota`]: how many of a lane's workers due retries may hold while
+//!   new orders wait (`--retry-share`);
+//! * [`claim`]: the per-order atomic a worker and a `CANCEL` race on;
 //! * [`bridge_calls`]: when each worker's bridge call started (how long the
 //!   oldest has been at a venue);
 //! * [`lease`]: bridge calls on abandonable call threads under a lease,
@@ -50,11 +53,15 @@ pub(crate) mod admission;
 pub(crate) mod bridge_calls;
 pub(crate) mod capacity;
 pub(crate) mod elastic;
+
+pub(crate) mod claim;
 pub(crate) mod events;
 pub(crate) mod inflight;
 pub(crate) mod lease;
 pub(crate) mod outlet;
 pub(crate) mod pool;
+
+pub(crate) mod quota;
 pub(crate) mod retry_handoff;
 pub mod routing;
 pub(crate) mod worker;

@@ -110,6 +110,17 @@ impl Outlet {
         });
     }
 
+    /// A chunk dropped unsent: its order was cancelled before it started.
+    pub(crate) fn chunk_cancelled(&self, o: &Order) {
+        if let Some(c) = o.chunk {
+            self.to_fills(FillMsg::End {
+                parent: c.parent,
+                chunk: c.index,
+                end: ChunkEnd::Cancelled,
+            });
+        }
+    }
+
     /// Past its TTL before it could be sent.
     pub(crate) fn expired(&self, o: &Order) {
         let attempts = o.attempts();

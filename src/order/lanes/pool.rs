@@ -54,8 +54,10 @@ use super::elastic::{LaneLoad, LaneSample, ScalePolicy, Scaler, Step};
 use super::inflight::InflightLimit;
 use super::lease::{CallPool, Caller, FenceTokens};
 use super::outlet::Outlet;
+use super::quota::{QuotaTurn, RetryQuota};
 use super::routing::LaneConfig;
 use super::worker::{process_stage, queue_stage, Worker};
+use crate::order::gateway::halt::Halt;
 
 /// Period of the scaler's look at the lanes.
 pub(crate) const TICK: Duration = Duration::from_millis(10);
@@ -109,6 +111,10 @@ pub(crate) struct WorkerKit {
     pub loads: [Arc<LaneLoad>; 2],
     /// Seats per lane (its `max`).
     pub seats: [usize; 2],
+    /// The kill switch (`POST /orders/halt`).
+    pub halt: Arc<Halt>,
+    /// Each lane's retry quota (by [`Lane::index`]), shared by its workers.
+    pub quotas: [Arc<RetryQuota>; 2],
 }
 
 /// A worker's seat: freed, and the worker counted out, when its thread ends.
@@ -186,8 +192,12 @@ impl Pool {
             draining: Arc::clone(&k.draining),
             abandon: Arc::clone(&k.abandon),
             load: Arc::clone(&k.loads[li]),
+            halt: Arc::clone(&k.halt),
+            quota: Arc::clone(&k.quotas[li]),
+            turn: QuotaTurn::default(),
             recorder: StageRecorder::new(
                 &[
+                    Stage::OrderRetryWait,
                     Stage::OrderQueueWait,
                     Stage::OrderProcess,
                     queue_stage(lane),

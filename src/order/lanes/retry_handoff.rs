@@ -40,8 +40,17 @@ pub(crate) struct RetryHandoff {
 }
 
 impl Fire<Order> for RetryHandoff {
-    fn fire(&mut self, o: Order, _due_ns: u64, now_ns: u64) -> Result<(), Order> {
+    fn fire(&mut self, mut o: Order, due_ns: u64, now_ns: u64) -> Result<(), Order> {
+        if o.claim.is_cancelled() {
+            // Cancelled while it waited: answered already; its permit back.
+            self.permits.release();
+            return Ok(());
+        }
         if o.expired_at(now_ns) {
+            if o.chunk.is_none() && !o.claim.take() {
+                self.permits.release();
+                return Ok(());
+            }
             // Counted before the reply goes out, so a client that reads the
             // reply and then the counters sees it.
             bump(&self.counters.retry.expired_when_due, 1);
@@ -50,6 +59,7 @@ impl Fire<Order> for RetryHandoff {
             self.out.events.wake();
             return Ok(());
         }
+        o.retry_due_ns = due_ns;
         let retry = o.attempts() as usize; // retry number: 1 after the first attempt
         let Some(ready) = &self.ready[o.lane.index()] else {
             self.abandon(o, now_ns);
@@ -75,12 +85,18 @@ impl Fire<Order> for RetryHandoff {
 
     fn overflow(&mut self, o: Order, _now_ns: u64) {
         self.permits.release();
+        if o.chunk.is_none() && !o.claim.take() {
+            return;
+        }
         self.out.dead(o, DeadReason::RetryQueueFull);
         self.out.events.wake();
     }
 
     fn abandon(&mut self, o: Order, _now_ns: u64) {
         self.permits.release();
+        if o.chunk.is_none() && !o.claim.take() {
+            return;
+        }
         self.out.dead(o, DeadReason::Shutdown);
         self.out.events.wake();
     }

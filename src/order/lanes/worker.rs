@@ -1,6 +1,8 @@
-//! Order workers: take an order (a due retry first, then a chunk, then the
-//! lane's queue), check its deadline, send one attempt to a bridge, and act
-//! on the outcome.
+//! Order workers: take an order (a due retry first, within the lane's
+//! retry quota ([`super::quota`]) while new orders wait, then a chunk, then
+//! the lane's queue; nothing queued while halted; a cancelled order is
+//! dropped unsent, [`super::claim`]), check its deadline, send one attempt
+//! to a bridge, and act on the outcome.
 //!
 //! ```text
 //!  lane queue ─┐                        ┌─ executed ──▶ fills ──▶ fill thread ──▶ FILL… DONE
@@ -76,7 +78,9 @@ use super::events::EventKind;
 use super::inflight::InflightLimit;
 use super::lease::{CallResult, Caller, FenceTokens};
 use super::outlet::Outlet;
+use super::quota::{QuotaTurn, RetryQuota};
 use super::routing::{split, LaneConfig};
+use crate::order::gateway::halt::Halt;
 
 /// Everything one worker owns or shares.
 #[derive(Debug)]
@@ -125,7 +129,13 @@ pub(crate) struct Worker {
     pub abandon: Arc<AtomicBool>,
     /// Its lane's load: busy workers, completions, retirements ([`super::elastic`]).
     pub load: Arc<LaneLoad>,
-    /// Queue wait and processing histograms.
+    /// Pauses the taking of queued orders and due retries (`POST /orders/halt`).
+    pub halt: Arc<Halt>,
+    /// Its lane's retry quota (`--retry-share`).
+    pub quota: Arc<RetryQuota>,
+    /// This worker's turn in the quota (one-worker lanes alternate).
+    pub turn: QuotaTurn,
+    /// Queue wait, retry wait and processing histograms.
     pub recorder: StageRecorder,
     /// Jitter.
     pub rng: StdRng,
@@ -141,27 +151,48 @@ impl Worker {
         let mut ready_open = true;
         loop {
             self.recorder.maybe_flush(self.mono.now_ns());
-            // Due retries first: they are the oldest orders.
-            match self.ready.try_recv() {
-                Ok(o) => {
+            // Halted (`POST /orders/halt`): queued orders and due retries
+            // are held; chunks of orders already split run on. A shutdown
+            // lifts the hold, so the queues drain.
+            let held = self.halt.is_halted() && !self.draining.load(Ordering::Acquire);
+            // Due retries first (they are the oldest orders), within the
+            // lane's retry quota while new orders wait.
+            let new_waiting = !self.own.rx.is_empty()
+                || self.chunks.as_ref().is_some_and(|(_, rx)| !rx.is_empty());
+            let workers = self.load.alive();
+            if !held && self.quota.may_take_retry(&self.turn, new_waiting, workers) {
+                let taken = self.ready.try_recv();
+                if let Ok(o) = taken {
+                    self.turn.took_retry(new_waiting);
                     self.held(false, |w| w.take_retry(o));
+                    self.quota.leave();
                     continue;
                 }
-                Err(TryRecvError::Disconnected) => ready_open = false,
-                Err(TryRecvError::Empty) => {}
+                self.quota.leave();
+                if let Err(TryRecvError::Disconnected) = taken {
+                    ready_open = false;
+                }
             }
             // Then the chunks of orders already started.
             if let Some(c) = self.chunks.as_ref().and_then(|(_, rx)| rx.try_recv().ok()) {
+                self.turn.took_new();
                 self.held(false, |w| w.process(c));
                 continue;
             }
-            match self.own.rx.try_recv() {
-                Ok(o) => {
-                    self.held(true, |w| w.take_main(o));
+            if !held {
+                match self.own.rx.try_recv() {
+                    Ok(o) => {
+                        self.turn.took_new();
+                        self.held(true, |w| w.take_main(o));
+                        continue;
+                    }
+                    Err(TryRecvError::Disconnected) => own_open = false,
+                    Err(TryRecvError::Empty) => {}
+                }
+                // Over the quota with no new order left: the retry is next.
+                if !self.ready.is_empty() {
                     continue;
                 }
-                Err(TryRecvError::Disconnected) => own_open = false,
-                Err(TryRecvError::Empty) => {}
             }
             // The chunk queue was empty just now, and this worker's own
             // chunks were pushed before: another worker's are its to run.
@@ -173,13 +204,13 @@ impl Worker {
                 break;
             }
             let mut sel = Select::new();
-            if ready_open {
+            if ready_open && !held {
                 sel.recv(&self.ready);
             }
             if let Some((_, rx)) = &self.chunks {
                 sel.recv(rx);
             }
-            if own_open {
+            if own_open && !held {
                 sel.recv(&self.own.rx);
             }
             // Ready or not, the loop above takes in priority order.
@@ -201,6 +232,10 @@ impl Worker {
 
     fn take_main(&mut self, o: Order) {
         self.own.stats.on_take();
+        if !o.claim.take() {
+            // Cancelled while queued: the gateway has answered it.
+            return;
+        }
         let now = self.mono.now_ns();
         self.recorder
             .record_span(Stage::OrderQueueWait, o.enq_mono_ns, now);
@@ -221,6 +256,8 @@ impl Worker {
     fn split(&mut self, o: Order) {
         let sizes = split(o.qty, self.lanes.chunk, self.lanes.max_chunks);
         let count = sizes.len() as u32;
+        // From here a CANCEL reaches only the chunks not yet started.
+        o.claim.split(count);
         let chunks: Vec<Order> = sizes
             .iter()
             .enumerate()
@@ -239,6 +276,7 @@ impl Worker {
                 recv_wall_ns: o.recv_wall_ns,
                 history: Vec::new(),
                 next_delay: (0, 0),
+                retry_due_ns: 0,
                 replay: o.replay,
                 lane: Lane::Large,
                 chunk: Some(ChunkOf {
@@ -256,6 +294,7 @@ impl Worker {
                         .map(|c| c.1.clone()),
                     ..Resumed::default()
                 },
+                claim: Arc::clone(&o.claim),
             })
             .collect();
         // Begun before any chunk can run: its fills never precede it.
@@ -277,6 +316,12 @@ impl Worker {
 
     fn take_retry(&mut self, o: Order) {
         self.permits.release();
+        if o.chunk.is_none() && !o.claim.take() {
+            // Cancelled while waiting for its retry: answered already.
+            return;
+        }
+        self.recorder
+            .record_span(Stage::OrderRetryWait, o.retry_due_ns, self.clock.now_ns());
         self.process(o);
     }
 
@@ -318,6 +363,12 @@ impl Worker {
     /// One attempt of one order.
     fn process(&mut self, mut o: Order) {
         let t0 = self.mono.now_ns();
+        if o.chunk.is_some() && o.history.is_empty() && !o.claim.start_chunk() {
+            // Its order was cancelled before this chunk started.
+            self.out.chunk_cancelled(&o);
+            self.out.events.wake();
+            return;
+        }
         if self.abandon.load(Ordering::Acquire) {
             self.dead(o, DeadReason::Shutdown);
             self.out.events.wake();
@@ -424,13 +475,17 @@ impl Worker {
         }
         let delay = self.backoff.delay_ns(retry, o.next_delay.0, &mut self.rng);
         o.next_delay = (delay, self.backoff.ceiling_ns(retry));
+        // Cancellable while it waits (before its `RETRY_WAIT` shows).
+        o.claim.release();
         // Reported before the hand-off: the timer may fire it at once.
         self.out.progress(&o, EventKind::Parked);
         if let Err(e) = self.retry_tx.try_send((now.saturating_add(delay), o)) {
             // The channel holds `permits` orders, so only a stopped timer gets here.
             self.permits.release();
             let (_, o) = e.into_inner();
-            self.dead(o, DeadReason::Shutdown);
+            if o.chunk.is_some() || o.claim.take() {
+                self.dead(o, DeadReason::Shutdown);
+            }
         }
     }
 
