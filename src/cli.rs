@@ -100,6 +100,9 @@ pub struct ServeArgs {
     /// Kernel send buffer per subscriber socket in bytes (0 = OS auto-tuning); small bounds a slow subscriber's staleness.
     #[arg(long, value_name = "BYTES", default_value_t = 64 * 1024, help_heading = "Subscribers")]
     pub sub_sndbuf: usize,
+    /// A slow subscriber's committed bytes (buffer + kernel send queue) are kept to about its drain rate × this; the rest is conflated (0 = off).
+    #[arg(long, value_name = "DURATION", value_parser = humantime::parse_duration, default_value = "50ms", help_heading = "Subscribers")]
+    pub sub_max_lag: std::time::Duration,
     /// Most channels + patterns one subscriber may hold; more are refused with an error.
     #[arg(
         long,
@@ -253,6 +256,7 @@ impl ServeArgs {
             sub_hwm: self.sub_hwm,
             max_subscriptions: self.max_subscriptions,
             sub_sndbuf: self.sub_sndbuf,
+            sub_max_lag: self.sub_max_lag,
             max_publish_rate: self.max_publish_rate,
             pin: self.pin.unwrap_or_default(),
             idle: self.idle,

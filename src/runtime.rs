@@ -274,6 +274,7 @@ impl Engine {
                 auth_timeout_ns: config.auth_timeout.as_nanos() as u64,
                 max_subscriptions: config.max_subscriptions,
                 sndbuf: config.sub_sndbuf,
+                max_lag_ns: config.sub_max_lag.as_nanos() as u64,
             },
             Arc::clone(&subscribers),
         )

@@ -158,7 +158,7 @@ impl Fanout {
             let mut out = outlets.outlet(d.sub);
             let frame_len = d.prefix.len() + tail.len();
             let buf = out.buffer();
-            if buf.buffered() + frame_len > buf.hwm() && !buf.is_pending(id) {
+            if buf.buffered() + frame_len > buf.limit() && !buf.is_pending(id) {
                 // Past the mark in user space: hand what we have to the
                 // kernel first; only a subscriber whose socket is full too
                 // is slow.
@@ -201,16 +201,17 @@ impl Fanout {
     }
 
     /// Sends subscriber `sub`'s buffer the latest value of each symbol it
-    /// missed, oldest mark first, while the frames fit under the mark (or
-    /// the buffer is empty: a frame larger than the mark still goes out
-    /// alone). Returns the frames appended.
+    /// missed, oldest mark first, while the frames fit under its limit (or
+    /// the buffer is empty and the limit is not zero: a frame larger than
+    /// the limit still goes out alone). Returns the frames appended.
     pub fn refill(&self, sub: SubKey, buf: &mut SubscriberBuffer, routes: &Routes) -> u64 {
         let mut sent = 0u64;
         while let Some(id) = buf.peek_pending() {
             let tail = &self.latest[id as usize];
             let mine = || routes.deliveries(id).iter().filter(|d| d.sub == sub);
             let need: usize = mine().map(|d| d.prefix.len() + tail.len()).sum();
-            if buf.buffered() + need > buf.hwm() && buf.buffered() > 0 {
+            let limit = buf.limit();
+            if buf.buffered() + need > limit && (buf.buffered() > 0 || limit == 0) {
                 break;
             }
             buf.pop_pending();

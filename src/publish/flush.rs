@@ -5,6 +5,12 @@
 //! of the fan-out (a session asked to make room writes what it holds, if
 //! its socket is not known to be full).
 //!
+//! Pacing (`--sub-max-lag`, [`crate::publish::commit_budget`]): a write
+//! that would block starts pacing the subscriber (its socket gets
+//! `TCP_NOTSENT_LOWAT`); a paced subscriber's every write is followed by a
+//! sample of the kernel's queue (`SIOCOUTQ`), which updates its drain rate
+//! and the bytes its buffer may hold ([`sample_pacing`]).
+//!
 //! The output buffer is the publisher's conflating [`SubscriberBuffer`]:
 //! its bytes live in the kit's `WriteBuf` (the RESP encoders append to its
 //! `BytesMut` in place), and past its mark it conflates per symbol instead
@@ -15,12 +21,14 @@
 use crate::metrics::counters::{bump, Counters};
 use crate::metrics::{Stage, StageRecorder};
 use crate::net::{Conn, Conns, KeyList};
+use crate::publish::commit_budget::FLOOR;
 use crate::publish::fanout::{Outlet, Outlets};
 use crate::publish::outbuf::SubscriberBuffer;
 use crate::publish::publisher::Publisher;
 use crate::publish::routes::SubKey;
 use crate::publish::session::{Session, WriteState};
 use crate::sys::clock::MonoClock;
+use crate::sys::tcp_signals;
 
 impl Publisher {
     /// A writable event for `key`: its socket takes bytes again.
@@ -109,7 +117,33 @@ fn write_session(
     })?;
     sess.wrote(blocked);
     bump(&counters.publish.bytes_written, n as u64);
+    if blocked && conn.state.buf.budget.may_start() {
+        let kernel = tcp_signals::send_queue_bytes(&conn.stream).unwrap_or(0);
+        let b = &mut conn.state.buf;
+        b.budget.start(t, b.stats.bytes_written, kernel);
+        if let Err(e) = tcp_signals::set_notsent_lowat(&conn.stream, FLOOR as u32) {
+            log::debug!("subscriber {}: TCP_NOTSENT_LOWAT: {e}", conn.peer);
+        }
+    } else {
+        sample_pacing(conn, t);
+    }
     Ok(n)
+}
+
+/// A paced session's sample at `now_ns`: the kernel's unacknowledged bytes
+/// update its drain rate and budget; when pacing ends, the socket's
+/// low-water mark is lifted. Nothing for an unpaced session.
+pub(super) fn sample_pacing(conn: &mut Conn<Session>, now_ns: u64) {
+    if !conn.state.buf.budget.paced() {
+        return;
+    }
+    // Unknown (not Linux): the kernel counts as empty, see docs/decisions.md.
+    let kernel = tcp_signals::send_queue_bytes(&conn.stream).unwrap_or(0);
+    let b = &mut conn.state.buf;
+    let (written, engine, waiting) = (b.stats.bytes_written, b.buffered(), b.pending_len() > 0);
+    if b.budget.sample(now_ns, written, kernel, engine, waiting) {
+        let _ = tcp_signals::set_notsent_lowat(&conn.stream, u32::MAX);
+    }
 }
 
 /// The sessions as the fan-out's outlets, for one update.
@@ -166,7 +200,9 @@ impl Outlet for SessionOutlet<'_, '_> {
 
     fn make_room(&mut self) {
         let s = &self.conn.state;
-        if s.write_state() == WriteState::Blocked || s.state().is_failed() {
+        // A paced session's room is its budget: writing now would only
+        // move committed bytes from its buffer to the kernel.
+        if s.write_state() == WriteState::Blocked || s.state().is_failed() || s.buf.budget.paced() {
             return;
         }
         if write_session(self.conn, self.clock, self.recorder, self.counters).is_err() {

@@ -35,7 +35,9 @@ impl Publisher {
                 auth.arm(conn, now);
                 let id = *next_id;
                 *next_id += 1;
-                Session::new(id, settings.hwm, max_symbols, authed, now)
+                let mut s = Session::new(id, settings.hwm, max_symbols, authed, now);
+                s.buf.set_max_lag(settings.max_lag_ns);
+                s
             },
         );
     }

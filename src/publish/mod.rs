@@ -17,6 +17,7 @@
 pub(crate) mod client_cmd;
 pub(crate) mod closing;
 pub(crate) mod commands;
+pub mod commit_budget;
 pub mod encode;
 pub mod fanout;
 pub(crate) mod flush;

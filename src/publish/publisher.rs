@@ -54,6 +54,9 @@ pub(crate) const WAKER: Token = Token(usize::MAX);
 /// Most updates taken per turn, so sockets are served between batches.
 pub(super) const MAX_BATCH: usize = 1024;
 const MAX_PARK: Duration = Duration::from_millis(100);
+/// Longest park while sessions wait on the attention list: a paced
+/// session's kernel queue drains without an event, so it is sampled again.
+const ATTENTION_PARK: Duration = Duration::from_millis(1);
 /// What a subscriber over the limit reads before its socket is closed (Redis's words).
 const REFUSAL: &[u8] = b"-ERR max number of clients reached\r\n";
 
@@ -78,6 +81,9 @@ pub(crate) struct PublisherSettings {
     pub max_subscriptions: usize,
     /// Kernel send buffer per subscriber socket (0 = OS auto-tuning).
     pub sndbuf: usize,
+    /// `--sub-max-lag` in ns: a slow subscriber's committed bytes are
+    /// bounded by this much time at its drain rate (0 = off).
+    pub max_lag_ns: u64,
 }
 
 /// Everything the publisher thread owns.
@@ -182,6 +188,9 @@ impl Publisher {
                 max_park = max_park.min(rate_wait);
             } else if self.slots.dirty_len() > 0 {
                 max_park = Duration::ZERO;
+            }
+            if self.attention.len() > 0 {
+                max_park = max_park.min(ATTENTION_PARK);
             }
             let timeout = self.settings.idle.poll_timeout(work, max_park);
             match self.ctx.wait(&mut events, timeout, "publisher") {
