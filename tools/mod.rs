@@ -16,6 +16,7 @@ pub mod auth;
 pub mod demo;
 pub mod flags;
 pub mod forward;
+pub mod freshness;
 pub mod gen;
 pub mod orders;
 pub mod orders_status;
