@@ -56,6 +56,8 @@ pub struct Config {
     /// queue) are kept to about its drain rate × this (zero = only the
     /// high-water mark bounds them).
     pub sub_max_lag: Duration,
+    /// Which pending symbol a slow subscriber is sent next.
+    pub sub_pending_order: crate::publish::pending_order::PendingOrder,
     /// Most channels + patterns one subscriber may hold.
     pub max_subscriptions: usize,
     /// Most updates per second the publisher takes from the slots (0 = unlimited).
@@ -110,6 +112,7 @@ impl Default for Config {
             max_subscriptions: 10_000,
             sub_sndbuf: 64 * 1024,
             sub_max_lag: Duration::from_millis(50),
+            sub_pending_order: crate::publish::pending_order::PendingOrder::default(),
             max_publish_rate: 0,
             pin: PinPlan::default(),
             idle: IdleStrategy::Park,

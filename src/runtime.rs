@@ -275,6 +275,7 @@ impl Engine {
                 max_subscriptions: config.max_subscriptions,
                 sndbuf: config.sub_sndbuf,
                 max_lag_ns: config.sub_max_lag.as_nanos() as u64,
+                pending_order: config.sub_pending_order,
             },
             Arc::clone(&subscribers),
         )

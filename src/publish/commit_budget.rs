@@ -13,22 +13,30 @@
 //!
 //! - **Paced only once slow.** A subscriber starts unpaced (the budget is
 //!   the high-water mark, as before); its first write that would block
-//!   starts pacing ([`CommitBudget::start`]), the caller then sets
+//!   with [`UNPACED_LOWAT`] bytes still in its buffer starts pacing ([`CommitBudget::start`]), the caller then sets
 //!   `TCP_NOTSENT_LOWAT`. It stops being paced once its measured rate
 //!   covers the mark within the lag and nothing waits
 //!   ([`CommitBudget::sample`] says so).
 //! - **Drain rate** = bytes the peer acknowledged (written − SIOCOUTQ) per
-//!   second, over windows of at least [`WINDOW_NS`], smoothed (EWMA). A
-//!   window in which the pipe ran empty measured the engine, not the peer:
-//!   the estimate is raised instead (×1.5), so a starved estimate recovers.
+//!   second, over windows of at least [`WINDOW_NS`], smoothed (EWMA; the
+//!   first window's rate is taken as is, so a fast peer that blocked once
+//!   gets its budget back within a window or two). A window in which the
+//!   pipe ran empty measured the engine, not the peer: the estimate is
+//!   raised to 1.5 × what the peer took (never compounding on itself), so
+//!   a starved estimate recovers.
 //! - Pure: times and kernel figures are passed in, so the estimator and the
 //!   budget are tested with injected values.
 //!
 //! Single owner: the publisher thread.
 
 /// Smallest budget, bytes: a few frames, so a paced subscriber always
-/// makes progress.
+/// makes progress. Also its socket's `TCP_NOTSENT_LOWAT` while paced.
 pub const FLOOR: usize = 2048;
+/// `TCP_NOTSENT_LOWAT` of every subscriber socket until it is paced (set
+/// at its first write): the kernel keeps at most about this much unsent,
+/// so a subscriber that stops reading blocks (and is paced) before tens of
+/// KiB more are committed for it; one that reads never gets near it.
+pub const UNPACED_LOWAT: usize = 16 * 1024;
 /// Shortest measuring window of the drain rate.
 pub const WINDOW_NS: u64 = 20_000_000;
 /// Weight of a new window in the smoothed rate.
@@ -56,6 +64,8 @@ pub struct CommitBudget {
     window_drained: u64,
     /// Most bytes committed over the budget seen at a sample.
     max_excess: u64,
+    /// The socket's low-water mark was set (at the first write).
+    armed: bool,
 }
 
 impl CommitBudget {
@@ -72,7 +82,16 @@ impl CommitBudget {
             window_ns: 0,
             window_drained: 0,
             max_excess: 0,
+            armed: false,
         }
+    }
+
+    /// True once, at the first write (a lag is configured): the caller sets
+    /// the socket's `TCP_NOTSENT_LOWAT` to [`UNPACED_LOWAT`].
+    pub fn arm(&mut self) -> bool {
+        let first = self.max_lag_ns > 0 && !self.armed;
+        self.armed = true;
+        first
     }
 
     /// Pacing is on for this subscriber.
@@ -169,8 +188,13 @@ impl CommitBudget {
         if dt >= WINDOW_NS {
             let inst = drained.saturating_sub(self.window_drained) as f64 * 1e9 / dt as f64;
             if kernel == 0 && engine == 0 {
-                // The peer took all it was given: it could take more.
-                self.rate = self.rate.max(inst).max(1.0) * PROBE;
+                // The peer took all it was given: it may take more. Raise
+                // from what it took (not from the estimate), so acks of
+                // bytes that only filled its receive buffer do not compound.
+                self.rate = self.rate.max(inst * PROBE).max(FLOOR as f64);
+            } else if self.rate == 0.0 {
+                // The first window of a backlogged pipe: the peer's rate.
+                self.rate = inst;
             } else {
                 self.rate = self.rate * (1.0 - ALPHA) + inst * ALPHA;
             }

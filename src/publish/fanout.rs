@@ -34,6 +34,7 @@ use crate::model::tick::SlotValue;
 use crate::protocol::resp;
 use crate::publish::encode::{append_payload, max_payload_len};
 use crate::publish::outbuf::{Offer, SubscriberBuffer};
+use crate::publish::pending_order::{pick, PendingOrder};
 use crate::publish::routes::{Routes, SubKey};
 use crate::symbols::SymbolId;
 
@@ -201,20 +202,41 @@ impl Fanout {
     }
 
     /// Sends subscriber `sub`'s buffer the latest value of each symbol it
-    /// missed, oldest mark first, while the frames fit under its limit (or
-    /// the buffer is empty and the limit is not zero: a frame larger than
-    /// the limit still goes out alone). Returns the frames appended.
+    /// missed, oldest mark first (see [`Self::refill_ordered`]).
     pub fn refill(&self, sub: SubKey, buf: &mut SubscriberBuffer, routes: &Routes) -> u64 {
+        self.refill_ordered(sub, buf, routes, PendingOrder::Fifo, 0)
+    }
+
+    /// Sends subscriber `sub`'s buffer the latest value of each symbol it
+    /// missed, in `order` at `now_ns` ([`super::pending_order`]), while
+    /// the frames fit under its limit (or the buffer is empty and the
+    /// limit is not zero: a frame larger than the limit still goes out
+    /// alone). Returns the frames appended.
+    pub fn refill_ordered(
+        &self,
+        sub: SubKey,
+        buf: &mut SubscriberBuffer,
+        routes: &Routes,
+        order: PendingOrder,
+        now_ns: u64,
+    ) -> u64 {
         let mut sent = 0u64;
-        while let Some(id) = buf.peek_pending() {
+        loop {
+            let limit = buf.limit();
+            if buf.buffered() >= limit && (buf.buffered() > 0 || limit == 0) {
+                break; // no room: do not rank the marks
+            }
+            let Some(i) = pick(order, buf.pending_marks(), &self.last_seq, now_ns) else {
+                break;
+            };
+            let id = buf.pending_marks()[i].0;
             let tail = &self.latest[id as usize];
             let mine = || routes.deliveries(id).iter().filter(|d| d.sub == sub);
             let need: usize = mine().map(|d| d.prefix.len() + tail.len()).sum();
-            let limit = buf.limit();
-            if buf.buffered() + need > limit && (buf.buffered() > 0 || limit == 0) {
+            if buf.buffered() + need > limit && buf.buffered() > 0 {
                 break;
             }
-            buf.pop_pending();
+            buf.take_pending(i);
             for d in mine() {
                 buf.append_frame(&d.prefix, tail);
                 sent += 1;

@@ -7,7 +7,7 @@
 //! | loop | [`publisher`] | the event-loop turn and the state the parts share |
 //! | slots | [`slot_drain`], [`rate`] | learning symbols, taking dirty updates, the rate cap |
 //! | fan-out | [`fanout`], [`encode`], [`routes`], [`glob`] | one update encoded once and offered to each subscriber (socket-free); who receives what |
-//! | sessions | [`session`], [`outbuf`], [`slow_revisit`] | one connection's state, its bounded buffer and own conflation, the slow-subscriber refill |
+//! | sessions | [`session`], [`outbuf`], [`commit_budget`], [`pending_order`], [`slow_revisit`] | one connection's state, its bounded buffer and own conflation, its commit budget (`--sub-max-lag`), which pending symbol goes next, the slow-subscriber refill |
 //! | commands | [`input`], [`commands`], [`housekeeping`], [`client_cmd`] | reading a subscriber's input and answering it as Redis 7 does |
 //! | sockets | [`intake`], [`flush`], [`closing`] | admission and auth expiry, writing buffers, closing — over the connection kit ([`crate::net`]: listener, connection slab, auth deadlines, input buffer, flush/attention lists, loop context) |
 //! | reports | [`stats`] | per-subscriber figures for reports and the admin endpoint |
@@ -26,6 +26,7 @@ pub(crate) mod housekeeping;
 pub(crate) mod input;
 pub(crate) mod intake;
 pub mod outbuf;
+pub mod pending_order;
 pub(crate) mod publisher;
 pub(crate) mod rate;
 pub mod routes;

@@ -198,6 +198,19 @@ impl SubscriberBuffer {
         self.pending.front().map(|p| p.0)
     }
 
+    /// The pending marks: (id, marked at ns), oldest first.
+    pub fn pending_marks(&self) -> &VecDeque<(SymbolId, u64)> {
+        &self.pending
+    }
+
+    /// Takes the pending symbol at index `i` of [`Self::pending_marks`].
+    pub fn take_pending(&mut self, i: usize) -> Option<SymbolId> {
+        let (id, _) = self.pending.remove(i)?;
+        let i = id as usize;
+        self.pending_bits[i / 64] &= !(1 << (i % 64));
+        Some(id)
+    }
+
     /// Takes the oldest pending symbol.
     pub fn pop_pending(&mut self) -> Option<SymbolId> {
         let (id, _) = self.pending.pop_front()?;

@@ -84,6 +84,8 @@ pub(crate) struct PublisherSettings {
     /// `--sub-max-lag` in ns: a slow subscriber's committed bytes are
     /// bounded by this much time at its drain rate (0 = off).
     pub max_lag_ns: u64,
+    /// Which pending symbol a slow subscriber is sent next.
+    pub pending_order: crate::publish::pending_order::PendingOrder,
 }
 
 /// Everything the publisher thread owns.

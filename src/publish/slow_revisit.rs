@@ -43,7 +43,10 @@ impl Publisher {
                 i += 1;
                 continue;
             }
-            let sent = self.fanout.refill(key, &mut sess.buf, &self.routes);
+            let order = self.settings.pending_order;
+            let sent = self
+                .fanout
+                .refill_ordered(key, &mut sess.buf, &self.routes, order, now);
             let done = sess.buf.pending_len() == 0;
             if done {
                 sess.on_attention = false;
