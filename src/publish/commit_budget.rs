@@ -36,7 +36,7 @@ pub const FLOOR: usize = 2048;
 /// at its first write): the kernel keeps at most about this much unsent,
 /// so a subscriber that stops reading blocks (and is paced) before tens of
 /// KiB more are committed for it; one that reads never gets near it.
-pub const UNPACED_LOWAT: usize = 16 * 1024;
+pub const UNPACED_LOWAT: usize = 4 * 1024;
 /// Shortest measuring window of the drain rate.
 pub const WINDOW_NS: u64 = 20_000_000;
 /// Weight of a new window in the smoothed rate.

@@ -6,8 +6,8 @@
 //! its socket is not known to be full).
 //!
 //! Pacing (`--sub-max-lag`, [`crate::publish::commit_budget`]): a
-//! subscriber's first write sets its socket's `TCP_NOTSENT_LOWAT` (16 KiB);
-//! a write that would block with 16 KiB more still in its buffer (the
+//! subscriber's first write sets its socket's `TCP_NOTSENT_LOWAT` (4 KiB);
+//! a write that would block with 4 KiB more still in its buffer (the
 //! kernel holds all it will) starts pacing it (the mark drops to 2 KiB), so
 //! a reader that only pauses now and then is not paced; a paced subscriber's every write is followed by a
 //! sample of the kernel's queue (`SIOCOUTQ`), which updates its drain rate

@@ -64,7 +64,6 @@ fn small_rcvbuf_reader(addr: SocketAddr) -> TcpStream {
 #[test]
 fn a_slow_reader_is_paced_by_its_drain_rate_and_a_normal_one_gets_everything() {
     let e = engine_with(|c| {
-        c.sub_sndbuf = 4096;
         c.sub_max_lag = Duration::from_millis(50);
         c.report_interval = Duration::from_millis(20);
     });
@@ -162,11 +161,13 @@ fn a_slow_reader_is_paced_by_its_drain_rate_and_a_normal_one_gets_everything() {
         "committed {} over the budget",
         st.max_commit_excess_bytes
     );
-    // The budget follows the drain rate (~32 KiB/s × 50 ms → the floor),
-    // far under the 256 KiB mark.
-    let settled = &budgets[budgets.len() / 2..];
+    // The budget follows the drain rate (~32 KiB/s × 50 ms → the floor;
+    // a window in which the reader's receive buffer took a burst raises it
+    // for a while), far under the 256 KiB mark.
+    let mut settled = budgets[budgets.len() / 2..].to_vec();
+    settled.sort_unstable();
     assert!(
-        settled.iter().all(|&b| b <= 8 * 1024),
+        settled[settled.len() - 1] <= 16 * 1024 && settled[settled.len() / 2] <= 4 * 1024,
         "budgets {settled:?}"
     );
     // Conflate the rest: far fewer messages than updates.
