@@ -191,7 +191,7 @@ impl Publisher {
             } else if self.slots.dirty_len() > 0 {
                 max_park = Duration::ZERO;
             }
-            if self.attention.len() > 0 {
+            if !self.attention.is_empty() {
                 max_park = max_park.min(ATTENTION_PARK);
             }
             let timeout = self.settings.idle.poll_timeout(work, max_park);
