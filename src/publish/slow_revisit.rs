@@ -47,7 +47,11 @@ impl Publisher {
             let sent = self
                 .fanout
                 .refill_ordered(key, &mut sess.buf, &self.routes, order, now);
-            let done = sess.buf.pending_len() == 0;
+            // Done once nothing is pending and the buffer is under half the
+            // mark (a paced session is refilled above it, but its input is
+            // read again only below it, as before — else a client whose
+            // replies keep it over the mark would be revisited forever).
+            let done = sess.buf.pending_len() == 0 && sess.buf.buffered() <= low_water;
             if done {
                 sess.on_attention = false;
             }
