@@ -101,6 +101,12 @@ pub struct ServeArgs {
     /// Kernel send buffer per subscriber socket in bytes (0 = OS auto-tuning); small bounds a slow subscriber's staleness.
     #[arg(long, value_name = "BYTES", default_value_t = 64 * 1024, help_heading = "Subscribers")]
     pub sub_sndbuf: usize,
+    /// A slow subscriber's committed bytes (buffer + kernel send queue) are kept to about its drain rate × this; the rest is conflated (0 = off).
+    #[arg(long, value_name = "DURATION", value_parser = humantime::parse_duration, default_value = "50ms", help_heading = "Subscribers")]
+    pub sub_max_lag: std::time::Duration,
+    /// Which pending symbol a slow subscriber is sent next: oldest mark first, or by age × √(update count).
+    #[arg(long, value_enum, value_name = "ORDER", default_value_t = crate::publish::pending_order::PendingOrder::Fifo, help_heading = "Subscribers")]
+    pub sub_pending_order: crate::publish::pending_order::PendingOrder,
     /// Most channels + patterns one subscriber may hold; more are refused with an error.
     #[arg(
         long,
@@ -312,6 +318,8 @@ impl ServeArgs {
             sub_hwm: self.sub_hwm,
             max_subscriptions: self.max_subscriptions,
             sub_sndbuf: self.sub_sndbuf,
+            sub_max_lag: self.sub_max_lag,
+            sub_pending_order: self.sub_pending_order,
             max_publish_rate: self.max_publish_rate,
             sub_max_rate: self.sub_max_rate,
             sub_max_bandwidth: self.sub_max_bandwidth,

@@ -59,6 +59,12 @@ pub struct Config {
     /// auto-tuning). Small keeps a slow subscriber's staleness bounded: data
     /// queued in the kernel cannot be conflated any more.
     pub sub_sndbuf: usize,
+    /// A slow subscriber's committed bytes (its buffer + the kernel's send
+    /// queue) are kept to about its drain rate × this (zero = only the
+    /// high-water mark bounds them).
+    pub sub_max_lag: Duration,
+    /// Which pending symbol a slow subscriber is sent next.
+    pub sub_pending_order: crate::publish::pending_order::PendingOrder,
     /// Most channels + patterns one subscriber may hold.
     pub max_subscriptions: usize,
     /// Most updates per second the publisher takes from the slots (0 = unlimited).
@@ -123,6 +129,8 @@ impl Default for Config {
             sub_hwm: 256 * 1024,
             max_subscriptions: 10_000,
             sub_sndbuf: 64 * 1024,
+            sub_max_lag: Duration::from_millis(50),
+            sub_pending_order: crate::publish::pending_order::PendingOrder::default(),
             max_publish_rate: 0,
             sub_max_rate: 0.0,
             sub_max_bandwidth: 0,
@@ -183,6 +191,12 @@ impl Config {
         range("--max-line-len", self.max_line_len as u64, 64, 1 << 20)?;
         range("--max-conns", self.max_conns_per_port as u64, 1, 1_000_000)?;
         range("--sub-hwm", self.sub_hwm as u64, 1024, 1 << 30)?;
+        range(
+            "--sub-max-lag",
+            self.sub_max_lag.as_millis() as u64,
+            0,
+            60_000,
+        )?;
         range(
             "--max-subscriptions",
             self.max_subscriptions as u64,

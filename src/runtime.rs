@@ -316,7 +316,6 @@ impl Engine {
                     let c = injected.window_clock.unwrap_or_else(|| Arc::new(clock));
                     WindowClock::new(move || c.now_ns())
                 },
-
                 outbox: backbone.outbox.clone(),
                 interest: backbone.interest.clone(),
                 stale_after_ns: config
@@ -324,6 +323,8 @@ impl Engine {
                     .stale_after
                     .map_or(0, |d| d.as_nanos() as u64),
                 stale_link: stale_link.clone(),
+                max_lag_ns: config.sub_max_lag.as_nanos() as u64,
+                pending_order: config.sub_pending_order,
             },
             Arc::clone(&subscribers),
         )

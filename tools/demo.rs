@@ -198,6 +198,8 @@ pub fn run(args: &DemoArgs) -> Result<(), Failure> {
             log_dir: Some(dir.clone()),
             print_intervals: false,
             token: None,
+            sent: None,
+            slow_rcvbuf: 0,
         };
         let (stop, progress) = (Arc::clone(&stop), Arc::clone(&progress));
         std::thread::Builder::new()
@@ -252,6 +254,7 @@ pub fn run(args: &DemoArgs) -> Result<(), Failure> {
             stop: None,
             // The demo's engine runs without a token.
             token: None,
+            record_sent: None,
         },
         // The engine prints a line per second on stderr; a bar would fight it.
         progress_bar(None, true),

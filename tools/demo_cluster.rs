@@ -187,6 +187,8 @@ pub fn run(args: &DemoArgs) -> Result<(), Failure> {
             log_dir: None,
             print_intervals: false,
             token: None,
+            sent: None,
+            slow_rcvbuf: 0,
         };
         let progress = Arc::new(LoadProgress::default());
         let (stop, p) = (Arc::clone(&stop), Arc::clone(&progress));
@@ -215,6 +217,7 @@ pub fn run(args: &DemoArgs) -> Result<(), Failure> {
             log_dir: None,
             stop: None,
             token: None,
+            record_sent: None,
         },
         progress_bar(None, true),
     )?;

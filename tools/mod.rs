@@ -17,6 +17,7 @@ pub mod demo;
 pub mod demo_cluster;
 pub mod flags;
 pub mod forward;
+pub mod freshness;
 pub mod gen;
 pub mod orders;
 pub mod orders_status;

@@ -18,6 +18,9 @@
 //!   formats the payload is the line plus `,seq,send_ns` (seq = that
 //!   symbol's count so far), the same shape as tickfan's payload, and lines
 //!   that are not ticks (header, comments, fewer than six fields) are skipped.
+//! - **`--record-sent FILE`** (with `--stamp`): one line per tick sent,
+//!   `intended_ns,symbol`, for `subscribe --sent` to compute freshness
+//!   ([`super::freshness`]); bounded by the run (~25 bytes a tick).
 //! - **`--token-file`** (a secured engine): the connection opens with
 //!   `AUTH <token>` and waits for `OK` before the first line (`csv`), or with
 //!   RESP `AUTH <token>` and waits for `+OK` (`redis-publish`, a Redis with
@@ -84,6 +87,9 @@ pub struct ReplayArgs {
     /// File holding the engine's token, presented first (`AUTH <token>`; RESP `AUTH` with --format redis-publish).
     #[arg(long, value_name = "PATH")]
     pub token_file: Option<PathBuf>,
+    /// Write `intended_ns,symbol` per tick sent to this file (needs --stamp), for `subscribe --sent`.
+    #[arg(long, value_name = "PATH", requires = "stamp")]
+    pub record_sent: Option<PathBuf>,
 }
 
 /// What each line is sent as.
@@ -183,6 +189,21 @@ pub fn leading_ts(line: &[u8]) -> Option<u64> {
     tickfan::feed::parse::ascii_u64(&line[..end])
 }
 
+/// Appends `ts_ns,symbol` of a stamped tick `line` to the sent record
+/// (nothing for a line that is not a tick).
+fn record_sent(w: &mut impl Write, line: &[u8]) -> std::io::Result<()> {
+    let mut fields = line.splitn(3, |&b| b == b',');
+    if let (Some(ts), Some(sym), Some(_)) = (fields.next(), fields.next(), fields.next()) {
+        if tickfan::feed::parse::ascii_u64(ts).is_some() && !sym.is_empty() {
+            w.write_all(ts)?;
+            w.write_all(b",")?;
+            w.write_all(sym)?;
+            w.write_all(b"\n")?;
+        }
+    }
+    Ok(())
+}
+
 /// Unpaced lines stamped with one clock read (~10 µs of lines at full speed).
 const UNPACED_CLOCK_BATCH: u32 = 64;
 
@@ -223,6 +244,8 @@ pub struct SenderSettings {
     /// Presented once, before the first line: an `AUTH` line (`csv`) or a
     /// RESP `AUTH` command (`redis-publish`); not allowed with `pmessage`.
     pub token: Option<Token>,
+    /// Record `intended_ns,symbol` of each stamped tick sent here.
+    pub record_sent: Option<PathBuf>,
 }
 
 /// The open-loop sender: schedules, stamps, encodes and writes lines.
@@ -254,6 +277,8 @@ pub struct Sender {
     replies: Option<(Arc<AtomicU64>, std::thread::JoinHandle<()>)>,
     progress: ProgressBar,
     since_progress: u64,
+    /// The `--record-sent` file.
+    record: Option<std::io::BufWriter<std::fs::File>>,
 }
 
 impl std::fmt::Debug for Sender {
@@ -335,6 +360,12 @@ impl Sender {
             ),
             None => None,
         };
+        let record = match &s.record_sent {
+            Some(p) => Some(std::io::BufWriter::new(std::fs::File::create(p).map_err(
+                |e| Failure::Runtime(format!("cannot create {}: {e}", p.display())),
+            )?)),
+            None => None,
+        };
         // Wall time first: a stamp (start_wall + offset) is then never later
         // than the wall time at which its line actually leaves.
         let start_wall = wall_ns();
@@ -361,6 +392,7 @@ impl Sender {
             replies,
             progress,
             since_progress: 0,
+            record,
         })
     }
 
@@ -416,6 +448,9 @@ impl Sender {
         let n = self.encode(line, stamp);
         if n > 0 {
             self.out.write_all(&self.buf).map_err(send_err)?;
+            if let Some(r) = &mut self.record {
+                record_sent(r, &self.line).map_err(send_err)?;
+            }
             self.summary.lines += 1;
             self.summary.bytes += n as u64;
         } else {
@@ -574,6 +609,9 @@ impl Sender {
     /// The connection failed.
     pub fn finish(mut self) -> Result<ReplaySummary, Failure> {
         self.out.flush().map_err(send_err)?;
+        if let Some(r) = &mut self.record {
+            r.flush().map_err(send_err)?;
+        }
         let now = Instant::now();
         self.tick_progress(now, true);
         if self.log.is_some() {
@@ -697,6 +735,7 @@ pub fn run(args: &ReplayArgs) -> Result<(), Failure> {
             log_dir: args.log_dir.clone(),
             stop: Some(stop),
             token,
+            record_sent: args.record_sent.clone(),
         },
         pb,
     )?;

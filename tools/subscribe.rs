@@ -29,6 +29,14 @@
 //! sat behind megabytes of unread data; those drained bytes are not counted
 //! as messages.
 //!
+//! With `--sent FILE` (written by `replay --stamp --record-sent FILE`) it
+//! also reports **freshness** per class: for every tick sent of a symbol a
+//! connection follows, the time from its intended send time until that
+//! connection first held that symbol at that tick or newer (see
+//! [`super::freshness`]; ticks still unserved at the end count at the
+//! end). `--slow-rcvbuf` gives the slow connections a small kernel
+//! receive buffer (`SO_RCVBUF`, set before connecting).
+//!
 //! With `--token-file` (a secured engine, or a Redis with `requirepass`),
 //! each connection first sends RESP `AUTH <token>` and reads its `+OK`
 //! before it subscribes; an error reply (`-WRONGPASS …`) ends the run
@@ -54,6 +62,7 @@ use tickfan::metrics::hlog::HistogramLog;
 use tickfan::sys::clock::wall_ns;
 
 use crate::tools::auth;
+use crate::tools::freshness::{self, SentSchedule};
 use crate::tools::replay::leading_ts;
 use tickfan::error::Failure;
 
@@ -102,6 +111,12 @@ pub struct SubscribeArgs {
     /// File holding the server's token; each connection sends RESP `AUTH <token>` before subscribing.
     #[arg(long, value_name = "PATH")]
     pub token_file: Option<PathBuf>,
+    /// The replay's `--record-sent` file: report freshness per class (read once the run ends).
+    #[arg(long, value_name = "PATH")]
+    pub sent: Option<PathBuf>,
+    /// Kernel receive buffer (SO_RCVBUF) of each slow connection in bytes (0 = OS default).
+    #[arg(long, value_name = "BYTES", default_value_t = 0)]
+    pub slow_rcvbuf: usize,
 }
 
 /// What to run.
@@ -131,6 +146,10 @@ pub struct LoadSpec {
     pub print_intervals: bool,
     /// Presented by every connection (RESP `AUTH`) before it subscribes.
     pub token: Option<AuthToken>,
+    /// Sent schedule (`replay --record-sent`): compute freshness.
+    pub sent: Option<PathBuf>,
+    /// SO_RCVBUF of slow connections (0 = OS default).
+    pub slow_rcvbuf: usize,
 }
 
 /// Live figures for a caller in the same process (the demo).
@@ -170,6 +189,22 @@ pub struct ClassReport {
     pub untimed: u64,
     /// End-to-end latency.
     pub latency: Latency,
+    /// Freshness per sent tick (with `--sent`).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub freshness: Option<Freshness>,
+}
+
+/// Freshness of one class: every sent tick of a followed symbol, per connection.
+#[derive(Debug, Clone, serde::Serialize)]
+pub struct Freshness {
+    /// (connection, sent tick) pairs measured.
+    pub ticks: u64,
+    /// Of those, never held by the end (counted at the end).
+    pub unserved_at_end: u64,
+    /// Connections whose receive record passed its bound (left out).
+    pub truncated_connections: u64,
+    /// Percentiles, µs.
+    pub freshness: Latency,
 }
 
 /// A whole run.
@@ -231,6 +266,14 @@ impl std::fmt::Display for LoadReport {
                 l.p999_us,
                 l.max_us
             )?;
+            if let Some(fr) = &c.freshness {
+                let p = &fr.freshness;
+                writeln!(
+                    f,
+                    "        freshness (µs, {} ticks × connections, {} unserved at end): p50 {:.1} p99 {:.1} p99.9 {:.1} max {:.1}",
+                    fr.ticks, fr.unserved_at_end, p.p50_us, p.p99_us, p.p999_us, p.max_us
+                )?;
+            }
             if c.untimed > 0 || c.repeats > 0 {
                 writeln!(
                     f,
@@ -258,6 +301,8 @@ pub fn run(args: &SubscribeArgs) -> Result<(), Failure> {
         log_dir: args.log_dir.clone(),
         print_intervals: !args.quiet,
         token: auth::load(args.token_file.as_deref())?,
+        sent: args.sent.clone(),
+        slow_rcvbuf: args.slow_rcvbuf,
     };
     let stop = tickfan::sys::signals::stop_flag()
         .map_err(|e| Failure::Runtime(format!("cannot install signal handlers: {e}")))?;
@@ -310,6 +355,10 @@ struct Conn {
     /// A message on the `until` channel arrived.
     done: bool,
     opened: Instant,
+    /// Record (stamp, receive ns) per symbol id, for freshness.
+    record: bool,
+    held: Vec<Vec<(u64, u64)>>,
+    held_n: usize,
 }
 
 /// Per-class counters. Owned by the event loop.
@@ -653,6 +702,15 @@ impl Load {
                                 }
                             }
                             c.last_seq[id] = last.max(seq);
+                            if c.record && c.held_n < freshness::MAX_HELD {
+                                if c.held.len() <= id {
+                                    c.held.resize_with(id + 1, Vec::new);
+                                }
+                                if let Some(ts) = leading_ts(payload) {
+                                    c.held[id].push((ts, recv_ns));
+                                    c.held_n += 1;
+                                }
+                            }
                         }
                     }
                     c.pos += used;
@@ -716,7 +774,8 @@ pub fn run_load(
     };
     for i in 0..spec.normal + spec.slow {
         let class = if i < spec.normal { NORMAL } else { SLOW };
-        let mut s = std::net::TcpStream::connect(spec.to)
+        let rcvbuf = if class == SLOW { spec.slow_rcvbuf } else { 0 };
+        let mut s = connect(spec.to, rcvbuf)
             .map_err(|e| Failure::Runtime(format!("cannot connect to {}: {e}", spec.to)))?;
         let _ = s.set_nodelay(true);
         if let Some(t) = &spec.token {
@@ -747,6 +806,9 @@ pub fn run_load(
             last_seq: Vec::new(),
             done: false,
             opened: Instant::now(),
+            record: spec.sent.is_some(),
+            held: Vec::new(),
+            held_n: 0,
         });
     }
     let log = match &spec.log_dir {
@@ -774,6 +836,7 @@ pub fn run_load(
     let mut ready_at: Option<Instant> = None;
     let rate = spec.slow_bytes_per_sec.max(1);
     let setup_deadline = Instant::now() + Duration::from_secs(30);
+    let end_wall;
 
     loop {
         let now = Instant::now();
@@ -862,6 +925,7 @@ pub fn run_load(
                     .iter()
                     .all(|c| c.done || !c.open || c.class == SLOW));
         if over {
+            end_wall = wall_ns();
             // The last interval, partial: it ends now.
             load.ivl.print_since = None;
             let from = load.ivl.from;
@@ -871,6 +935,16 @@ pub fn run_load(
     }
     let measured = ready_at.map(|r| r.elapsed()).unwrap_or_default();
     drain_slow(&mut load, &mut poll, &mut events);
+    let mut fresh = match &spec.sent {
+        Some(p) => Some(freshness_of(
+            &load,
+            &SentSchedule::load(p)?,
+            &patterns,
+            &spec.channels,
+            end_wall,
+        )),
+        None => None,
+    };
     let classes = (0..2)
         .filter(|&k| load.classes[k].connections > 0)
         .map(|k| {
@@ -895,6 +969,7 @@ pub fn run_load(
                 errors: st.errors,
                 untimed: st.untimed,
                 latency: Latency::of(&st.total),
+                freshness: fresh.as_mut().map(|f| f[k].take().expect("one per class")),
             }
         })
         .collect();
@@ -903,6 +978,68 @@ pub fn run_load(
         classes,
         log: load.ivl.log.as_ref().map(|l| l.path().to_path_buf()),
     })
+}
+
+/// Connects to `to`, with SO_RCVBUF `rcvbuf` set before the handshake
+/// (so the window is scaled for it) when not 0.
+fn connect(to: SocketAddr, rcvbuf: usize) -> std::io::Result<std::net::TcpStream> {
+    if rcvbuf == 0 {
+        return std::net::TcpStream::connect(to);
+    }
+    let s = socket2::Socket::new(
+        socket2::Domain::for_address(to),
+        socket2::Type::STREAM,
+        Some(socket2::Protocol::TCP),
+    )?;
+    s.set_recv_buffer_size(rcvbuf)?;
+    s.connect(&to.into())?;
+    Ok(s.into())
+}
+
+/// Freshness per class (normal, slow) from what each connection held and
+/// the sent schedule, for the symbols each follows; the run ended at
+/// `end_ns` (wall).
+fn freshness_of(
+    load: &Load,
+    sent: &SentSchedule,
+    patterns: &[String],
+    channels: &[String],
+    end_ns: u64,
+) -> [Option<Freshness>; 2] {
+    let follows = |sym: &[u8]| {
+        channels.iter().any(|c| c.as_bytes() == sym)
+            || patterns
+                .iter()
+                .any(|p| tickfan::publish::glob::glob_match(p.as_bytes(), sym))
+    };
+    let mut out: [Option<Freshness>; 2] = [None, None];
+    for (k, slot) in out.iter_mut().enumerate() {
+        let mut h = histogram();
+        let (mut ticks, mut unserved, mut truncated) = (0, 0, 0);
+        for c in load.conns.iter().filter(|c| c.class == k) {
+            if c.held_n >= freshness::MAX_HELD {
+                truncated += 1;
+                continue;
+            }
+            for (sym, stamps) in sent.by_symbol.iter().filter(|(s, _)| follows(s)) {
+                let held = load
+                    .symbols
+                    .get(sym)
+                    .and_then(|&id| c.held.get(id as usize))
+                    .map_or(&[][..], |v| &v[..]);
+                let n = freshness::record_symbol(stamps, held, end_ns, &mut h);
+                ticks += n.ticks;
+                unserved += n.unserved;
+            }
+        }
+        *slot = Some(Freshness {
+            ticks,
+            unserved_at_end: unserved,
+            truncated_connections: truncated,
+            freshness: Latency::of(&h),
+        });
+    }
+    out
 }
 
 /// Merges each class's interval histogram into its total, appends the

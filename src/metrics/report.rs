@@ -123,6 +123,15 @@ pub struct SubscriberStats {
     pub pending_symbols: u64,
     /// Age (µs) of the oldest pending symbol now: how stale this subscriber is.
     pub staleness_us: u64,
+    /// Paced by `--sub-max-lag` now (it was slow; its commit budget applies).
+    pub paced: bool,
+    /// Its commit budget now, bytes (engine buffer + kernel send queue).
+    pub commit_budget_bytes: u64,
+    /// Its measured drain rate, bytes/s (0 until paced).
+    pub drain_rate_bytes_per_s: u64,
+    /// Most bytes the engine ever committed for it over its budget (at most
+    /// one frame: a frame larger than what is left goes out alone).
+    pub max_commit_excess_bytes: u64,
 }
 
 /// Everything the engine prints and writes when it stops.

@@ -150,7 +150,6 @@ impl KeyList {
     }
 
     /// True when nothing is listed.
-    #[cfg(test)]
     pub(crate) fn is_empty(&self) -> bool {
         self.keys.is_empty()
     }

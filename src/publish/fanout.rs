@@ -26,7 +26,7 @@
 //! - **A subscriber's own caps first.** Before the mark, the step asks the
 //!   subscriber's [`Throttle`] (`TICKFAN.THROTTLE`): a closed window or an
 //!   empty byte credit marks the symbol pending in the same marks
-//!   ([`SubscriberBuffer::hold`]), and [`Fanout::refill_throttled`] sends
+//!   ([`SubscriberBuffer::hold`]), and [`Fanout::refill_ordered`] sends
 //!   its latest value once the window opens; a subscriber without caps
 //!   costs one flag test.
 //!
@@ -40,6 +40,7 @@ use crate::model::tick::SlotValue;
 use crate::protocol::resp;
 use crate::publish::encode::{append_payload, max_payload_len};
 use crate::publish::outbuf::{Offer, SubscriberBuffer};
+use crate::publish::pending_order::{pick, PendingOrder};
 use crate::publish::routes::{Routes, SubKey};
 use crate::publish::throttle::Throttle;
 use crate::symbols::SymbolId;
@@ -194,7 +195,7 @@ impl Fanout {
                 }
             }
             let buf = out.buffer();
-            if buf.buffered() + frame_len > buf.hwm() && !buf.is_pending(id) {
+            if buf.buffered() + frame_len > buf.limit() && !buf.is_pending(id) {
                 // Past the mark in user space: hand what we have to the
                 // kernel first; only a subscriber whose socket is full too
                 // is slow.
@@ -240,30 +241,49 @@ impl Fanout {
     }
 
     /// Sends subscriber `sub`'s buffer the latest value of each symbol it
-    /// missed, oldest mark first, while the frames fit under the mark (or
-    /// the buffer is empty: a frame larger than the mark still goes out
-    /// alone). Returns the frames appended.
+    /// missed, oldest mark first (see [`Self::refill_ordered`]).
     pub fn refill(&self, sub: SubKey, buf: &mut SubscriberBuffer, routes: &Routes) -> u64 {
-        self.refill_throttled(sub, buf, routes, None)
+        self.refill_ordered(sub, buf, routes, PendingOrder::Fifo, 0, None)
     }
 
-    /// [`refill`](Self::refill) for a subscriber with caps: with a
-    /// `throttle` (and its window clock's now), stops at the first symbol
-    /// whose window is still closed (the marks are oldest first, and every
-    /// symbol held in an earlier window is open).
-    pub fn refill_throttled(
+    /// Sends subscriber `sub`'s buffer the latest value of each symbol it
+    /// missed, in `order` at `now_ns` ([`super::pending_order`]), while
+    /// the frames fit under its limit (or the buffer is empty and the
+    /// limit is not zero: a frame larger than the limit still goes out
+    /// alone). Returns the frames appended.
+    ///
+    /// For a subscriber with caps, `throttle` (and its window clock's now):
+    /// the marks then go oldest first whatever `order` (every symbol held
+    /// in an earlier window is open), and the refill stops at the first
+    /// symbol whose window is still closed.
+    pub fn refill_ordered(
         &self,
         sub: SubKey,
         buf: &mut SubscriberBuffer,
         routes: &Routes,
+        order: PendingOrder,
+        now_ns: u64,
         mut throttle: Option<(&mut Throttle, u64)>,
     ) -> u64 {
+        let order = if throttle.is_some() {
+            PendingOrder::Fifo
+        } else {
+            order
+        };
         let mut sent = 0u64;
-        while let Some(id) = buf.peek_pending() {
+        loop {
+            let limit = buf.limit();
+            if buf.buffered() >= limit && (buf.buffered() > 0 || limit == 0) {
+                break; // no room: do not rank the marks
+            }
+            let Some(i) = pick(order, buf.pending_marks(), &self.last_seq, now_ns) else {
+                break;
+            };
+            let id = buf.pending_marks()[i].0;
             let tail = &self.latest[id as usize];
             let mine = || routes.deliveries(id).iter().filter(|d| d.sub == sub);
             let need: usize = mine().map(|d| d.prefix.len() + tail.len()).sum();
-            if buf.buffered() + need > buf.hwm() && buf.buffered() > 0 {
+            if buf.buffered() + need > limit && buf.buffered() > 0 {
                 break;
             }
             if let Some((t, now_w)) = throttle.as_mut() {
@@ -272,7 +292,7 @@ impl Fanout {
                 }
                 t.sent(id, self.last_seq[id as usize], need, *now_w);
             }
-            buf.pop_pending();
+            buf.take_pending(i);
             for d in mine() {
                 buf.append_frame(&d.prefix, tail);
                 sent += 1;

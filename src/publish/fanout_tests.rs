@@ -183,13 +183,27 @@ fn a_throttled_subscriber_gets_one_update_per_window_the_latest_when_it_opens() 
     // Still inside the window: the refill sends nothing.
     let t = (&mut outs.throttles[1], 999_000_000);
     assert_eq!(
-        fan.refill_throttled(1, &mut outs.buffers[1], &routes, Some(t)),
+        fan.refill_ordered(
+            1,
+            &mut outs.buffers[1],
+            &routes,
+            PendingOrder::Fifo,
+            0,
+            Some(t)
+        ),
         0
     );
     // The window opened: the latest value of each symbol, both routes.
     let t = (&mut outs.throttles[1], 1_000_000_000);
     assert_eq!(
-        fan.refill_throttled(1, &mut outs.buffers[1], &routes, Some(t)),
+        fan.refill_ordered(
+            1,
+            &mut outs.buffers[1],
+            &routes,
+            PendingOrder::Fifo,
+            0,
+            Some(t)
+        ),
         3
     );
     let got: Vec<u64> = frames(&drain(&mut outs.buffers[1]))

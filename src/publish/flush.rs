@@ -5,6 +5,14 @@
 //! of the fan-out (a session asked to make room writes what it holds, if
 //! its socket is not known to be full).
 //!
+//! Pacing (`--sub-max-lag`, [`crate::publish::commit_budget`]): a
+//! subscriber's first write sets its socket's `TCP_NOTSENT_LOWAT` (4 KiB);
+//! a write that would block with 4 KiB more still in its buffer (the
+//! kernel holds all it will) starts pacing it (the mark drops to 2 KiB), so
+//! a reader that only pauses now and then is not paced; a paced subscriber's every write is followed by a
+//! sample of the kernel's queue (`SIOCOUTQ`), which updates its drain rate
+//! and the bytes its buffer may hold ([`sample_pacing`]).
+//!
 //! The output buffer is the publisher's conflating [`SubscriberBuffer`]:
 //! its bytes live in the kit's `WriteBuf` (the RESP encoders append to its
 //! `BytesMut` in place), and past its mark it conflates per symbol instead
@@ -15,6 +23,7 @@
 use crate::metrics::counters::{bump, Counters};
 use crate::metrics::{Stage, StageRecorder};
 use crate::net::{Conn, Conns, KeyList};
+use crate::publish::commit_budget::{FLOOR, UNPACED_LOWAT};
 use crate::publish::fanout::{Outlet, Outlets};
 use crate::publish::outbuf::SubscriberBuffer;
 use crate::publish::publisher::Publisher;
@@ -22,6 +31,7 @@ use crate::publish::routes::SubKey;
 use crate::publish::session::{Session, WriteState};
 use crate::publish::throttle::Throttle;
 use crate::sys::clock::MonoClock;
+use crate::sys::tcp_signals;
 
 impl Publisher {
     /// A writable event for `key`: its socket takes bytes again.
@@ -58,6 +68,10 @@ impl Publisher {
             if sess.write_state() == WriteState::Blocked || sess.buf.buffered() == 0 {
                 if sess.state().is_closing() && sess.buf.buffered() == 0 {
                     self.close(key);
+                } else {
+                    // Blocked while its buffer grows: pace it before the
+                    // buffer fills up to the mark.
+                    maybe_start_pacing(conn, self.ctx.clock.now_ns());
                 }
                 continue;
             }
@@ -102,6 +116,11 @@ fn write_session(
     counters: &Counters,
 ) -> std::io::Result<usize> {
     let mut t = clock.now_ns();
+    if conn.state.buf.budget.arm() {
+        if let Err(e) = tcp_signals::set_notsent_lowat(&conn.stream, UNPACED_LOWAT as u32) {
+            log::debug!("subscriber {}: TCP_NOTSENT_LOWAT: {e}", conn.peer);
+        }
+    }
     let sess = &mut conn.state;
     let (n, blocked) = sess.buf.write_to(&mut conn.stream, |_| {
         let now = clock.now_ns();
@@ -110,7 +129,47 @@ fn write_session(
     })?;
     sess.wrote(blocked);
     bump(&counters.publish.bytes_written, n as u64);
+    if !maybe_start_pacing(conn, t) {
+        sample_pacing(conn, t);
+    }
     Ok(n)
+}
+
+/// Starts pacing `conn` at `now_ns` when its socket is blocked with
+/// [`UNPACED_LOWAT`] bytes more waiting in its buffer (the kernel holds all
+/// it will take). Returns whether it started.
+fn maybe_start_pacing(conn: &mut Conn<Session>, now_ns: u64) -> bool {
+    let s = &conn.state;
+    if s.write_state() != WriteState::Blocked
+        || s.buf.buffered() < UNPACED_LOWAT
+        || !s.buf.budget.may_start()
+    {
+        return false;
+    }
+    let kernel = tcp_signals::send_queue_bytes(&conn.stream).unwrap_or(0);
+    let b = &mut conn.state.buf;
+    b.budget.start(now_ns, b.stats.bytes_written, kernel);
+    if let Err(e) = tcp_signals::set_notsent_lowat(&conn.stream, FLOOR as u32) {
+        log::debug!("subscriber {}: TCP_NOTSENT_LOWAT: {e}", conn.peer);
+    }
+    true
+}
+
+/// A paced session's sample at `now_ns`: the kernel's unacknowledged bytes
+/// update its drain rate and budget; when pacing ends, the socket's
+/// low-water mark goes back to the unpaced one. Nothing for an unpaced
+/// session.
+pub(super) fn sample_pacing(conn: &mut Conn<Session>, now_ns: u64) {
+    if !conn.state.buf.budget.paced() {
+        return;
+    }
+    // Unknown (not Linux): the kernel counts as empty, see docs/decisions.md.
+    let kernel = tcp_signals::send_queue_bytes(&conn.stream).unwrap_or(0);
+    let b = &mut conn.state.buf;
+    let (written, engine, waiting) = (b.stats.bytes_written, b.buffered(), b.pending_len() > 0);
+    if b.budget.sample(now_ns, written, kernel, engine, waiting) {
+        let _ = tcp_signals::set_notsent_lowat(&conn.stream, UNPACED_LOWAT as u32);
+    }
 }
 
 /// The sessions as the fan-out's outlets, for one update.
@@ -171,7 +230,9 @@ impl Outlet for SessionOutlet<'_, '_> {
 
     fn make_room(&mut self) {
         let s = &self.conn.state;
-        if s.write_state() == WriteState::Blocked || s.state().is_failed() {
+        // A paced session's room is its budget: writing now would only
+        // move committed bytes from its buffer to the kernel.
+        if s.write_state() == WriteState::Blocked || s.state().is_failed() || s.buf.budget.paced() {
             return;
         }
         if write_session(self.conn, self.clock, self.recorder, self.counters).is_err() {

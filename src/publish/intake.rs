@@ -42,6 +42,7 @@ impl Publisher {
                     s.throttle.set_rate(settings.sub_max_rate, now_w);
                     s.throttle.set_bandwidth(settings.sub_max_bandwidth, now_w);
                 }
+                s.buf.set_max_lag(settings.max_lag_ns);
                 s
             },
         );

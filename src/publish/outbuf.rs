@@ -1,7 +1,10 @@
 //! A subscriber's bounded output buffer and its own conflation state.
 //!
-//! Slow-subscriber policy: a data frame that would take the buffer past the
-//! high-water mark is not appended; its symbol is marked pending instead.
+//! Slow-subscriber policy: a data frame that would take the buffer past its
+//! limit is not appended; its symbol is marked pending instead. The limit
+//! is the high-water mark, or, once the subscriber is paced, what its
+//! commit budget leaves after the kernel's bytes
+//! ([`super::commit_budget`], `--sub-max-lag`).
 //! While a symbol is pending, every later update of it is only counted. When
 //! the buffer drains, the publisher sends the latest value of each pending
 //! symbol, oldest mark first. So a slow subscriber never receives an older
@@ -23,6 +26,7 @@ use std::io::Write;
 use bytes::BytesMut;
 
 use crate::net::{Flushed, WriteBuf};
+use crate::publish::commit_budget::CommitBudget;
 use crate::symbols::SymbolId;
 
 /// What an offered data frame became.
@@ -63,6 +67,8 @@ pub struct SubscriberBuffer {
     /// Empty until the first slow episode, then `max_symbols` capacity.
     pending: VecDeque<(SymbolId, u64)>,
     max_symbols: usize,
+    /// Bytes committed (engine + kernel) bounded by time at the drain rate.
+    pub budget: CommitBudget,
     /// Figures.
     pub stats: BufferStats,
 }
@@ -78,8 +84,20 @@ impl SubscriberBuffer {
             pending_bits: vec![0; max_symbols.div_ceil(64)],
             pending: VecDeque::new(),
             max_symbols,
+            budget: CommitBudget::new(0, hwm),
             stats: BufferStats::default(),
         }
+    }
+
+    /// Paces this subscriber by `--sub-max-lag` (`max_lag_ns`; 0 = never).
+    pub fn set_max_lag(&mut self, max_lag_ns: u64) {
+        self.budget = CommitBudget::new(max_lag_ns, self.hwm());
+    }
+
+    /// Bytes the buffer may hold now: the mark, or less while paced.
+    #[inline]
+    pub fn limit(&self) -> usize {
+        self.budget.engine_limit(self.stats.bytes_written)
     }
 
     /// The high-water mark.
@@ -117,7 +135,7 @@ impl SubscriberBuffer {
                 entered_slow: false,
             };
         }
-        if self.buffered() + prefix.len() + tail.len() > self.hwm() {
+        if self.buffered() + prefix.len() + tail.len() > self.limit() {
             let entered_slow = self.pending.is_empty();
             self.mark_pending(id, now_ns);
             self.stats.conflations += 1;
@@ -139,6 +157,8 @@ impl SubscriberBuffer {
         out.extend_from_slice(tail);
         self.stats.frames += 1;
         self.note_level();
+        self.budget
+            .note_commit(self.buffered(), self.stats.bytes_written);
     }
 
     /// Marks `id` pending without appending a frame and without starting a
@@ -185,6 +205,19 @@ impl SubscriberBuffer {
     /// The oldest pending symbol, left in place.
     pub fn peek_pending(&self) -> Option<SymbolId> {
         self.pending.front().map(|p| p.0)
+    }
+
+    /// The pending marks: (id, marked at ns), oldest first.
+    pub fn pending_marks(&self) -> &VecDeque<(SymbolId, u64)> {
+        &self.pending
+    }
+
+    /// Takes the pending symbol at index `i` of [`Self::pending_marks`].
+    pub fn take_pending(&mut self, i: usize) -> Option<SymbolId> {
+        let (id, _) = self.pending.remove(i)?;
+        let i = id as usize;
+        self.pending_bits[i / 64] &= !(1 << (i % 64));
+        Some(id)
     }
 
     /// Takes the oldest pending symbol.
@@ -246,6 +279,26 @@ mod tests {
         assert_eq!(b.pop_pending(), Some(4));
         assert!(!b.is_pending(3));
         assert_eq!(b.pop_pending(), None);
+    }
+
+    #[test]
+    fn a_paced_buffer_conflates_past_its_budget_not_its_mark() {
+        let ms = 1_000_000;
+        let mut b = SubscriberBuffer::new(64 * 1024, 8);
+        b.set_max_lag(50 * ms);
+        let frame = [b'x'; 500];
+        assert_eq!(b.offer(0, b"", &frame, 0), Offer::Appended);
+        // A write blocked with 1,000 bytes still in the kernel: paced, the
+        // budget is the floor, so about one more frame fits.
+        b.budget.start(0, 0, 1000);
+        assert_eq!(b.limit(), crate::publish::commit_budget::FLOOR - 1000);
+        assert_eq!(b.offer(1, b"", &frame, 1), Offer::Appended);
+        assert_eq!(
+            b.offer(2, b"", &frame, 2),
+            Offer::Conflated { entered_slow: true }
+        );
+        assert!(b.budget.max_excess() == 0);
+        assert!(b.buffered() + 1000 <= crate::publish::commit_budget::FLOOR);
     }
 
     #[test]

@@ -57,6 +57,9 @@ pub(crate) const WAKER: Token = Token(usize::MAX);
 /// Most updates taken per turn, so sockets are served between batches.
 pub(super) const MAX_BATCH: usize = 1024;
 const MAX_PARK: Duration = Duration::from_millis(100);
+/// Longest park while sessions wait on the attention list: a paced
+/// session's kernel queue drains without an event, so it is sampled again.
+const ATTENTION_PARK: Duration = Duration::from_millis(1);
 /// What a subscriber over the limit reads before its socket is closed (Redis's words).
 const REFUSAL: &[u8] = b"-ERR max number of clients reached\r\n";
 
@@ -90,7 +93,6 @@ pub(crate) struct PublisherSettings {
     /// The clock of the throttle windows (the engine's monotonic clock, or
     /// a simulated one in tests).
     pub window_clock: WindowClock,
-
     /// An ingest's hand-off of every conflated update to the NATS backbone.
     pub outbox: Option<Arc<crate::cluster::ingest_out::Outbox>>,
     /// An edge's board of wanted channels and patterns (told by the routes).
@@ -99,6 +101,11 @@ pub(crate) struct PublisherSettings {
     pub stale_after_ns: u64,
     /// An edge's lost-link and re-seed events for the stale flags.
     pub stale_link: Option<Arc<crate::cluster::stale::StaleLink>>,
+    /// `--sub-max-lag` in ns: a slow subscriber's committed bytes are
+    /// bounded by this much time at its drain rate (0 = off).
+    pub max_lag_ns: u64,
+    /// Which pending symbol a slow subscriber is sent next.
+    pub pending_order: crate::publish::pending_order::PendingOrder,
 }
 
 /// Everything the publisher thread owns.
@@ -212,6 +219,9 @@ impl Publisher {
                 max_park = max_park.min(rate_wait);
             } else if self.slots.dirty_len() > 0 {
                 max_park = Duration::ZERO;
+            }
+            if !self.attention.is_empty() {
+                max_park = max_park.min(ATTENTION_PARK);
             }
             let timeout = self.settings.idle.poll_timeout(work, max_park);
             match self.ctx.wait(&mut events, timeout, "publisher") {

@@ -1,7 +1,8 @@
 //! The slow-subscriber revisit: sessions on the attention list (symbols
 //! pending after a slow episode, or input held back under backpressure)
-//! are looked at every turn; once a buffer is under half the mark it gets
-//! the latest value of each symbol it missed
+//! are looked at every turn; once a buffer is under half the mark (a paced
+//! session: at every visit, after a sample of its kernel queue, up to its
+//! commit budget) it gets the latest value of each symbol it missed
 //! ([`super::fanout::Fanout::refill`]) and its commands are read again.
 //!
 //! The list is the kit's [`crate::net::KeyList`], walked in place
@@ -11,6 +12,7 @@
 //! Single owner: the publisher thread.
 
 use crate::metrics::counters::bump;
+use crate::publish::flush::sample_pacing;
 use crate::publish::publisher::Publisher;
 
 impl Publisher {
@@ -27,14 +29,17 @@ impl Publisher {
     pub(super) fn serve_attention(&mut self) -> usize {
         let mut work = 0;
         let low_water = self.settings.hwm / 2;
+        let now = self.ctx.clock.now_ns();
         let mut i = 0;
         while i < self.attention.len() {
             let key = self.attention.key(i);
-            let Some(sess) = self.sessions.get_mut(key).map(|c| &mut c.state) else {
+            let Some(conn) = self.sessions.get_mut(key) else {
                 self.attention.swap_remove(i);
                 continue;
             };
-            if sess.buf.buffered() > low_water {
+            sample_pacing(conn, now);
+            let sess = &mut conn.state;
+            if !sess.buf.budget.paced() && sess.buf.buffered() > low_water {
                 i += 1;
                 continue;
             }
@@ -42,10 +47,15 @@ impl Publisher {
                 let now_w = self.settings.window_clock.now_ns();
                 (&mut sess.throttle, now_w)
             });
-            let sent = self
-                .fanout
-                .refill_throttled(key, &mut sess.buf, &self.routes, throttle);
-            let done = sess.buf.pending_len() == 0;
+            let order = self.settings.pending_order;
+            let sent =
+                self.fanout
+                    .refill_ordered(key, &mut sess.buf, &self.routes, order, now, throttle);
+            // Done once nothing is pending and the buffer is under half the
+            // mark (a paced session is refilled above it, but its input is
+            // read again only below it, as before — else a client whose
+            // replies keep it over the mark would be revisited forever).
+            let done = sess.buf.pending_len() == 0 && sess.buf.buffered() <= low_water;
             if done {
                 sess.on_attention = false;
             }

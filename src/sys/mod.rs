@@ -12,4 +12,5 @@ pub(crate) mod fs;
 pub mod net;
 pub(crate) mod process;
 pub mod signals;
+pub(crate) mod tcp_signals;
 pub mod watch;

@@ -6,6 +6,8 @@
 //! - `poison`: bad lines dead-lettered and counted while good ones flow
 //! - `slow_subscriber`: a subscriber that never reads does not hold up the others
 //! - `sub_control`: `TICKFAN.THROTTLE` caps per symbol and per byte (simulated window clock), never reorders; `TICKFAN.SINCE` fills a gap exactly or names the oldest held seq; bad input
+
+//! - `freshness`: a reader with a small receive buffer at a fixed byte rate is paced by its drain rate (`--sub-max-lag`); a normal subscriber gets everything
 //! - `protocol`: replies byte for byte like a real `redis-server` (RESP2 and RESP3); `redis-cli` drives the engine
 //! - `clients`: redis-py, ioredis and node-redis with their default options: subscribe, snapshot, live, reconnect
 //! - `recorded_data`: the real recorded ticks in `../shared/data/`, every line accounted for
@@ -48,6 +50,7 @@ mod cluster;
 mod deploy;
 mod fanout;
 mod faults;
+mod freshness;
 mod health;
 mod metrics;
 mod nats_servers;

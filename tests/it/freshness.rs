@@ -1,0 +1,185 @@
+//! A reader with a small receive buffer reading at a fixed byte rate: the
+//! engine paces it (`--sub-max-lag`) — what it commits for it stays within
+//! its budget (+ one frame), the rest is conflated into pending marks, it
+//! never gets an older value after a newer, and once the feed stops it
+//! holds every symbol's last value after at most a budget's worth of
+//! queued frames — while a normal subscriber receives every update.
+//! (The drain-rate estimator and the budget are unit-tested with injected
+//! times in `publish::commit_budget`.)
+
+use std::collections::HashMap;
+use std::io::{BufReader, Read, Write};
+use std::net::{SocketAddr, TcpStream};
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use tickfan::client::resp::{as_message, command, read_frame};
+
+use crate::util::{engine_with, tick, wait_until, Feed, Sub, DEADLINE};
+
+const SYMBOLS: u64 = 200;
+/// The reader's byte rate.
+const RATE: u64 = 32 * 1024;
+/// Largest frame of this test (`pmessage`, pattern `*`, `SYMnnn`, payload).
+const FRAME_MAX: u64 = 160;
+
+/// A reader that takes at most `RATE` bytes/s (its own pace, not a wait
+/// for the engine).
+struct Paced {
+    inner: TcpStream,
+    start: Instant,
+    taken: u64,
+}
+
+impl Read for Paced {
+    fn read(&mut self, buf: &mut [u8]) -> std::io::Result<usize> {
+        loop {
+            let allowed = 512 + (self.start.elapsed().as_secs_f64() * RATE as f64) as u64;
+            let room = allowed.saturating_sub(self.taken).min(buf.len() as u64) as usize;
+            if room > 0 {
+                let n = self.inner.read(&mut buf[..room])?;
+                self.taken += n as u64;
+                return Ok(n);
+            }
+            std::thread::sleep(Duration::from_millis(5));
+        }
+    }
+}
+
+fn small_rcvbuf_reader(addr: SocketAddr) -> TcpStream {
+    let s = socket2::Socket::new(
+        socket2::Domain::IPV4,
+        socket2::Type::STREAM,
+        Some(socket2::Protocol::TCP),
+    )
+    .unwrap();
+    s.set_recv_buffer_size(4096).unwrap();
+    s.connect(&addr.into()).unwrap();
+    let s: TcpStream = s.into();
+    s.set_read_timeout(Some(DEADLINE)).unwrap();
+    s
+}
+
+#[test]
+fn a_slow_reader_is_paced_by_its_drain_rate_and_a_normal_one_gets_everything() {
+    let e = engine_with(|c| {
+        c.sub_max_lag = Duration::from_millis(50);
+        c.report_interval = Duration::from_millis(20);
+    });
+    let mut slow = small_rcvbuf_reader(e.subscriber_addr());
+    slow.write_all(&command(&[b"PSUBSCRIBE", b"*"])).unwrap();
+    let final_round = Arc::new(AtomicU64::new(u64::MAX));
+    let reader = {
+        let final_round = Arc::clone(&final_round);
+        let inner = slow.try_clone().unwrap();
+        std::thread::spawn(move || {
+            let mut r = BufReader::with_capacity(
+                256,
+                Paced {
+                    inner,
+                    start: Instant::now(),
+                    taken: 0,
+                },
+            );
+            let mut last: HashMap<Vec<u8>, u64> = HashMap::new();
+            let (mut messages, mut after_final) = (0u64, None::<u64>);
+            loop {
+                let f = read_frame(&mut r).expect("a frame before the deadline");
+                let Some((ch, payload)) = as_message(&f) else {
+                    continue;
+                };
+                messages += 1;
+                let seq: u64 = std::str::from_utf8(payload)
+                    .unwrap()
+                    .split(',')
+                    .nth(6)
+                    .unwrap()
+                    .parse()
+                    .unwrap();
+                let prev = last.insert(ch.to_vec(), seq);
+                assert!(
+                    prev.is_none_or(|p| p < seq),
+                    "an older or repeated value on {ch:?}"
+                );
+                let fin = final_round.load(Ordering::Acquire);
+                if fin != u64::MAX {
+                    let since = after_final.get_or_insert(messages);
+                    if last.len() as u64 == SYMBOLS && last.values().all(|&s| s >= fin) {
+                        return (messages, messages - *since);
+                    }
+                }
+            }
+        })
+    };
+    let mut healthy = Sub::connect(e.subscriber_addr());
+    healthy.psubscribe(&["*"]);
+    wait_until("both subscribed", || e.subscribers().len() == 2);
+    let mut feed = Feed::connect(e.feed_addr());
+    let names: Vec<String> = (0..SYMBOLS).map(|i| format!("SYM{i:03}")).collect();
+
+    // Rounds of one tick per symbol (so a symbol's sequence number is the
+    // round), the normal subscriber holding every value of each round,
+    // until the slow reader has read 64 KiB more since it was paced.
+    let mut round = 0u64;
+    let mut paced_at: Option<u64> = None;
+    let mut budgets = Vec::new();
+    loop {
+        round += 1;
+        assert!(round < 1_000_000, "the reader was never paced");
+        let lines: Vec<String> = names
+            .iter()
+            .map(|s| tick(round, s, &format!("1.{round:05}"), "9.99999"))
+            .collect();
+        let refs: Vec<&str> = lines.iter().map(|s| s.as_str()).collect();
+        feed.lines(&refs);
+        let want: HashMap<String, u64> = names.iter().map(|s| (s.clone(), round)).collect();
+        let got = healthy.until_latest(&want);
+        assert!(
+            got.values().all(|m| m.seq() == round),
+            "the normal subscriber missed an update"
+        );
+        let Some(st) = e.subscribers().into_iter().find(|s| s.id == 1) else {
+            continue;
+        };
+        if st.paced {
+            budgets.push(st.commit_budget_bytes);
+            let at = *paced_at.get_or_insert(st.bytes_written);
+            if st.bytes_written > at + 64 * 1024 {
+                break;
+            }
+        }
+    }
+    final_round.store(round, Ordering::Release);
+    let (messages, after_final) = reader.join().expect("the reader holds every last value");
+
+    let st = e.subscribers().into_iter().find(|s| s.id == 1).unwrap();
+    let normal = e.subscribers().into_iter().find(|s| s.id == 2).unwrap();
+    // Commit little: never more than the budget + one frame committed.
+    assert!(
+        st.max_commit_excess_bytes <= FRAME_MAX,
+        "committed {} over the budget",
+        st.max_commit_excess_bytes
+    );
+    // The budget follows the drain rate (~32 KiB/s × 50 ms → the floor;
+    // a window in which the reader's receive buffer took a burst raises it
+    // for a while), far under the 256 KiB mark.
+    let mut settled = budgets[budgets.len() / 2..].to_vec();
+    settled.sort_unstable();
+    assert!(
+        settled[settled.len() - 1] <= 16 * 1024 && settled[settled.len() / 2] <= 4 * 1024,
+        "budgets {settled:?}"
+    );
+    // Conflate the rest: far fewer messages than updates.
+    assert!(st.conflations > 0 && messages < round * SYMBOLS / 2);
+    // Bounded freshness: once the feed stopped, the reader held every last
+    // value after at most the frames committed then (budget + its 4 KiB
+    // receive buffer, doubled by the kernel) plus one per symbol.
+    let committed_frames = (2 * 8 * 1024 + 8 * 1024) / 90;
+    assert!(
+        after_final <= SYMBOLS + committed_frames,
+        "{after_final} messages after the last round"
+    );
+    // The normal subscriber was never conflated by its own buffer.
+    assert_eq!((normal.conflations, normal.paced), (0, false), "{normal:?}");
+}
