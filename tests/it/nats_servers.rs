@@ -66,7 +66,23 @@ impl Cluster {
 
     /// [`Cluster::start`] with the client port bound to `addr` (routes and
     /// monitoring stay on loopback).
+    ///
+    /// Ports are found free just before the servers start; another test
+    /// can take one in between, and that server then never joins. So a
+    /// cluster that does not mesh (or whose server exited) is stopped and
+    /// started again on fresh ports, up to three times.
     pub fn start_on(bin: &str, n: usize, addr: &str) -> Cluster {
+        for attempt in 1..=3 {
+            let mut c = Cluster::spawn(bin, n, addr);
+            if c.servers.iter_mut().all(|s| meshed(s, n - 1)) {
+                return c;
+            }
+            eprintln!("nats cluster did not mesh (attempt {attempt}); starting again on new ports");
+        }
+        panic!("a {n}-server nats cluster never meshed in 3 attempts");
+    }
+
+    fn spawn(bin: &str, n: usize, addr: &str) -> Cluster {
         let ports: Vec<(u16, u16, u16)> = (0..n)
             .map(|_| (free_port(), free_port(), free_port()))
             .collect();
@@ -106,11 +122,7 @@ impl Cluster {
                 }
             })
             .collect();
-        let c = Cluster { servers };
-        for s in &c.servers {
-            c.wait_routes(s, n - 1);
-        }
-        c
+        Cluster { servers }
     }
 
     /// Every server's URL, comma-separated (the `--nats` value).
@@ -121,18 +133,26 @@ impl Cluster {
             .collect::<Vec<_>>()
             .join(",")
     }
+}
 
-    fn wait_routes(&self, s: &Server, want: usize) {
-        let end = Instant::now() + DEADLINE;
-        loop {
-            if let Some(body) = http_get(s.http, "/routez") {
-                if routes_in(&body) >= want {
-                    return;
-                }
+/// Waits until `s` has `want` routes: `false` when its process exited or
+/// the deadline passed.
+fn meshed(s: &mut Server, want: usize) -> bool {
+    let end = Instant::now() + DEADLINE;
+    loop {
+        if let Some(body) = http_get(s.http, "/routez") {
+            if routes_in(&body) >= want {
+                return true;
             }
-            assert!(Instant::now() < end, "nats-server :{} never meshed", s.port);
-            std::thread::sleep(Duration::from_millis(20));
         }
+        let exited = match &mut s.proc.0 {
+            Some(c) => c.try_wait().ok().flatten().is_some(),
+            None => true,
+        };
+        if exited || Instant::now() >= end {
+            return false;
+        }
+        std::thread::sleep(Duration::from_millis(20));
     }
 }
 
