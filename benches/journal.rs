@@ -24,7 +24,10 @@ use tickfan::order::journal::writer::{Journal, JournalLimits};
 fn bench(c: &mut Criterion) {
     let dir = tempfile::tempdir().expect("temporary directory");
     let (j, thread) = Journal::start(
-        Box::new(DirFiles::with_spares(dir.path().to_path_buf(), 64 << 20)),
+        Box::new(DirFiles {
+            dir: dir.path().to_path_buf(),
+            reserve: 64 << 20,
+        }),
         JournalLimits {
             max_bytes: u64::MAX,
             segment_bytes: 64 << 20,
@@ -66,7 +69,10 @@ fn bench(c: &mut Criterion) {
 
     let big = tempfile::tempdir().expect("temporary directory");
     let (j, thread) = Journal::start(
-        Box::new(DirFiles::with_spares(big.path().to_path_buf(), 64 << 20)),
+        Box::new(DirFiles {
+            dir: big.path().to_path_buf(),
+            reserve: 64 << 20,
+        }),
         JournalLimits {
             max_bytes: u64::MAX,
             segment_bytes: 64 << 20,

@@ -34,7 +34,10 @@ fn main() {
     assert!(queued <= n, "QUEUED must be at most N");
     std::fs::create_dir_all(&dir).expect("create DIR");
     let (j, thread) = Journal::start(
-        Box::new(DirFiles::with_spares(dir.clone(), 64 << 20)),
+        Box::new(DirFiles {
+            dir: dir.clone(),
+            reserve: 64 << 20,
+        }),
         JournalLimits {
             max_bytes: u64::MAX,
             // The engine's segment size (src/order/journal/startup.rs).

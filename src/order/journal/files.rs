@@ -13,10 +13,8 @@
 use std::fs::{File, OpenOptions};
 use std::io::{self, Write};
 use std::path::PathBuf;
-use std::time::Duration;
 
 use super::segment::file_name;
-use super::spare::{zero_fill, SpareMaker};
 use crate::sys::fs::write_all_at;
 
 /// One open segment, appended to by the journal thread only.
@@ -52,78 +50,11 @@ pub trait JournalFiles: Send {
 #[derive(Debug)]
 pub struct DirFiles {
     /// The directory (exists).
-    dir: PathBuf,
+    pub dir: PathBuf,
     /// Bytes reserved for each new segment ahead of its writes (the
     /// segment size; 0 = none). Where the file system cannot reserve
     /// space the segment simply grows as it is written.
-    reserve: u64,
-    /// The next segment prepared in the background, when spares are on.
-    spare: Option<SpareMaker>,
-}
-
-impl DirFiles {
-    /// Segments in `dir`, each reserved `reserve` bytes ahead and zeroed a
-    /// step ahead of its records.
-    pub fn new(dir: PathBuf, reserve: u64) -> Self {
-        DirFiles {
-            dir,
-            reserve,
-            spare: None,
-        }
-    }
-
-    /// As [`DirFiles::new`], and every segment's zeros are written before
-    /// its first record: the first at its creation, the others as spares
-    /// in the background. One spare segment's worth of extra disk.
-    pub fn with_spares(dir: PathBuf, reserve: u64) -> Self {
-        let spare = (reserve > 0).then(|| SpareMaker::new(&dir, reserve));
-        DirFiles {
-            dir,
-            reserve,
-            spare,
-        }
-    }
-
-    /// Makes the directory entry of a new or renamed segment durable.
-    fn sync_dir(&self) -> io::Result<()> {
-        File::open(&self.dir)?.sync_all()
-    }
-
-    /// A segment whose blocks are all written zeros already.
-    fn prezeroed(&self, file: File) -> Box<dyn JournalFile> {
-        Box::new(ZeroedAhead {
-            file,
-            written: 0,
-            zeroed: self.reserve,
-            reserve: self.reserve,
-        })
-    }
-
-    /// A segment with zeros ready: the spare when it is ready, or (the
-    /// first segment) one zero-filled now. `None`: a spare is still being
-    /// written, and this segment is zeroed as it goes.
-    fn create_zeroed(&mut self, segment: u64) -> io::Result<Option<Box<dyn JournalFile>>> {
-        let Some(spare) = self.spare.as_mut() else {
-            return Ok(None);
-        };
-        let path = self.dir.join(file_name(segment));
-        let file = if let Some(f) = spare.take_ready() {
-            std::fs::rename(spare.path(), &path)?;
-            f
-        } else if spare.never_started() {
-            let f = OpenOptions::new()
-                .create_new(true)
-                .write(true)
-                .open(&path)?;
-            zero_fill(&f, self.reserve, Duration::ZERO)?;
-            f
-        } else {
-            return Ok(None);
-        };
-        spare.start();
-        self.sync_dir()?;
-        Ok(Some(self.prezeroed(file)))
-    }
+    pub reserve: u64,
 }
 
 impl JournalFile for File {
@@ -181,9 +112,6 @@ impl JournalFile for ZeroedAhead {
 
 impl JournalFiles for DirFiles {
     fn create(&mut self, segment: u64) -> io::Result<Box<dyn JournalFile>> {
-        if let Some(f) = self.create_zeroed(segment)? {
-            return Ok(f);
-        }
         // Written from its start, sequentially: the cursor, not `append`,
         // places the writes, so they land in the reserved space.
         let f = OpenOptions::new()
@@ -201,7 +129,7 @@ impl JournalFiles for DirFiles {
                 }
             };
         // The new name must survive a crash as well as the bytes in it.
-        self.sync_dir()?;
+        File::open(&self.dir)?.sync_all()?;
         if reserved {
             Ok(Box::new(ZeroedAhead {
                 file: f,
@@ -216,54 +144,5 @@ impl JournalFiles for DirFiles {
 
     fn remove(&mut self, segment: u64) -> io::Result<()> {
         std::fs::remove_file(self.dir.join(file_name(segment)))
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use std::os::unix::fs::MetadataExt;
-    use std::time::{Duration, Instant};
-
-    use super::super::spare::SPARE_NAME;
-    use super::*;
-
-    fn wait_spare(files: &DirFiles) {
-        let deadline = Instant::now() + Duration::from_secs(30);
-        while !files.spare.as_ref().unwrap().is_finished() {
-            assert!(Instant::now() < deadline, "the spare never became ready");
-            std::thread::sleep(Duration::from_millis(5));
-        }
-    }
-
-    #[test]
-    fn with_spares_each_next_segment_is_the_prepared_spare() {
-        let dir = tempfile::tempdir().unwrap();
-        let reserve = 2 << 20;
-        let mut files = DirFiles::with_spares(dir.path().to_path_buf(), reserve);
-        let mut seg = files.create(1).unwrap();
-        // The first segment is zero-filled at once, to its full length.
-        let len = |n| {
-            std::fs::metadata(dir.path().join(file_name(n)))
-                .unwrap()
-                .len()
-        };
-        assert_eq!(len(1), reserve);
-        for n in 2..=3 {
-            seg.write_all(b"records").unwrap();
-            seg.sync_data().unwrap();
-            wait_spare(&files);
-            let spare = std::fs::metadata(dir.path().join(SPARE_NAME)).unwrap();
-            assert_eq!(spare.len(), reserve);
-            seg = files.create(n).unwrap();
-            let made = std::fs::metadata(dir.path().join(file_name(n))).unwrap();
-            assert_eq!(made.ino(), spare.ino(), "segment {n} is the spare renamed");
-            assert_eq!(made.len(), reserve);
-        }
-        // Records land at the start of the prepared segment, zeros after.
-        seg.write_all(b"abc").unwrap();
-        seg.sync_data().unwrap();
-        let bytes = std::fs::read(dir.path().join(file_name(3))).unwrap();
-        assert_eq!(&bytes[..3], b"abc");
-        assert!(bytes[3..].iter().all(|&b| b == 0));
     }
 }

@@ -22,7 +22,6 @@ pub mod files;
 pub mod record;
 pub mod recover;
 pub mod segment;
-mod spare;
 pub(crate) mod startup;
 pub mod writer;
 

@@ -36,11 +36,6 @@ use crate::dlq::{AttemptRecord, DeadLetter};
 /// Largest segment; smaller when `--journal-max-bytes` is small, so old
 /// segments can be retired one by one.
 const SEGMENT_BYTES: u64 = 64 << 20;
-/// Segments at least this large are zero-filled before use (the first at
-/// start, the others as spares in the background): a journal this small
-/// (`--journal-max-bytes` under 32 MiB, tests' small disks) keeps every
-/// byte of its limit for records instead.
-const SPARES_FROM: u64 = 4 << 20;
 
 /// The connection id of recovered orders: no live connection ever has it.
 pub(crate) const NO_CONN: u64 = u64::MAX;
@@ -301,10 +296,9 @@ pub(crate) fn open(
     };
     let next = r.next_segment();
     let (journal, thread) = Journal::start(
-        Box::new(if limits.segment_bytes >= SPARES_FROM {
-            DirFiles::with_spares(c.data_dir.clone(), limits.segment_bytes)
-        } else {
-            DirFiles::new(c.data_dir.clone(), limits.segment_bytes)
+        Box::new(DirFiles {
+            dir: c.data_dir.clone(),
+            reserve: limits.segment_bytes,
         }),
         limits,
         next,

@@ -21,7 +21,10 @@ fn start(dir: &std::path::Path, limits: JournalLimits) -> (Journal, std::thread:
     let mut seen = Vec::new();
     let r = recover(dir, |rec| seen.push(rec)).unwrap();
     Journal::start(
-        Box::new(DirFiles::new(dir.to_path_buf(), limits.segment_bytes)),
+        Box::new(DirFiles {
+            dir: dir.to_path_buf(),
+            reserve: limits.segment_bytes,
+        }),
         limits,
         r.next_segment(),
         r.segments,
