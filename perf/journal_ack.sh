@@ -25,7 +25,8 @@
 # 128 bytes on the same filesystem (FSYNCS times), p50/p99/p99.9.
 #
 # BEFORE_BIN=path/to/an/older/tickfan adds a mode `before` (journal on,
-# that binary) to each round, to compare a change with the same load.
+# that binary) to each round, to compare a change with the same load;
+# BIN=path runs that binary instead of building target/release/tickfan.
 #
 # Usage: bash perf/journal_ack.sh     (ROUNDS=2, OUT=perf/out/journal-<date>)
 # Needs: cargo, python3. Every process it starts is stopped by its pid, also
@@ -43,8 +44,10 @@ DATA_ROOT=${DATA_ROOT:-$OUT}
 mkdir -p "$OUT" "$DATA_ROOT"
 command -v python3 >/dev/null || { echo "journal_ack: python3 not found" >&2; exit 2; }
 
-cargo build --release --quiet
-BIN=target/release/tickfan
+if [ -z "${BIN:-}" ]; then
+  cargo build --release --quiet
+  BIN=target/release/tickfan
+fi
 
 PIDS=()
 cleanup() {
