@@ -28,6 +28,8 @@ cd "$(dirname "$0")/.."
 
 DUR=${DUR:-10}
 SCENARIOS=${SCENARIOS:-"a b c"}
+# SERVERS="tickfan" runs only those; TICKFAN_FLAGS="--idle spin" adds serve
+# flags (e.g. to compare idle policies and pinning in one session).
 # PIN=1: the server on CPU 0, the load tools (replay, subscribe) on CPU 1, so
 # each server gets the same one core and the clients never take it from
 # it. PIN=0: let the scheduler place everything.
@@ -98,7 +100,7 @@ run() { # server scenario
       # reserved at start by default) is sized down so RSS compares pub/sub.
       "${SRV[@]}" "$BIN" serve --feed-listen "127.0.0.1:$pport" --sub-listen "127.0.0.1:$sport" \
         --dedup-capacity 1000 --quiet --report-interval 1s --log-dir "$logs" --report-json "$logs/engine.json" \
-        > "$logs/server.out" 2> "$logs/server.err" &
+        ${TICKFAN_FLAGS:-} > "$logs/server.out" 2> "$logs/server.err" &
       spid=$!; fmt=csv ;;
     redis)
       "${SRV[@]}" redis-server --port "$pport" --bind 127.0.0.1 --save '' --appendonly no \
@@ -161,7 +163,7 @@ EOF
 }
 
 for scen in $SCENARIOS; do
-  for server in floor tickfan redis; do
+  for server in ${SERVERS:-floor tickfan redis}; do
     [ "$scen" = b ] && [ "$server" = floor ] && continue
     run "$server" "$scen"
   done
