@@ -17,7 +17,8 @@
 #        1.0 (due retries always first, the rule before the quota).
 # The run sends for SECS seconds from ~0.3 s after the engine starts, so the
 # outage (1 s .. 6 s) covers most of it. Figures per run:
-#   client: completion (due → terminal) p50/p99 of every order (tickfan orders);
+#   client: completion (due → terminal) p50/p99 of every order, and of the
+#           orders DONE at their first attempt (the new orders) (tickfan orders);
 #   engine (--report-json): order_queue_wait_small p99 (new orders: queued →
 #   taken by a worker), order_retry_wait p99 (retries: due → taken),
 #   order_e2e_small p99 (line received → terminal reply, every order).
@@ -98,13 +99,16 @@ logs, mode, rnd = sys.argv[1:]
 out = open(f"{logs}/orders.out").read()
 m = re.search(r"completion \(due → terminal\):\s+p50 ([\d.]+) ms\s+p99 ([\d.]+) ms", out)
 c50, c99 = (float(x) for x in m.groups()) if m else (float("nan"),) * 2
+f = re.search(r"DONE at the first attempt:\s+p50 ([\d.]+) ms\s+p99 ([\d.]+) ms", out)
+f50, f99 = (float(x) for x in f.groups()) if f else (float("nan"),) * 2
 once = "exactly one terminal reply" in out
 eng = json.load(open(f"{logs}/engine.json"))
 st = {s["stage"]: s for s in eng["stages"]}
 p99 = lambda name: st.get(name, {}).get("p99_us", float("nan")) / 1000
 n = lambda name: st.get(name, {}).get("count", 0)
 print("\t".join(map(str, [mode, rnd, c50, c99, round(p99("order_queue_wait_small"), 2),
-    round(p99("order_retry_wait"), 2), n("order_retry_wait"), round(p99("order_e2e_small"), 2), once])))
+    round(p99("order_retry_wait"), 2), n("order_retry_wait"), round(p99("order_e2e_small"), 2), once,
+    f50, f99])))
 PY
   tail -1 "$ROWS" >&2
 }
@@ -119,16 +123,16 @@ echo "load after: $(cut -d' ' -f1-3 /proc/loadavg)" | tee -a "$OUT/machine.txt" 
 python3 - "$ROWS" > "$OUT/summary.md" <<'PY'
 import statistics, sys
 rows = [l.rstrip("\n").split("\t") for l in open(sys.argv[1]) if l.strip()]
-print("| mode | runs | completion p50 / p99 ms (all orders) | new-order queue wait p99 ms | retry wait p99 ms (retries) | order_e2e_small p99 ms | one terminal each |")
-print("|---|---:|---|---:|---:|---:|---|")
+print("| mode | runs | completion p50 / p99 ms (all orders) | **new-order completion p50 / p99 ms** (DONE at the first attempt) | new-order queue wait p99 ms | retry wait p99 ms (retries) | order_e2e_small p99 ms | one terminal each |")
+print("|---|---:|---|---|---:|---:|---:|---|")
 for mode in ("quota", "noquota"):
     g = [r for r in rows if r[0] == mode]
     if not g:
         continue
     med = lambda i: statistics.median(float(r[i]) for r in g)
-    print(f"| {mode} | {len(g)} | {med(2):.2f} / {med(3):.2f} | {med(4):.2f} | {med(5):.2f} ({med(6):.0f}) | {med(7):.2f} | {all(r[8] == 'True' for r in g)} |")
+    print(f"| {mode} | {len(g)} | {med(2):.2f} / {med(3):.2f} | {med(9):.2f} / {med(10):.2f} | {med(4):.2f} | {med(5):.2f} ({med(6):.0f}) | {med(7):.2f} | {all(r[8] == 'True' for r in g)} |")
 print()
-print("raw rows (mode round c50_ms c99_ms queue_wait_p99_ms retry_wait_p99_ms retries e2e_p99_ms one_terminal):")
+print("raw rows (mode round c50_ms c99_ms queue_wait_p99_ms retry_wait_p99_ms retries e2e_p99_ms one_terminal first_try_c50_ms first_try_c99_ms):")
 for r in rows:
     print("  " + "  ".join(r))
 PY

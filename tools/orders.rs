@@ -147,6 +147,9 @@ struct ConnResult {
     violations: Vec<String>,
     ack_latency: Histogram<u64>,
     done_latency: Histogram<u64>,
+    /// Completion of the orders `DONE` at their first attempt: the orders
+    /// no retry touched (during a retry storm, what the fresh orders get).
+    first_try_latency: Histogram<u64>,
     reject_latency: Histogram<u64>,
 }
 
@@ -216,6 +219,7 @@ pub fn run(args: &OrdersArgs) -> Result<(), Failure> {
         total.violations.extend(r.violations);
         let _ = total.ack_latency.add(&r.ack_latency);
         let _ = total.done_latency.add(&r.done_latency);
+        let _ = total.first_try_latency.add(&r.first_try_latency);
         let _ = total.reject_latency.add(&r.reject_latency);
     }
     print_summary(&total, elapsed, &args);
@@ -298,6 +302,7 @@ fn connection(
         violations: Vec::new(),
         ack_latency: hist(),
         done_latency: hist(),
+        first_try_latency: hist(),
         reject_latency: hist(),
     };
     let last_due = due(*mine.last().unwrap_or(&0));
@@ -392,7 +397,9 @@ fn connection(
                     r.reject_latency.saturating_record(lat.max(1));
                 }
             }
-            Reply::Done { status, .. } => {
+            Reply::Done {
+                status, attempts, ..
+            } => {
                 if *st != State::Acked {
                     r.violations
                         .push(format!("DONE before ACK: {}", line.trim_end()));
@@ -401,6 +408,9 @@ fn connection(
                 ended += 1;
                 *r.done.entry(status.as_str().to_string()).or_default() += 1;
                 r.done_latency.saturating_record(lat.max(1));
+                if *attempts == 1 {
+                    r.first_try_latency.saturating_record(lat.max(1));
+                }
             }
             Reply::Dead { reason, .. } => {
                 *st = State::Ended;
@@ -468,6 +478,10 @@ fn print_summary(t: &ConnResult, elapsed: Duration, args: &OrdersArgs) {
         pct(&t.reject_latency)
     );
     println!("  completion (due → terminal):   {}", pct(&t.done_latency));
+    println!(
+        "    DONE at the first attempt:   {}",
+        pct(&t.first_try_latency)
+    );
     if t.missing == 0 && t.violations.is_empty() {
         println!("  every order got exactly one terminal reply");
     } else {
