@@ -60,10 +60,16 @@ pub(crate) fn route(req: &Request, sh: &Shared) -> Routed {
             };
             Response::with_type(code, "application/json", v.to_string())
         }
-        ("GET", "/health") => match st.watch.health() {
-            Ok(()) => Response::text(200, "ok\n"),
-            Err(why) => Response::text(503, format!("unhealthy: {why}\n")),
-        },
+        ("GET", "/health") => {
+            // A halted order path is healthy (the operator chose it) and
+            // said on a second line, so a check that reads the body sees it.
+            let halted = st.orders.as_ref().is_some_and(|o| o.is_halted());
+            let note = if halted { "orders: halted\n" } else { "" };
+            match st.watch.health() {
+                Ok(()) => Response::text(200, format!("ok\n{note}")),
+                Err(why) => Response::text(503, format!("unhealthy: {why}\n{note}")),
+            }
+        }
         ("POST", "/orders/halt" | "/orders/resume") => {
             orders_switch::answer(req, path, st.orders.as_deref())
         }

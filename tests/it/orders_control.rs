@@ -200,6 +200,10 @@ fn halt_refuses_new_orders_holds_the_queue_and_resume_lets_it_go() {
     assert_eq!(code, 200);
     let health: serde_json::Value = serde_json::from_str(&health).unwrap();
     assert_eq!(health["orders_halted"], true, "{health}");
+    assert_eq!(
+        http(admin, "GET", "/health"),
+        (200, "ok\norders: halted\n".into())
+    );
     cl.new_order("n1", "EURUSD", "1");
     assert_eq!(cl.raw_reply(), "REJECT n1 SYSTEM_BUSY halted");
     wait_until("the halted gauge", || {
@@ -219,6 +223,7 @@ fn halt_refuses_new_orders_holds_the_queue_and_resume_lets_it_go() {
         (200, "resumed\n".into())
     );
     assert_eq!(http(admin, "POST", "/orders/resume").0, 409);
+    assert_eq!(http(admin, "GET", "/health"), (200, "ok\n".into()));
     let q1 = cl.until_terminal("q1");
     assert!(matches!(
         q1.last(),
