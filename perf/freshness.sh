@@ -36,31 +36,12 @@ if [ "$(nproc)" -ge 2 ] && command -v taskset >/dev/null; then
   SRV=(taskset -c 0); CLI=(taskset -c 1)
 fi
 
-PIDS=()
+. perf/lib.sh
 cleanup() {
-  for p in "${PIDS[@]}"; do kill "$p" 2>/dev/null || true; done
-  for p in "${PIDS[@]}"; do wait "$p" 2>/dev/null || true; done
+  stop_pids
 }
 trap cleanup EXIT INT TERM
 
-free_port() {
-  python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])'
-}
-wait_port() {
-  for _ in $(seq 1 500); do
-    (exec 3<>"/dev/tcp/127.0.0.1/$1") 2>/dev/null && return 0
-    sleep 0.02
-  done
-  echo "freshness: nothing listens on port $1" >&2; return 1
-}
-wait_line() {
-  for _ in $(seq 1 1500); do
-    grep -q "$2" "$1" 2>/dev/null && return 0
-    sleep 0.02
-  done
-  echo "freshness: '$2' never appeared in $1" >&2; return 1
-}
-rss_kib() { awk '/^VmRSS:/ {print $2}' "/proc/$1/status"; }
 
 TICKS=$OUT/ticks.csv
 "$BIN" gen --symbols 1000 --ticks 1000000 --burst-factor 1 --seed 1 -o "$TICKS" 2>/dev/null

@@ -41,23 +41,12 @@ command -v python3 >/dev/null || { echo "order_retry_storm: python3 not found" >
 cargo build --release --quiet --locked --bin tickfan
 BIN=${CARGO_TARGET_DIR:-target}/release/tickfan
 
-PIDS=()
+. perf/lib.sh
 cleanup() {
-  for p in "${PIDS[@]}"; do kill "$p" 2>/dev/null || true; done
-  for p in "${PIDS[@]}"; do wait "$p" 2>/dev/null || true; done
+  stop_pids
 }
 trap cleanup EXIT INT TERM
 
-free_port() {
-  python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])'
-}
-wait_port() { # port
-  for _ in $(seq 1 1500); do
-    (exec 3<>"/dev/tcp/127.0.0.1/$1") 2>/dev/null && return 0
-    sleep 0.02
-  done
-  echo "order_retry_storm: nothing listens on port $1" >&2; return 1
-}
 
 {
   echo "date: $(date -u +%Y-%m-%dT%H:%M:%SZ)"

@@ -25,14 +25,11 @@ mkdir -p "$OUT"
 cargo build --release --quiet
 BIN=target/release/tickfan
 
-PIDS=()
+. perf/lib.sh
 cleanup() {
-  for p in "${PIDS[@]}"; do kill "$p" 2>/dev/null || true; done
-  for p in "${PIDS[@]}"; do wait "$p" 2>/dev/null || true; done
+  stop_pids
 }
 trap cleanup EXIT INT TERM
-free_port() { python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])'; }
-wait_port() { for _ in $(seq 1 500); do (exec 3<>"/dev/tcp/127.0.0.1/$1") 2>/dev/null && return 0; sleep 0.02; done; return 1; }
 
 FEED=$(free_port); SUB=$(free_port); ORD=$(free_port); ADM=$(free_port)
 "$BIN" serve --feed-listen 127.0.0.1:$FEED --sub-listen 127.0.0.1:$SUB \

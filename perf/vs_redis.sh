@@ -47,32 +47,12 @@ if [ "$PIN" = 1 ] && [ "$(nproc)" -ge 2 ] && command -v taskset >/dev/null; then
   SRV=(taskset -c 0); CLI=(taskset -c 1)
 fi
 
-PIDS=()
+. perf/lib.sh
 cleanup() {
-  for p in "${PIDS[@]}"; do kill "$p" 2>/dev/null || true; done
-  for p in "${PIDS[@]}"; do wait "$p" 2>/dev/null || true; done
+  stop_pids
 }
 trap cleanup EXIT INT TERM
 
-free_port() {
-  python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])'
-}
-wait_port() { # port
-  for _ in $(seq 1 500); do
-    (exec 3<>"/dev/tcp/127.0.0.1/$1") 2>/dev/null && return 0
-    sleep 0.02
-  done
-  echo "vs_redis: nothing listens on port $1" >&2; return 1
-}
-wait_line() { # file text
-  for _ in $(seq 1 1500); do
-    grep -q "$2" "$1" 2>/dev/null && return 0
-    sleep 0.02
-  done
-  echo "vs_redis: '$2' never appeared in $1" >&2; return 1
-}
-rss_kib() { awk '/^VmRSS:/ {print $2}' "/proc/$1/status"; }
-hwm_kib() { awk '/^VmHWM:/ {print $2}' "/proc/$1/status"; }
 cpu_s() { # utime + stime in seconds
   awk -v hz="$(getconf CLK_TCK)" '{print ($14 + $15) / hz}' "/proc/$1/stat"
 }

@@ -369,6 +369,21 @@ mod tests {
         (opened.orders, dedup.status("k1", 100 * SEC))
     }
 
+    /// `NEW k1 EURUSD BUY 1`, accepted now.
+    fn accepted_k1() -> Record {
+        Record::Accepted {
+            seq: 1,
+            id: "k1".into(),
+            symbol: "EURUSD".into(),
+            side: Side::Buy,
+            qty: Lots(100),
+            lane: Lane::Small,
+            deadline_wall_ns: None,
+            recv_wall_ns: wall_ns(),
+            raw: "NEW k1 EURUSD BUY 1".into(),
+        }
+    }
+
     fn dead_letter(reason: &str, attempts: u32) -> DeadLetter {
         let mut d = DeadLetter::refused("order", "p", reason, b"NEW k1 EURUSD BUY 1", 19, 1);
         d.order_id = Some("k1".into());
@@ -379,17 +394,7 @@ mod tests {
     #[test]
     fn an_open_order_the_dlq_holds_dead_ends_dead_at_start_and_stays_ended() {
         let dir = tempfile::tempdir().unwrap();
-        let accepted = Record::Accepted {
-            seq: 1,
-            id: "k1".into(),
-            symbol: "EURUSD".into(),
-            side: Side::Buy,
-            qty: Lots(100),
-            lane: Lane::Small,
-            deadline_wall_ns: None,
-            recv_wall_ns: wall_ns(),
-            raw: "NEW k1 EURUSD BUY 1".into(),
-        };
+        let accepted = accepted_k1();
         let none = |_: &str| None;
         let (orders, st) = restart(dir.path(), &none, Some(accepted));
         assert!(orders.is_empty(), "nothing was journaled before");
@@ -420,17 +425,7 @@ mod tests {
     fn attempts_journaled_before_a_restart_go_on_counting_and_the_resend_goes_to_the_last_bridge() {
         let dir = tempfile::tempdir().unwrap();
         let none = |_: &str| None;
-        let accepted = Record::Accepted {
-            seq: 1,
-            id: "k1".into(),
-            symbol: "EURUSD".into(),
-            side: Side::Buy,
-            qty: Lots(100),
-            lane: Lane::Small,
-            deadline_wall_ns: None,
-            recv_wall_ns: wall_ns(),
-            raw: "NEW k1 EURUSD BUY 1".into(),
-        };
+        let accepted = accepted_k1();
         restart(dir.path(), &none, Some(accepted));
         for (bridge, token) in [("v1", 7), ("v2", 9)] {
             let sent = Record::AttemptSent {

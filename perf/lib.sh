@@ -1,0 +1,37 @@
+# perf/lib.sh — shell helpers the perf/ scripts share (sourced, not run):
+# the processes a script started (stopped by pid on exit), free loopback
+# ports, waiting for a port or a log line. Messages name the calling script.
+
+PIDS=()
+
+# Stops every process in PIDS, by pid, and reaps it.
+stop_pids() {
+  for p in "${PIDS[@]}"; do kill "$p" 2>/dev/null || true; done
+  for p in "${PIDS[@]}"; do wait "$p" 2>/dev/null || true; done
+}
+
+# A free TCP port on 127.0.0.1.
+free_port() {
+  python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])'
+}
+
+# Waits up to 30 s until something listens on 127.0.0.1:PORT.
+wait_port() { # port
+  for _ in $(seq 1 1500); do
+    (exec 3<>"/dev/tcp/127.0.0.1/$1") 2>/dev/null && return 0
+    sleep 0.02
+  done
+  echo "${0##*/}: nothing listens on port $1" >&2; return 1
+}
+
+# Waits up to 30 s until FILE holds TEXT.
+wait_line() { # file text
+  for _ in $(seq 1 1500); do
+    grep -q "$2" "$1" 2>/dev/null && return 0
+    sleep 0.02
+  done
+  echo "${0##*/}: '$2' never appeared in $1" >&2; return 1
+}
+
+rss_kib() { awk '/^VmRSS:/ {print $2}' "/proc/$1/status"; }
+hwm_kib() { awk '/^VmHWM:/ {print $2}' "/proc/$1/status"; }
