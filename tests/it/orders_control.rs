@@ -7,13 +7,42 @@
 //! orders are held at the bridge, not timed.
 
 use std::collections::HashMap;
+use std::sync::Arc;
 
 use tickfan::client::orders::{OrderState, Reply};
 use tickfan::model::order_reasons::{DoneStatus, RejectReason};
 use tickfan::retry::SimClock;
+use tickfan::runtime::Engine;
 
 use crate::admin::{http, scrape, value};
 use crate::util::{advance_until, order_engine, wait_until, OpenOnDrop, OrderClient, ScriptBridge};
+
+/// An engine of one worker whose venue holds order `g1` at its gate, and
+/// the client that sent it. Fields drop in order: the gate opens first.
+struct Gated {
+    _open: OpenOnDrop,
+    _clock: SimClock,
+    bridge: Arc<ScriptBridge>,
+    e: Engine,
+    cl: OrderClient,
+}
+
+fn gated() -> Gated {
+    let clock = SimClock::new();
+    let bridge = ScriptBridge::new();
+    let e = order_engine(&clock, &bridge, |_| {});
+    let open = OpenOnDrop(bridge.clone());
+    let mut cl = OrderClient::connect(e.order_addr());
+    cl.accepted("g1", "GATE", "1");
+    wait_until("g1 at the bridge", || bridge.calls_for("g1").len() == 1);
+    Gated {
+        _open: open,
+        _clock: clock,
+        bridge,
+        e,
+        cl,
+    }
+}
 
 /// The `STATUS` state of `id`.
 fn state(cl: &mut OrderClient, id: &str) -> OrderState {
@@ -38,13 +67,14 @@ fn terminals(replies: &[Reply]) -> HashMap<String, usize> {
 
 #[test]
 fn a_queued_order_is_cancelled_one_at_a_bridge_is_too_late_and_each_ends_once() {
-    let clock = SimClock::new();
-    let bridge = ScriptBridge::new();
-    let e = order_engine(&clock, &bridge, |_| {}); // one worker
-    let _open = OpenOnDrop(bridge.clone());
-    let mut cl = OrderClient::connect(e.order_addr());
-    cl.accepted("g1", "GATE", "1");
-    wait_until("g1 at the bridge", || bridge.calls_for("g1").len() == 1);
+    // `_open` bound last is dropped first: the gate opens before the engine stops.
+    let Gated {
+        _clock,
+        bridge,
+        e,
+        mut cl,
+        _open,
+    } = gated(); // one worker, g1 at the gate
     cl.accepted("q1", "EURUSD", "2");
     cl.line("CANCEL q1");
     assert_eq!(
@@ -178,14 +208,15 @@ fn a_cancel_is_journaled_and_stays_cancelled_after_a_restart() {
 
 #[test]
 fn halt_refuses_new_orders_holds_the_queue_and_resume_lets_it_go() {
-    let clock = SimClock::new();
-    let bridge = ScriptBridge::new();
-    let e = order_engine(&clock, &bridge, |_| {});
-    let _open = OpenOnDrop(bridge.clone());
+    // `_open` bound last is dropped first: the gate opens before the engine stops.
+    let Gated {
+        _clock,
+        bridge,
+        e,
+        mut cl,
+        _open,
+    } = gated();
     let admin = e.admin_addr();
-    let mut cl = OrderClient::connect(e.order_addr());
-    cl.accepted("g1", "GATE", "1");
-    wait_until("g1 at the bridge", || bridge.calls_for("g1").len() == 1);
     cl.accepted("q1", "EURUSD", "1");
 
     assert_eq!(
@@ -240,14 +271,15 @@ fn halt_refuses_new_orders_holds_the_queue_and_resume_lets_it_go() {
 
 #[test]
 fn halt_with_cancel_queued_cancels_every_order_not_at_a_bridge() {
-    let clock = SimClock::new();
-    let bridge = ScriptBridge::new();
-    let e = order_engine(&clock, &bridge, |_| {});
-    let _open = OpenOnDrop(bridge.clone());
+    // `_open` bound last is dropped first: the gate opens before the engine stops.
+    let Gated {
+        _clock,
+        bridge,
+        e,
+        mut cl,
+        _open,
+    } = gated();
     let admin = e.admin_addr();
-    let mut cl = OrderClient::connect(e.order_addr());
-    cl.accepted("g1", "GATE", "1");
-    wait_until("g1 at the bridge", || bridge.calls_for("g1").len() == 1);
     for i in 0..5 {
         cl.accepted(&format!("q{i}"), "EURUSD", "1");
     }
@@ -397,13 +429,14 @@ fn a_retry_storm_and_a_stream_of_new_orders_both_keep_moving_on_four_workers() {
 
 #[test]
 fn a_stop_while_halted_still_ends_every_queued_order() {
-    let clock = SimClock::new();
-    let bridge = ScriptBridge::new();
-    let e = order_engine(&clock, &bridge, |_| {});
-    let _open = OpenOnDrop(bridge.clone());
-    let mut cl = OrderClient::connect(e.order_addr());
-    cl.accepted("g1", "GATE", "1");
-    wait_until("g1 at the bridge", || bridge.calls_for("g1").len() == 1);
+    // `_open` bound last is dropped first: the gate opens before the engine stops.
+    let Gated {
+        _clock,
+        bridge,
+        e,
+        mut cl,
+        _open,
+    } = gated();
     cl.accepted("q1", "EURUSD", "1");
     assert_eq!(http(e.admin_addr(), "POST", "/orders/halt").0, 200);
     bridge.open_gate();
