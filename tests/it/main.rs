@@ -54,6 +54,7 @@ mod freshness;
 mod health;
 mod metrics;
 mod nats_servers;
+mod orders_acct;
 mod orders_admission;
 mod orders_capacity;
 
