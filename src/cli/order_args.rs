@@ -84,6 +84,14 @@ pub struct OrderArgs {
         help_heading = "Retry"
     )]
     pub retry_share: f64,
+    /// Most (account, symbol) keys with an order not ended (`NEW … acct=`); past it a new key gets REJECT … SYSTEM_BUSY acct_keys_full.
+    #[arg(
+        long,
+        value_name = "N",
+        default_value_t = 65_536,
+        help_heading = "Orders"
+    )]
+    pub acct_keys: usize,
     /// How long a client order id is remembered (duplicates rejected).
     #[arg(long, value_name = "DURATION", value_parser = humantime::parse_duration, default_value = "5m", help_heading = "Orders")]
     pub dedup_retention: Duration,
@@ -258,6 +266,7 @@ impl OrderArgs {
             journal_max_bytes: self.journal_max_bytes,
             retry_share: self.retry_share,
             start_halted: self.start_halted,
+            acct_keys: self.acct_keys,
         };
         c.validate()?;
         Ok((self.order_listen, c))

@@ -36,11 +36,13 @@ pub enum InvalidReason {
     InvalidUtf8,
     /// `REPLAY` of an id with no dead-lettered order.
     NotReplayable,
+    /// `acct=` not 1–32 bytes of `A-Z a-z 0-9 _ -`.
+    BadAcct,
 }
 
 impl InvalidReason {
     /// Number of reasons.
-    pub const COUNT: usize = 12;
+    pub const COUNT: usize = 13;
     /// Every reason, in index order.
     pub const ALL: [InvalidReason; Self::COUNT] = [
         Self::UnknownCommand,
@@ -55,6 +57,7 @@ impl InvalidReason {
         Self::LineTooLong,
         Self::InvalidUtf8,
         Self::NotReplayable,
+        Self::BadAcct,
     ];
 
     /// Stable snake-case name (first word of the detail).
@@ -72,6 +75,7 @@ impl InvalidReason {
             Self::LineTooLong => "line_too_long",
             Self::InvalidUtf8 => "invalid_utf8",
             Self::NotReplayable => "not_replayable",
+            Self::BadAcct => "bad_acct",
         }
     }
 

@@ -34,6 +34,10 @@ pub(crate) struct Order {
     pub qty: Lots,
     /// The `NEW` line as received (dead letter and replay).
     pub raw: Box<str>,
+    /// Its ordering key, `<acct> <symbol>`, when `NEW` had `acct=`
+    /// (`None` for chunks: their parent holds the key; see
+    /// `gateway/acct.rs`).
+    pub acct_key: Option<Arc<str>>,
     /// Where it came from (dead letter); shared with its connection.
     pub peer: Arc<str>,
     /// Received, measurement clock ns.

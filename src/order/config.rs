@@ -78,6 +78,9 @@ pub struct OrderConfig {
     pub retry_share: f64,
     /// Start with the order kill switch on (`--start-halted`).
     pub start_halted: bool,
+    /// Most (account, symbol) keys with an order not ended (`--acct-keys`;
+    /// past it a `NEW` of a new key gets `SYSTEM_BUSY acct_keys_full`).
+    pub acct_keys: usize,
 }
 
 impl Default for OrderConfig {
@@ -110,6 +113,7 @@ impl Default for OrderConfig {
             journal_max_bytes: 1 << 30,
             retry_share: 0.5,
             start_halted: false,
+            acct_keys: 65_536,
         }
     }
 }
@@ -198,6 +202,7 @@ impl OrderConfig {
             10_000_000,
         )?;
         range("--max-chunks", u64::from(self.lanes.max_chunks), 1, 1_000)?;
+        range("--acct-keys", self.acct_keys as u64, 1, 10_000_000)?;
         range(
             "--fill-hold-per-order",
             self.hold_per_order as u64,

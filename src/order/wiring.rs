@@ -428,6 +428,7 @@ impl OrderPath {
                 token: i.token,
                 auth_timeout_ns: i.auth_timeout.as_nanos() as u64,
                 max_order_rate: c.max_order_rate,
+                acct_keys: c.acct_keys,
             },
         )?;
         let gateway = std::thread::Builder::new()

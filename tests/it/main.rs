@@ -19,6 +19,7 @@
 //! - `tool_flags`: `--to localhost:PORT`, zero durations refused, `--bridge` errors that name the key and its forms
 //! - `tools_token`: replay, subscribe and orders with `--token-file` against a secured engine (and a Redis with `requirepass`)
 //! - `vs_redis`: the benchmark's tool modes against a real `redis-server` and the raw forwarder
+//! - `orders_acct`: per-account ordering (`acct=`): one key's orders in admission order, one at a time (retries, restart), other keys pass, cancel of a follower, bad acct, full key table
 //! - `orders_admission`: bounded queue and SYSTEM_BUSY under overload, malformed lines, duplicates
 //! - `orders_capacity`: elastic workers grow under a backlog and shrink after idle (a log line per step, the capacity interval line); a venue's `max_inflight` never exceeded; capacity gauges; bad bounds
 //! - `orders_retry`: transient → delayed retry (simulated clock), permanent → DLQ, deadlines
@@ -54,6 +55,7 @@ mod freshness;
 mod health;
 mod metrics;
 mod nats_servers;
+mod orders_acct;
 mod orders_admission;
 mod orders_capacity;
 

@@ -481,6 +481,7 @@ mod tests {
             side: Side::Buy,
             qty: Lots(qty),
             raw: format!("NEW p{seq} X BUY {}", Lots(qty)).into(),
+            acct_key: None,
             peer: "test".into(),
             recv_mono_ns: 0,
             enq_mono_ns: 0,

@@ -7,7 +7,7 @@
 //! Client → engine (`\n` or `\r\n`; fields separated by spaces):
 //!
 //! ```text
-//! NEW <id> <symbol> <BUY|SELL> <qty> [ttl=<duration>]   a new order
+//! NEW <id> <symbol> <BUY|SELL> <qty> [ttl=<duration>] [acct=<account>]   a new order
 //! REPLAY <id>                                           re-run a dead-lettered order
 //! STATUS <id>                                           where an order is (any connection)
 //! CANCEL <id>                                           cancel it if not yet at a bridge (any connection)
@@ -17,7 +17,10 @@
 //! * `id`: the client order id, 1–36 bytes of `A-Z a-z 0-9 . _ : -`;
 //! * `symbol`: 1–24 bytes of printable ASCII, no comma (as on the feed);
 //! * `qty`: lots, decimal with at most 2 decimals (`0.01` … `1000000`);
-//! * `ttl`: time to live from receipt: `500ms`, `2s`, or a bare number of ms.
+//! * `ttl`: time to live from receipt: `500ms`, `2s`, or a bare number of ms;
+//! * `acct`: the account, 1–32 bytes of `A-Z a-z 0-9 _ -`: orders of one
+//!   (account, symbol) reach the bridges in admission order, one at a time
+//!   (`acct.rs`). The options come in either order, each at most once.
 //!
 //! Engine → client, each reply on its own line, the order id second:
 //!
@@ -54,6 +57,8 @@ use crate::model::units::{Amount, Lots, LotsError, Side};
 pub(crate) const MAX_ID_LEN: usize = 36;
 /// Longest symbol.
 pub(crate) const MAX_SYMBOL_LEN: usize = 24;
+/// Longest account (`acct=`).
+pub(crate) const MAX_ACCT_LEN: usize = 32;
 /// Longest time to live accepted.
 pub(crate) const MAX_TTL: Duration = Duration::from_secs(24 * 3600);
 
@@ -70,6 +75,8 @@ pub struct NewOrder<'a> {
     pub qty: Lots,
     /// Time to live, if given.
     pub ttl: Option<Duration>,
+    /// Account (`acct=`), if given: per-(account, symbol) ordering.
+    pub acct: Option<&'a str>,
 }
 
 /// A parsed client line.
@@ -181,7 +188,8 @@ pub fn parse_request(line: &[u8]) -> Result<Request<'_>, Invalid<'_>> {
             format!("'{shown}' (commands: NEW, CANCEL, REPLAY, STATUS, PING)"),
         );
     }
-    const USAGE: &str = "usage: NEW <id> <symbol> <BUY|SELL> <qty> [ttl=<duration>]";
+    const USAGE: &str =
+        "usage: NEW <id> <symbol> <BUY|SELL> <qty> [ttl=<duration>] [acct=<account>]";
     let Some(id) = f.next() else {
         return bad(InvalidReason::MissingField, "-", USAGE.into());
     };
@@ -217,10 +225,10 @@ pub fn parse_request(line: &[u8]) -> Result<Request<'_>, Invalid<'_>> {
         }
         Err(e) => return bad(InvalidReason::BadQuantity, id, e.to_string()),
     };
-    let mut ttl = None;
-    if let Some(opt) = f.next() {
+    let (mut ttl, mut acct) = (None, None);
+    for opt in f.by_ref().take(2) {
         match opt.split_once('=') {
-            Some((k, v)) if k.eq_ignore_ascii_case("ttl") => match parse_ttl(v) {
+            Some((k, v)) if k.eq_ignore_ascii_case("ttl") && ttl.is_none() => match parse_ttl(v) {
                 Some(d) => ttl = Some(d),
                 None => {
                     return bad(
@@ -230,6 +238,16 @@ pub fn parse_request(line: &[u8]) -> Result<Request<'_>, Invalid<'_>> {
                     )
                 }
             },
+            Some((k, v)) if k.eq_ignore_ascii_case("acct") && acct.is_none() => {
+                if !valid_acct(v) {
+                    return bad(
+                        InvalidReason::BadAcct,
+                        id,
+                        format!("acct must be 1-{MAX_ACCT_LEN} bytes of A-Z a-z 0-9 _ -"),
+                    );
+                }
+                acct = Some(v);
+            }
             _ => return bad(InvalidReason::TooManyFields, id, USAGE.into()),
         }
     }
@@ -242,7 +260,15 @@ pub fn parse_request(line: &[u8]) -> Result<Request<'_>, Invalid<'_>> {
         side,
         qty,
         ttl,
+        acct,
     }))
+}
+
+/// Is `s` a valid `acct=` value (1–[`MAX_ACCT_LEN`] bytes of `A-Z a-z 0-9 _ -`)?
+fn valid_acct(s: &str) -> bool {
+    (1..=MAX_ACCT_LEN).contains(&s.len())
+        && s.bytes()
+            .all(|b| b.is_ascii_alphanumeric() || b == b'_' || b == b'-')
 }
 
 fn id_hint() -> String {
@@ -345,7 +371,8 @@ mod tests {
                 symbol: "EURUSD",
                 side: Side::Buy,
                 qty: Lots(1),
-                ttl: None
+                ttl: None,
+                acct: None,
             }))
         );
         let Ok(Request::New(o)) = parse_request(b"new o2  GBPUSD   sell 2.5 ttl=1500ms") else {
@@ -366,6 +393,17 @@ mod tests {
             panic!()
         };
         assert_eq!(o.ttl, Some(Duration::from_millis(250)));
+        let Ok(Request::New(o)) = parse_request(b"NEW o5 X BUY 1 acct=Fund_7-a ttl=2s") else {
+            panic!()
+        };
+        assert_eq!(
+            (o.acct, o.ttl),
+            (Some("Fund_7-a"), Some(Duration::from_secs(2)))
+        );
+        let Ok(Request::New(o)) = parse_request(b"NEW o6 X BUY 1 ACCT=a") else {
+            panic!()
+        };
+        assert_eq!((o.acct, o.ttl), (Some("a"), None));
         assert_eq!(parse_request(b"PING"), Ok(Request::Ping));
         assert_eq!(parse_request(b"REPLAY o1"), Ok(Request::Replay("o1")));
         assert_eq!(parse_request(b"status o-9\r"), Ok(Request::Status("o-9")));
@@ -392,6 +430,14 @@ mod tests {
             (b"NEW o1 EURUSD BUY 1 ttl=soon", R::BadTtl, "o1"),
             (b"NEW o1 EURUSD BUY 1 ttl=1s extra", R::TooManyFields, "o1"),
             (b"NEW o1 EURUSD BUY 1 color=red", R::TooManyFields, "o1"),
+            (b"NEW o1 EURUSD BUY 1 acct=", R::BadAcct, "o1"),
+            (b"NEW o1 EURUSD BUY 1 acct=a.b", R::BadAcct, "o1"),
+            (b"NEW o1 EURUSD BUY 1 acct=a acct=b", R::TooManyFields, "o1"),
+            (
+                b"NEW o1 EURUSD BUY 1 acct=a ttl=1s x",
+                R::TooManyFields,
+                "o1",
+            ),
             (b"NEW o1 EUR\xffUSD BUY 1", R::InvalidUtf8, "-"),
             (b"PING now", R::TooManyFields, "-"),
             (b"STATUS", R::MissingField, "-"),
@@ -410,6 +456,11 @@ mod tests {
                 String::from_utf8_lossy(line)
             );
         }
+        let long_acct = format!("NEW o1 X BUY 1 acct={}", "a".repeat(MAX_ACCT_LEN + 1));
+        assert_eq!(
+            parse_request(long_acct.as_bytes()).unwrap_err().reason,
+            R::BadAcct
+        );
         let long_id = format!("NEW {} X BUY 1", "a".repeat(MAX_ID_LEN + 1));
         assert_eq!(
             parse_request(long_id.as_bytes()).unwrap_err().reason,
@@ -472,7 +523,7 @@ mod proptests {
             let line = new_order_line(&id, &sym, side, Lots(qty), ttl.map(Duration::from_millis));
             let parsed = parse_request(line.trim_end().as_bytes()).unwrap();
             prop_assert_eq!(parsed, Request::New(NewOrder {
-                id: &id, symbol: &sym, side, qty: Lots(qty), ttl: ttl.map(Duration::from_millis),
+                id: &id, symbol: &sym, side, qty: Lots(qty), ttl: ttl.map(Duration::from_millis), acct: None,
             }));
         }
     }

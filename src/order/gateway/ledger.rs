@@ -24,6 +24,7 @@ use crate::order::lanes::admission::{Admission, Busy};
 use crate::order::lanes::events::{Event, EventKind};
 use crate::order::lanes::worker::e2e_stage;
 
+use super::acct::AcctKeys;
 use super::cancel::CancelBook;
 use super::codec::{
     parse_request, write_ack, write_dead, write_done, write_fill, write_reject, NewOrder, Request,
@@ -64,6 +65,9 @@ pub(super) struct Ledger {
     pub(super) halt: Arc<super::halt::Halt>,
     /// The orders `CANCEL` may still reach, and the cancels not yet answered.
     pub(super) cancels: CancelBook,
+    /// Per-account ordering: the active (account, symbol) keys and the
+    /// followers parked behind their heads.
+    pub(super) acct: AcctKeys,
 }
 
 impl Ledger {
@@ -195,8 +199,15 @@ impl Ledger {
             }
         }
         let mono = self.mono.now_ns();
-        self.next_seq += 1;
         let id: Arc<str> = Arc::from(o.id);
+        let acct_key = o.acct.map(|a| super::acct::key(a, o.symbol));
+        if let Some(k) = &acct_key {
+            if let Err(full) = self.acct.reserve(&id, k, false) {
+                self.reject(out, o.id, RejectReason::SystemBusy, &full.to_string());
+                return false;
+            }
+        }
+        self.next_seq += 1;
         let order = Order {
             seq: self.next_seq,
             conn,
@@ -205,6 +216,7 @@ impl Ledger {
             side: o.side,
             qty: o.qty,
             raw: raw.into(),
+            acct_key,
             peer: Arc::clone(peer),
             recv_mono_ns: mono,
             enq_mono_ns: mono,
@@ -219,9 +231,13 @@ impl Ledger {
             resumed: Default::default(),
             claim: Default::default(),
         };
+        let lane = admission.lane_of(order.qty);
+        // Followers parked behind their key's head count as queued in their lane.
+        let parked = self.acct.parked_in(lane);
         if let Some(p) = &mut self.pending {
-            let lane = admission.lane_of(order.qty);
-            if admission.lane_depth(lane) + p.held_in(lane) >= admission.capacity_of(lane) {
+            if admission.lane_depth(lane) + p.held_in(lane) + parked >= admission.capacity_of(lane)
+            {
+                self.acct.ended(&id);
                 let detail = std::mem::take(&mut self.busy_detail[lane.index()]);
                 self.reject(out, o.id, RejectReason::SystemBusy, &detail);
                 self.busy_detail[lane.index()] = detail;
@@ -258,11 +274,34 @@ impl Ledger {
                 Err(AppendError::Failed(e)) => format!("journal_error: {e}"),
                 Err(AppendError::Stopped) => "shutting down".to_owned(),
             };
+            self.acct.ended(&id);
             self.reject(out, o.id, RejectReason::SystemBusy, &detail);
             return false;
         }
-        let (claim, lane) = (Arc::clone(&order.claim), admission.lane_of(order.qty));
-        match admission.offer(order) {
+        let claim = Arc::clone(&order.claim);
+        let offered = match order.acct_key.clone() {
+            None => admission.offer(order),
+            Some(k) if self.acct.must_park(&k) => {
+                if admission.lane_depth(lane) + parked >= admission.capacity_of(lane) {
+                    let mut order = order;
+                    order.lane = lane;
+                    Err(Busy(order))
+                } else {
+                    let mut order = order;
+                    order.lane = lane;
+                    self.acct.park(order);
+                    Ok(())
+                }
+            }
+            Some(k) => {
+                let r = admission.offer(order);
+                if r.is_ok() {
+                    self.acct.sent(&k, &id);
+                }
+                r
+            }
+        };
+        match offered {
             Ok(()) => {
                 self.cancels.started(&id, conn, claim, lane, mono);
                 self.dedup.insert(o.id, now);
@@ -277,6 +316,7 @@ impl Ledger {
                 true
             }
             Err(Busy(back)) => {
+                self.acct.ended(&id);
                 let lane = back.lane.index();
                 let detail = std::mem::take(&mut self.busy_detail[lane]);
                 self.reject(out, o.id, RejectReason::SystemBusy, &detail);
@@ -379,6 +419,11 @@ impl Ledger {
         }
         if ev.kind.is_terminal() {
             self.cancels.ended(id);
+            // One branch while no order has `acct=`: a head frees its key's
+            // next follower; a cancelled parked follower leaves its key.
+            if !self.acct.is_empty() {
+                self.acct.ended(id);
+            }
         }
         if let Some(p) = &mut self.pending {
             if ev.kind.is_terminal() {

@@ -75,6 +75,7 @@ use dedup::{Dedup, IdState};
 use pending_acks::Released;
 use rate::RateLimit;
 
+pub(crate) mod acct;
 mod cancel;
 pub mod codec;
 pub mod dedup;
@@ -117,6 +118,8 @@ pub(crate) struct GatewaySettings {
     pub auth_timeout_ns: u64,
     /// Orders per second per connection (0 = no limit).
     pub max_order_rate: u32,
+    /// Most active (account, symbol) keys (`--acct-keys`, `acct.rs`).
+    pub acct_keys: usize,
 }
 
 /// What the gateway works with besides its sockets and its [`LoopCtx`].
@@ -254,6 +257,7 @@ impl Gateway {
                 pending,
                 halt,
                 cancels: cancel::CancelBook::default(),
+                acct: acct::AcctKeys::new(settings.acct_keys),
             },
             bridge_calls,
             settings,
@@ -315,6 +319,9 @@ impl Gateway {
             work += self.answer_cancels();
             let (applied, workers_gone) = self.drain_events();
             work += applied;
+            if self.ledger.acct.parked() > 0 {
+                work += self.release_followers();
+            }
             self.flush_dirty();
             if self.ledger.rejects > 0 {
                 let now = self.ledger.mono.now_ns();
@@ -341,8 +348,15 @@ impl Gateway {
 
     /// Stops taking orders: the listener closes, connections are no longer
     /// read, and dropping the queue's producer lets the workers finish.
+    ///
+    /// Followers parked behind their key's head (`acct.rs`) were `ACK`ed:
+    /// the queues stay open, and no line is read, until the last of them
+    /// has been offered (their heads end, by the shutdown deadline at worst).
     fn close_intake(&mut self) {
         self.release_durable();
+        if self.ledger.acct.parked() > 0 {
+            return;
+        }
         self.ledger.admission = None;
         self.refuse_held("shutting down");
         self.listener.close(self.poll.registry());
@@ -383,7 +397,7 @@ impl Gateway {
 
     /// Reads one connection for a turn; returns the lines it handled.
     fn serve(&mut self, key: usize) -> usize {
-        if self.ledger.admission.is_none() {
+        if self.ledger.admission.is_none() || self.closing.load(Ordering::Acquire) {
             return 0;
         }
         let Some(conn) = self.conns.get_mut(key) else {
@@ -534,9 +548,26 @@ impl Gateway {
                     let id = Arc::clone(&order.id);
                     let recv_mono_ns = order.recv_mono_ns;
                     let (claim, lane) = (Arc::clone(&order.claim), order.lane);
-                    match admission.offer(order) {
+                    // Per-account ordering: behind its key's head, it is
+                    // parked (ACKed all the same); else it becomes the head.
+                    let key = order.acct_key.clone();
+                    let acct = &mut self.ledger.acct;
+                    if let (Some(k), true) = (&key, recovered) {
+                        let _ = acct.reserve(&id, k, true);
+                    }
+                    let park = key.as_ref().is_some_and(|k| acct.must_park(k));
+                    let offered = if park {
+                        acct.park(order);
+                        Ok(())
+                    } else {
+                        admission.offer(order)
+                    };
+                    match offered {
                         Ok(()) => {
                             n += 1;
+                            if let (Some(k), false) = (&key, park) {
+                                acct.sent(k, &id);
+                            }
                             p.started(&id, lsn);
                             self.ledger.cancels.started(
                                 &id,
@@ -580,6 +611,35 @@ impl Gateway {
         }
     }
 
+    /// Offers the followers whose key's head ended (per-account ordering,
+    /// `acct.rs`), each now its key's head; a full lane keeps the rest
+    /// parked for a later turn. Returns how many.
+    fn release_followers(&mut self) -> usize {
+        let Some(admission) = &self.ledger.admission else {
+            return 0;
+        };
+        let mut n = 0;
+        while let Some(mut order) = self.ledger.acct.next_ready() {
+            let (id, key) = (Arc::clone(&order.id), order.acct_key.clone());
+            // Its queue wait (and the lane's oldest age) starts now: the
+            // time parked was its key's, not the lane's backlog.
+            order.enq_mono_ns = self.ledger.mono.now_ns();
+            match admission.offer(order) {
+                Ok(()) => {
+                    n += 1;
+                    if let Some(k) = key {
+                        self.ledger.acct.sent(&k, &id);
+                    }
+                }
+                Err(Busy(back)) => {
+                    self.ledger.acct.put_back(back);
+                    break;
+                }
+            }
+        }
+        n
+    }
+
     /// Refuses every held order (`SYSTEM_BUSY <detail>`) and journals that
     /// it never ran.
     fn refuse_held(&mut self, detail: &str) {
@@ -605,6 +665,7 @@ impl Gateway {
     /// Writes `REJECT <id> SYSTEM_BUSY <detail>` for a held order.
     fn refuse(&mut self, order: Order, detail: &str) {
         self.ledger.in_flight = self.ledger.in_flight.saturating_sub(1);
+        self.ledger.acct.ended(&order.id);
         self.ledger
             .dedup
             .mark(&order.id, IdState::Done, self.ledger.clock.now_ns());

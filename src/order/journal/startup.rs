@@ -264,6 +264,8 @@ pub(crate) fn open(
             symbol: symbol.into(),
             side,
             qty,
+            // The account survives in the raw `NEW` line.
+            acct_key: crate::order::gateway::acct::key_of_raw(&raw),
             raw: raw.into(),
             peer: Arc::from("recovered"),
             recv_mono_ns: mono_ns,

@@ -230,6 +230,7 @@ pub(crate) mod tests {
             side: Side::Buy,
             qty: Lots(1),
             raw: "".into(),
+            acct_key: None,
             peer: "".into(),
             recv_mono_ns: enq,
             enq_mono_ns: enq,

@@ -269,6 +269,7 @@ impl Worker {
                 side: o.side,
                 qty,
                 raw: Box::default(),
+                acct_key: None,
                 peer: o.peer.clone(),
                 recv_mono_ns: o.recv_mono_ns,
                 enq_mono_ns: o.enq_mono_ns,
