@@ -16,7 +16,7 @@ use std::time::{Duration, Instant};
 
 use tickfan::client::resp::{as_message, command, read_frame};
 
-use crate::util::{engine_with, tick, wait_until, Feed, Sub, DEADLINE};
+use crate::util::{engine_with, send_round, wait_until, Feed, Sub, DEADLINE};
 
 const SYMBOLS: u64 = 200;
 /// The reader's byte rate.
@@ -127,14 +127,8 @@ fn a_slow_reader_is_paced_by_its_drain_rate_and_a_normal_one_gets_everything() {
     loop {
         round += 1;
         assert!(round < 1_000_000, "the reader was never paced");
-        let lines: Vec<String> = names
-            .iter()
-            .map(|s| tick(round, s, &format!("1.{round:05}"), "9.99999"))
-            .collect();
-        let refs: Vec<&str> = lines.iter().map(|s| s.as_str()).collect();
-        feed.lines(&refs);
-        let want: HashMap<String, u64> = names.iter().map(|s| (s.clone(), round)).collect();
-        let got = healthy.until_latest(&want);
+        send_round(&mut feed, &names, round);
+        let got = healthy.until_round(&names, round);
         assert!(
             got.values().all(|m| m.seq() == round),
             "the normal subscriber missed an update"

@@ -2,9 +2,7 @@
 //! stays under its bound, and when it reads again it gets the latest value
 //! of every symbol it missed, never an older one after a newer.
 
-use std::collections::HashMap;
-
-use crate::util::{engine_with, tick, wait_until, Feed, Sub};
+use crate::util::{engine_with, send_round, wait_until, Feed, Sub};
 
 const HWM: usize = 4 * 1024;
 const SYMBOLS: usize = 200;
@@ -29,14 +27,8 @@ fn never_reading_subscriber_is_conflated_on_its_own() {
     while rounds_after_stall < 20 {
         round += 1;
         assert!(round < 100_000, "the stalled subscriber never became slow");
-        let lines: Vec<String> = names
-            .iter()
-            .map(|s| tick(round, s, &format!("1.{round:05}"), "9.99999"))
-            .collect();
-        let refs: Vec<&str> = lines.iter().map(|s| s.as_str()).collect();
-        feed.lines(&refs);
-        let want: HashMap<String, u64> = names.iter().map(|s| (s.clone(), round)).collect();
-        let got = healthy.until_latest(&want);
+        send_round(&mut feed, &names, round);
+        let got = healthy.until_round(&names, round);
         assert!(got.values().all(|m| m.field(2) == format!("1.{round:05}")));
         let stalled_stats = e.subscribers().into_iter().find(|s| s.id == 1);
         if stalled_stats.is_some_and(|s| s.conflations > 0) {
@@ -66,7 +58,6 @@ fn never_reading_subscriber_is_conflated_on_its_own() {
 
     // The stalled subscriber wakes up: it reaches the latest value of every
     // symbol, and per symbol its sequence numbers only go up.
-    let want: HashMap<String, u64> = names.iter().map(|s| (s.clone(), round)).collect();
-    let got = stalled.until_latest(&want);
+    let got = stalled.until_round(&names, round);
     assert_eq!(got.len(), SYMBOLS);
 }

@@ -76,6 +76,17 @@ pub fn tick(ts: u64, sym: &str, bid: &str, ask: &str) -> String {
     format!("{ts},{sym},{bid},{ask},1000000,1500000")
 }
 
+/// Sends round `round`: one tick of each symbol in `names`, its timestamp
+/// (and so its sequence) the round, its bid `1.<round>`.
+pub fn send_round(feed: &mut Feed, names: &[String], round: u64) {
+    let lines: Vec<String> = names
+        .iter()
+        .map(|s| tick(round, s, &format!("1.{round:05}"), "9.99999"))
+        .collect();
+    let refs: Vec<&str> = lines.iter().map(|s| s.as_str()).collect();
+    feed.lines(&refs);
+}
+
 /// A subscriber connection speaking RESP.
 pub struct Sub {
     writer: TcpStream,
@@ -171,6 +182,13 @@ impl Sub {
             last.insert(m.channel.clone(), m);
         }
         last
+    }
+
+    /// Reads until it holds round `round` of every symbol in `names` (see
+    /// [`send_round`]); returns the last message per symbol.
+    pub fn until_round(&mut self, names: &[String], round: u64) -> HashMap<String, Msg> {
+        let want: HashMap<String, u64> = names.iter().map(|s| (s.clone(), round)).collect();
+        self.until_latest(&want)
     }
 
     /// SUBSCRIBE and read the confirmations.
