@@ -16,28 +16,13 @@ use std::hint::black_box;
 use criterion::{criterion_group, criterion_main, BenchmarkId, Criterion, Throughput};
 use tickfan::model::lane::Lane;
 use tickfan::model::units::{Lots, Side};
-use tickfan::order::journal::files::DirFiles;
 use tickfan::order::journal::record::Record;
 use tickfan::order::journal::recover::recover;
-use tickfan::order::journal::writer::{Journal, JournalLimits};
+use tickfan::order::journal::start_unbounded;
 
 fn bench(c: &mut Criterion) {
     let dir = tempfile::tempdir().expect("temporary directory");
-    let (j, thread) = Journal::start(
-        Box::new(DirFiles {
-            dir: dir.path().to_path_buf(),
-            reserve: 64 << 20,
-        }),
-        JournalLimits {
-            max_bytes: u64::MAX,
-            segment_bytes: 64 << 20,
-            retain_ns: u64::MAX,
-        },
-        1,
-        Vec::new(),
-        Box::new(|| {}),
-    )
-    .expect("journal starts");
+    let (j, thread) = start_unbounded(dir.path()).expect("journal starts");
     let rec = |n: u64| Record::Accepted {
         seq: n,
         id: format!("c1-{n:09}"),
@@ -68,21 +53,7 @@ fn bench(c: &mut Criterion) {
     thread.join().expect("journal thread");
 
     let big = tempfile::tempdir().expect("temporary directory");
-    let (j, thread) = Journal::start(
-        Box::new(DirFiles {
-            dir: big.path().to_path_buf(),
-            reserve: 64 << 20,
-        }),
-        JournalLimits {
-            max_bytes: u64::MAX,
-            segment_bytes: 64 << 20,
-            retain_ns: u64::MAX,
-        },
-        1,
-        Vec::new(),
-        Box::new(|| {}),
-    )
-    .expect("journal starts");
+    let (j, thread) = start_unbounded(big.path()).expect("journal starts");
     for chunk in 0..1_000u64 {
         let mut last = 0;
         for n in 0..1_000 {

@@ -18,9 +18,8 @@ use std::time::{SystemTime, UNIX_EPOCH};
 
 use tickfan::model::lane::Lane;
 use tickfan::model::units::{Amount, Lots, Side};
-use tickfan::order::journal::files::DirFiles;
 use tickfan::order::journal::record::{Record, TerminalState};
-use tickfan::order::journal::writer::{Journal, JournalLimits};
+use tickfan::order::journal::start_unbounded;
 
 /// Records appended before waiting for them to be durable (one group).
 const GROUP: u64 = 1_000;
@@ -33,22 +32,7 @@ fn main() {
     let queued: u64 = args.next().expect(usage).parse().expect("QUEUED: a number");
     assert!(queued <= n, "QUEUED must be at most N");
     std::fs::create_dir_all(&dir).expect("create DIR");
-    let (j, thread) = Journal::start(
-        Box::new(DirFiles {
-            dir: dir.clone(),
-            reserve: 64 << 20,
-        }),
-        JournalLimits {
-            max_bytes: u64::MAX,
-            // The engine's segment size (src/order/journal/startup.rs).
-            segment_bytes: 64 << 20,
-            retain_ns: u64::MAX,
-        },
-        1,
-        Vec::new(),
-        Box::new(|| {}),
-    )
-    .expect("journal starts");
+    let (j, thread) = start_unbounded(&dir).expect("journal starts");
     let now = SystemTime::now()
         .duration_since(UNIX_EPOCH)
         .expect("clock after 1970")

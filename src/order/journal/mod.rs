@@ -27,3 +27,30 @@ pub mod writer;
 
 #[cfg(test)]
 pub(crate) mod tests;
+
+use std::path::Path;
+use std::thread::JoinHandle;
+
+/// A journal in `dir` (a directory of its own, empty) with the engine's
+/// segment size, no size limit and nothing retired: what benchmarks and
+/// the journal generator write.
+///
+/// # Errors
+/// The first segment cannot be created, or the thread cannot start.
+pub fn start_unbounded(dir: &Path) -> std::io::Result<(writer::Journal, JoinHandle<()>)> {
+    let segment_bytes = startup::SEGMENT_BYTES;
+    writer::Journal::start(
+        Box::new(files::DirFiles {
+            dir: dir.to_path_buf(),
+            reserve: segment_bytes,
+        }),
+        writer::JournalLimits {
+            max_bytes: u64::MAX,
+            segment_bytes,
+            retain_ns: u64::MAX,
+        },
+        1,
+        Vec::new(),
+        Box::new(|| {}),
+    )
+}

@@ -35,7 +35,7 @@ use crate::dlq::{AttemptRecord, DeadLetter};
 
 /// Largest segment; smaller when `--journal-max-bytes` is small, so old
 /// segments can be retired one by one.
-const SEGMENT_BYTES: u64 = 64 << 20;
+pub(crate) const SEGMENT_BYTES: u64 = 64 << 20;
 
 /// The connection id of recovered orders: no live connection ever has it.
 pub(crate) const NO_CONN: u64 = u64::MAX;
