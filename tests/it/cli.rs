@@ -2,20 +2,8 @@
 //! one line for a value the engine refuses); a timed run prints the final
 //! report and exits 0; the banner names every address; `--log-format json`.
 
-use crate::util::NO_JOURNAL;
+use crate::util::{EPHEMERAL_PORTS, NO_JOURNAL};
 use std::process::Command;
-
-/// Every listener of `serve` on an ephemeral loopback port.
-const EPHEMERAL_PORTS: [&str; 8] = [
-    "--feed-listen",
-    "127.0.0.1:0",
-    "--sub-listen",
-    "127.0.0.1:0",
-    "--admin-listen",
-    "127.0.0.1:0",
-    "--order-listen",
-    "127.0.0.1:0",
-];
 
 fn tickfan(args: &[&str]) -> std::process::Output {
     Command::new(env!("CARGO_BIN_EXE_tickfan"))

@@ -268,16 +268,9 @@ fn the_binary_logs_each_scale_step_and_prints_the_capacity_line() {
     use std::io::BufRead;
     use std::process::Stdio;
     let mut child = Command::new(env!("CARGO_BIN_EXE_tickfan"))
+        .arg("serve")
+        .args(crate::util::EPHEMERAL_PORTS)
         .args([
-            "serve",
-            "--feed-listen",
-            "127.0.0.1:0",
-            "--sub-listen",
-            "127.0.0.1:0",
-            "--admin-listen",
-            "127.0.0.1:0",
-            "--order-listen",
-            "127.0.0.1:0",
             "--order-workers-min",
             "1",
             "--order-workers-max",

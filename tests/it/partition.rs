@@ -121,27 +121,19 @@ fn an_edge_partitioned_from_the_cluster_flags_stale_keeps_serving_and_recovers()
     let port = cluster.servers[0].port;
     let ingest_dir = tempfile::tempdir().unwrap();
     let edge_dir = tempfile::tempdir().unwrap();
-    let (_ingest, ingest_line) = crate::util::spawn_until(
-        &[
-            "serve",
-            "--quiet",
-            "--role",
-            "ingest",
-            "--nats",
-            &cluster.servers[1].url(),
-            "--feed-listen",
-            "127.0.0.1:0",
-            "--sub-listen",
-            "127.0.0.1:0",
-            "--admin-listen",
-            "127.0.0.1:0",
-            "--order-listen",
-            "127.0.0.1:0",
-            "--data-dir",
-            ingest_dir.path().to_str().unwrap(),
-        ],
-        "tickfan serving",
-    );
+    let url = cluster.servers[1].url();
+    let mut args = vec![
+        "serve",
+        "--quiet",
+        "--role",
+        "ingest",
+        "--nats",
+        &url,
+        "--data-dir",
+        ingest_dir.path().to_str().unwrap(),
+    ];
+    args.extend(crate::util::EPHEMERAL_PORTS);
+    let (_ingest, ingest_line) = crate::util::spawn_until(&args, "tickfan serving");
     let feed_addr: SocketAddr = ingest_line
         .split("feed ")
         .nth(1)

@@ -560,6 +560,18 @@ pub struct Spawned(pub Option<std::process::Child>);
 /// temporary directory).
 pub const NO_JOURNAL: (&str, &str) = ("TICKFAN_NO_JOURNAL", "true");
 
+/// Every listener of `serve` on an ephemeral loopback port.
+pub const EPHEMERAL_PORTS: [&str; 8] = [
+    "--feed-listen",
+    "127.0.0.1:0",
+    "--sub-listen",
+    "127.0.0.1:0",
+    "--admin-listen",
+    "127.0.0.1:0",
+    "--order-listen",
+    "127.0.0.1:0",
+];
+
 /// Takes `child`'s piped stdout and yields its lines through a channel, so
 /// every read can have a deadline (`recv_timeout`).
 pub fn stdout_lines(child: &mut std::process::Child) -> std::sync::mpsc::Receiver<String> {
