@@ -180,11 +180,18 @@ impl Fanout {
         for d in routes.deliveries(id) {
             let mut out = outlets.outlet(d.sub);
             let frame_len = d.prefix.len() + tail.len();
-            if !out.buffer().is_pending(id) {
-                // The subscriber's own caps first: a closed window holds
-                // the symbol in the same pending marks a slow subscriber
-                // uses, so its latest value goes when the window opens.
-                if let Some((t, now_w)) = out.throttle() {
+            if out.buffer().is_pending(id) {
+                // Its latest value goes out with the marks: conflated.
+                out.buffer().conflate_pending();
+                done.conflations += 1;
+                continue;
+            }
+            // The subscriber's own caps first: a closed window holds the
+            // symbol in the same pending marks a slow subscriber uses, so
+            // its latest value goes when the window opens.
+            let capped = match out.throttle() {
+                None => false,
+                Some((t, now_w)) => {
                     if !t.admits(id, seq, now_w) {
                         t.held += 1;
                         out.buffer().hold(id, now_ns);
@@ -192,20 +199,23 @@ impl Fanout {
                         done.throttled += 1;
                         continue;
                     }
+                    true
                 }
-            }
+            };
             let buf = out.buffer();
-            if buf.buffered() + frame_len > buf.limit() && !buf.is_pending(id) {
+            if buf.buffered() + frame_len > buf.limit() {
                 // Past the mark in user space: hand what we have to the
                 // kernel first; only a subscriber whose socket is full too
                 // is slow.
                 out.make_room();
             }
-            match out.buffer().offer(id, &d.prefix, tail, now_ns) {
+            match out.buffer().offer_fresh(id, &d.prefix, tail, now_ns) {
                 Offer::Appended => {
                     done.frames += 1;
-                    if let Some((t, now_w)) = out.throttle() {
-                        t.sent(id, seq, frame_len, now_w);
+                    if capped {
+                        if let Some((t, now_w)) = out.throttle() {
+                            t.sent(id, seq, frame_len, now_w);
+                        }
                     }
                     out.has_output();
                 }

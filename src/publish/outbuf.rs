@@ -130,11 +130,25 @@ impl SubscriberBuffer {
     #[inline]
     pub fn offer(&mut self, id: SymbolId, prefix: &[u8], tail: &[u8], now_ns: u64) -> Offer {
         if self.is_pending(id) {
-            self.stats.conflations += 1;
+            self.conflate_pending();
             return Offer::Conflated {
                 entered_slow: false,
             };
         }
+        self.offer_fresh(id, prefix, tail, now_ns)
+    }
+
+    /// A newer value of a symbol already pending replaces the older one in
+    /// place (its latest value goes out with the marks): counted.
+    #[inline]
+    pub fn conflate_pending(&mut self) {
+        self.stats.conflations += 1;
+    }
+
+    /// [`offer`](Self::offer) for a symbol the caller knows is not pending.
+    #[inline]
+    pub fn offer_fresh(&mut self, id: SymbolId, prefix: &[u8], tail: &[u8], now_ns: u64) -> Offer {
+        debug_assert!(!self.is_pending(id));
         if self.buffered() + prefix.len() + tail.len() > self.limit() {
             let entered_slow = self.pending.is_empty();
             self.mark_pending(id, now_ns);
