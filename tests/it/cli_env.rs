@@ -15,18 +15,7 @@ fn serve(args: &[&str], env: &[(&str, &str)]) -> Output {
         cmd.env_remove(k);
     }
     cmd.args(["serve", "--duration", "200ms", "--report-interval", "20ms"])
-        .args([
-            "--feed-listen",
-            "127.0.0.1:0",
-            "--sub-listen",
-            "127.0.0.1:0",
-        ])
-        .args([
-            "--admin-listen",
-            "127.0.0.1:0",
-            "--order-listen",
-            "127.0.0.1:0",
-        ])
+        .args(crate::util::EPHEMERAL_PORTS)
         .args(args)
         .env(crate::util::NO_JOURNAL.0, crate::util::NO_JOURNAL.1)
         .envs(env.iter().copied())

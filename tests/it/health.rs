@@ -91,18 +91,7 @@ fn a_loop_that_stops_beating_makes_health_503_until_it_beats_again() {
 fn serve_with_fault(fault: &str) -> Spawned {
     let child = Command::new(env!("CARGO_BIN_EXE_tickfan"))
         .args(["serve", "--quiet"])
-        .args([
-            "--feed-listen",
-            "127.0.0.1:0",
-            "--sub-listen",
-            "127.0.0.1:0",
-        ])
-        .args([
-            "--admin-listen",
-            "127.0.0.1:0",
-            "--order-listen",
-            "127.0.0.1:0",
-        ])
+        .args(crate::util::EPHEMERAL_PORTS)
         .env("TICKFAN_FAULT", fault)
         .env(crate::util::NO_JOURNAL.0, crate::util::NO_JOURNAL.1)
         .stdout(Stdio::null())

@@ -36,18 +36,7 @@ pub(crate) fn serve_bridges(
             "--large-workers",
             "1",
         ])
-        .args([
-            "--feed-listen",
-            "127.0.0.1:0",
-            "--sub-listen",
-            "127.0.0.1:0",
-        ])
-        .args([
-            "--admin-listen",
-            "127.0.0.1:0",
-            "--order-listen",
-            "127.0.0.1:0",
-        ])
+        .args(crate::util::EPHEMERAL_PORTS)
         .args(["--data-dir", dir.to_str().unwrap()])
         .args(bridges.iter().flat_map(|b| ["--bridge", b]))
         .env_remove("TICKFAN_NO_JOURNAL")
