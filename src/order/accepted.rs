@@ -81,6 +81,11 @@ pub(crate) struct Resumed {
     pub attempts: u32,
     /// A large order's chunks: (index, bridge of its last journaled attempt).
     pub chunk_bridges: Vec<(u32, Box<str>)>,
+    /// Its admission number before the restart (its `Accepted` record's):
+    /// its attempts are routed from it, not from the new one, so a first
+    /// attempt whose record the crash lost (it is not synced before the
+    /// call, see `lanes/worker.rs`) is re-sent where it may have gone.
+    pub route: Option<u64>,
     /// Last `FILL` number sent.
     pub fills: u32,
     /// Cumulative lots after it.
@@ -104,6 +109,12 @@ impl Order {
     /// Attempts made so far.
     pub(crate) fn attempts(&self) -> u32 {
         self.history.len() as u32
+    }
+
+    /// The number its attempts are routed from: its admission number, or
+    /// for a recovered order the one it had before the restart.
+    pub(crate) fn route_seq(&self) -> u64 {
+        self.resumed.route.unwrap_or(self.seq)
     }
 
     /// The bridge a recovered order (or chunk) goes back to first: the one

@@ -13,7 +13,9 @@
 //! And, deterministically (a journal cut between an order's fills): the
 //! recovered order goes back to the venue of its journaled attempt, its
 //! fill numbers continue without a repeat, its new token is above the
-//! journaled ones; a recovered large order's chunks go back to theirs.
+//! journaled ones; a recovered large order's chunks go back to theirs; an
+//! order whose first attempt was not journaled goes back to the venue its
+//! admission number chose.
 
 use std::process::Command;
 
@@ -436,6 +438,77 @@ fn a_recovered_large_orders_chunks_go_back_to_their_venues() {
         .collect();
     assert_eq!(chunks.len(), 3, "{executed:?}");
     assert!(chunks.iter().all(|(_, &n)| n == 1), "{executed:?}");
+}
+
+/// An order whose first attempt's record never reached the disk (it is
+/// not synced before the venue call): at the restart the journal holds
+/// only its `Accepted`, and it goes back to the venue its admission number
+/// routed it to before the crash (the new number would route it to the
+/// other), so the venue that executed it answers with that execution and
+/// it is executed once over both venues.
+#[test]
+fn an_order_whose_first_attempt_was_not_journaled_goes_back_to_the_same_venue() {
+    let dir = tempfile::tempdir().unwrap();
+    let data = dir.path().join("data");
+    let (l1, l2) = (dir.path().join("v1.log"), dir.path().join("v2.log"));
+    let spec = |name: &str, log: &std::path::Path| {
+        format!(
+            "name={name},latency=uniform:100us..200us,transient=0,permanent=0,exec_log={}",
+            log.display()
+        )
+    };
+    let (v1, v2) = (spec("v1", &l1), spec("v2", &l2));
+    let (engine, addr) = serve_bridges(&data, &[&v1, &v2], 1);
+    let mut cl = OrderClient::connect(addr);
+    // Admission numbers 1 and 2: x routes from 2; recovered alone it is 1.
+    cl.accepted("s0", "EURUSD", "1");
+    cl.until_terminal("s0");
+    cl.accepted("x", "EURUSD", "2");
+    cl.until_terminal("x");
+    terminate(engine);
+
+    let mut records = Vec::new();
+    recover(&data, |r| records.push(r)).unwrap();
+    let before = [&l1, &l2].map(|l| {
+        exec_log::read(l)
+            .unwrap()
+            .into_iter()
+            .any(|(id, _)| id == "x")
+    });
+    assert_eq!(before.iter().filter(|&&b| b).count(), 1, "{before:?}");
+    rewrite_journal(&data, &records, |r| match r {
+        Record::AttemptSent { id, .. }
+        | Record::FillApplied { id, .. }
+        | Record::Terminal { id, .. } => id == "x",
+        _ => false,
+    });
+
+    let (engine, addr) = serve_bridges(&data, &[&v1, &v2], 1);
+    let mut cl = OrderClient::connect(addr);
+    let end = std::time::Instant::now() + DEADLINE;
+    loop {
+        let st = status(&mut cl, "x");
+        if st.starts_with("STATUS x DONE FILLED cum=2.00 ") {
+            break;
+        }
+        assert!(std::time::Instant::now() < end, "{st}");
+        std::thread::sleep(std::time::Duration::from_millis(5));
+    }
+    terminate(engine);
+
+    let after = [&l1, &l2].map(|l| {
+        exec_log::read(l)
+            .unwrap()
+            .into_iter()
+            .filter(|(id, _)| id == "x")
+            .count()
+    });
+    assert_eq!(after.iter().sum::<usize>(), 1, "executed once: {after:?}");
+    assert_eq!(
+        after[0] == 1,
+        before[0],
+        "at the same venue: {after:?} {before:?}"
+    );
 }
 
 /// Replaces the journal in `data` with one segment holding `records`

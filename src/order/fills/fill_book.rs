@@ -622,6 +622,7 @@ mod tests {
             bridge: None,
             attempts: 0,
             chunk_bridges: Vec::new(),
+            route: None,
             fills: 2,
             cum: f[1].cum_lots,
             amount: f[1].cum_amount,

@@ -49,9 +49,24 @@ pub(crate) struct Opened {
     pub thread: JoinHandle<()>,
     /// Orders accepted and not terminal, in admission order (seq 1..).
     pub orders: Vec<Order>,
-    /// The highest fencing token journaled (0: none): new attempts take
-    /// tokens above it.
+    /// New attempts take fencing tokens above this one
+    /// ([`tokens_after`]).
     pub last_fence_token: u64,
+}
+
+/// Bits of a fencing token below its epoch.
+const TOKEN_EPOCH_SHIFT: u32 = 40;
+
+/// The token this run's tokens start after: the highest journaled, raised
+/// to this run's epoch, the number of its first segment (`next_segment`)
+/// in the high bits. A first attempt's `AttemptSent` is not synced before
+/// its call, so a crash can lose the highest token used; but every earlier
+/// run's tokens carry a smaller epoch (its first segment is at most the
+/// newest segment on disk, which is never retired, and `next_segment` is
+/// above it), so a token is never used twice, across restarts too.
+/// 2^40 attempts per run before a token would reach the next epoch.
+fn tokens_after(next_segment: u64, last_journaled: u64) -> u64 {
+    last_journaled.max(next_segment << TOKEN_EPOCH_SHIFT)
 }
 
 /// The parent id and index of a chunk id (`<parent id>.c<index>`).
@@ -215,8 +230,9 @@ pub(crate) fn open(
     let retention = c.dedup_retention.as_nanos() as u64;
     let mut orders = Vec::new();
     let mut ended_by_dlq = Vec::new();
-    for (id, (rec, mut end, resumed)) in seen {
+    for (id, (rec, mut end, mut resumed)) in seen {
         let Record::Accepted {
+            seq,
             symbol,
             side,
             qty,
@@ -257,6 +273,7 @@ pub(crate) fn open(
         if end.is_some() {
             continue;
         }
+        resumed.route = Some(seq);
         orders.push(Order {
             seq: orders.len() as u64 + 1,
             conn: NO_CONN,
@@ -328,7 +345,7 @@ pub(crate) fn open(
         journal,
         thread,
         orders,
-        last_fence_token,
+        last_fence_token: tokens_after(next, last_fence_token),
     })
 }
 
@@ -373,9 +390,14 @@ mod tests {
 
     /// `NEW k1 EURUSD BUY 1`, accepted now.
     fn accepted_k1() -> Record {
+        accepted("k1", 1)
+    }
+
+    /// `NEW <id> EURUSD BUY 1`, accepted now with admission number `seq`.
+    fn accepted(id: &str, seq: u64) -> Record {
         Record::Accepted {
-            seq: 1,
-            id: "k1".into(),
+            seq,
+            id: id.into(),
             symbol: "EURUSD".into(),
             side: Side::Buy,
             qty: Lots(100),
@@ -445,5 +467,61 @@ mod tests {
         assert_eq!(o.resend_to(), Some("v2"));
         let st = st.unwrap();
         assert_eq!((st.phase(), st.attempts()), (Phase::Queued, 2));
+    }
+
+    #[test]
+    fn a_recovered_order_routes_from_its_admission_number_before_the_restart() {
+        let dir = tempfile::tempdir().unwrap();
+        let none = |_: &str| None;
+        restart(dir.path(), &none, Some(accepted("k5", 5)));
+        restart(dir.path(), &none, Some(accepted("k9", 9)));
+        let (orders, _) = restart(dir.path(), &none, None);
+        let routes: Vec<_> = orders.iter().map(|o| (o.seq, o.route_seq())).collect();
+        assert_eq!(routes, [(1, 5), (2, 9)]);
+        assert!(orders.iter().all(|o| o.resend_to().is_none()));
+    }
+
+    #[test]
+    fn fencing_tokens_of_a_run_are_above_every_earlier_runs_journaled_or_not() {
+        let dir = tempfile::tempdir().unwrap();
+        let c = config(dir.path());
+        let open_at = |dir: &Path| {
+            let mut dedup = Dedup::new(c.dedup_retention.as_nanos() as u64, 1024);
+            let none = |_: &str| None;
+            let opened = open(
+                &config(dir),
+                &mut dedup,
+                100 * SEC,
+                0,
+                Box::new(|| {}),
+                &none,
+            )
+            .unwrap();
+            opened.journal.stop();
+            opened.thread.join().unwrap();
+            opened.last_fence_token
+        };
+        let first = open_at(dir.path());
+        assert_eq!(first, 1 << TOKEN_EPOCH_SHIFT, "run 1 writes segment 1");
+        // Run 2 journals a token far into its epoch; a third run, whose
+        // highest token was never journaled, still starts above it.
+        let second = open_at(dir.path());
+        assert_eq!(second, 2 << TOKEN_EPOCH_SHIFT);
+        let used = second + (1 << 39);
+        restart(
+            dir.path(),
+            &|_: &str| None,
+            Some(Record::AttemptSent {
+                id: "k1".into(),
+                bridge: "v1".into(),
+                fence_token: used,
+            }),
+        );
+        let fourth = open_at(dir.path());
+        assert!(fourth > used, "{fourth} after {used}");
+        assert_eq!(
+            tokens_after(3, 5 << TOKEN_EPOCH_SHIFT),
+            5 << TOKEN_EPOCH_SHIFT
+        );
     }
 }

@@ -23,7 +23,10 @@
 //!
 //! Routing: attempt `k` of order number `seq` (chunk `i`: `seq + i`) goes to
 //! bridge `(seq [+ i] + k − 1) mod bridges`, so orders and the chunks of one
-//! order spread over the bridges, and a retry goes to the next one.
+//! order spread over the bridges, and a retry goes to the next one. A
+//! recovered order keeps the number it had before the restart for this
+//! ([`Order::route_seq`]): its first attempt's record is not synced before
+//! the call, and recovery finds that bridge again from the number alone.
 //!
 //! Chunk queue bound: a worker takes a new large order only after finding
 //! the chunk queue empty, and its chunks stay queued until the queue is
@@ -293,6 +296,7 @@ impl Worker {
                         .iter()
                         .find(|c| c.0 == i as u32)
                         .map(|c| c.1.clone()),
+                    route: o.resumed.route,
                     ..Resumed::default()
                 },
                 claim: Arc::clone(&o.claim),
@@ -326,13 +330,24 @@ impl Worker {
         self.process(o);
     }
 
-    /// Journals the attempt (`AttemptSent`) and waits until it is durable:
-    /// after a crash recovery must know which bridge (whose venue is
-    /// idempotent by id) the order may have reached, or a re-send to
-    /// another venue could execute it twice. The wait is a group commit
-    /// shared by every worker. `false`: the journal failed (the attempt is
-    /// not made); `true` without a journal (`--no-journal`) and when the
-    /// journal is full (accepted orders must still end to free it).
+    /// Journals the attempt (`AttemptSent`); a retry or a re-send after a
+    /// restart also waits until it is durable: after a crash recovery must
+    /// know which bridge (whose venue is idempotent by id) the order may
+    /// have reached, or a re-send to another venue could execute it twice.
+    /// The wait is a group commit shared by every worker.
+    ///
+    /// A first attempt does not wait (its record rides with the next
+    /// commit): its bridge follows from the order's admission number, which
+    /// its durable `Accepted` record holds, so recovery re-sends an order
+    /// with no journaled attempt to that bridge ([`Order::route_seq`]). That
+    /// halves the syncs an order needs before its venue call, and so the
+    /// commits an `ACK` waits behind. Its fencing token may be lost with
+    /// it: tokens after a restart start above every earlier one by their
+    /// epoch (see `journal::startup::first_fence_token`).
+    ///
+    /// `false`: the journal failed (the attempt is not made); `true`
+    /// without a journal (`--no-journal`) and when the journal is full
+    /// (accepted orders must still end to free it).
     fn journal_attempt(&self, o: &Order, bridge: &str, fence_token: u64) -> bool {
         let Some(j) = &self.journal else {
             return true;
@@ -342,7 +357,9 @@ impl Worker {
             bridge: bridge.to_string(),
             fence_token,
         };
+        let first = o.attempts() == 0 && o.resend_to().is_none();
         match j.append(&rec) {
+            Ok(_) if first => true,
             Ok(lsn) if j.wait_durable(lsn) => true,
             Ok(_) => {
                 log::warn!(
@@ -382,7 +399,7 @@ impl Worker {
             return;
         }
         let n = o.attempts() + 1;
-        let route = o.seq + o.chunk.map_or(0, |c| u64::from(c.index));
+        let route = o.route_seq() + o.chunk.map_or(0, |c| u64::from(c.index));
         let mut at = ((route + u64::from(n) - 1) % self.bridges.len() as u64) as usize;
         if let Some(name) = o.resend_to() {
             // Re-sent after a restart: to the bridge it was at, whose venue
