@@ -242,6 +242,18 @@ pub(crate) fn render(s: &Scrape<'_>) -> String {
             u64::from(s.alerts.is_active(a)),
         );
     }
+    o.head(
+        "tickfan_alert_starts_total",
+        "counter",
+        "Times an alert started (one that started and cleared between two scrapes shows here).",
+    );
+    for a in Alert::ALL {
+        o.labelled(
+            "tickfan_alert_starts_total",
+            &[("name", a.as_str())],
+            s.alerts.starts(a),
+        );
+    }
 
     let ord = &c.orders;
     o.one(

@@ -105,12 +105,20 @@ pub struct AlertLimits {
 #[derive(Debug, Default)]
 pub struct AlertGauges {
     active: [AtomicU64; Alert::COUNT],
+    /// Times each alert started: an alert that started and cleared between
+    /// two scrapes still shows (`tickfan_alert_starts_total`).
+    starts: [AtomicU64; Alert::COUNT],
 }
 
 impl AlertGauges {
     /// Whether `a` is active now.
     pub fn is_active(&self, a: Alert) -> bool {
         self.active[a as usize].load(Ordering::Relaxed) == 1
+    }
+
+    /// How many times `a` has started.
+    pub fn starts(&self, a: Alert) -> u64 {
+        self.starts[a as usize].load(Ordering::Relaxed)
     }
 }
 
@@ -280,6 +288,7 @@ impl Alerts {
             if self.gauges.is_active(alert) != on {
                 self.gauges.active[alert as usize].store(u64::from(on), Ordering::Relaxed);
                 if on {
+                    self.gauges.starts[alert as usize].fetch_add(1, Ordering::Relaxed);
                     log::warn!("alert {} started: {detail}", alert.as_str());
                 } else {
                     log::info!("alert {} cleared: {detail}", alert.as_str());
@@ -356,6 +365,10 @@ mod tests {
         assert!(
             a.evaluate(&on).is_empty(),
             "still active: logged once, not again"
+        );
+        assert!(
+            Alert::ALL.iter().all(|x| a.gauges().starts(*x) == 1),
+            "each started once"
         );
         let mut calm = busy.clone();
         calm.orders.queue_depth = 0;
