@@ -204,7 +204,7 @@ impl CommitBudget {
         self.held = self.peer.held();
         self.written_at_sample = written;
         self.window_ns = now_ns;
-        self.drained = written.saturating_sub(kernel as u64);
+        self.drained = written.saturating_sub((kernel + self.held) as u64);
         self.window_drained = self.drained;
     }
 
@@ -417,6 +417,28 @@ mod tests {
         let min = *held[held.len() / 2..].iter().min().unwrap();
         assert!(min >= cap - 8 * 1024, "held {min}");
         assert!(read >= rate * 10 * 95 / 100);
+    }
+
+    #[test]
+    fn the_bytes_read_behind_a_shut_window_show_over_the_time_it_took() {
+        let mut b = CommitBudget::new(50 * MS, 256 * 1024);
+        assert!(b.arm());
+        b.first_window(0, Some(128 * 1024));
+        // Paced with its buffer full (window 0) and 4 KiB queued.
+        b.start(0, 132 * 1024, 4096, Some(0));
+        assert_eq!(b.held(), 128 * 1024);
+        // It reads 64 KiB/s; the window stays shut for 2 s (nothing seen).
+        for k in 1..100u64 {
+            b.sample(k * 20 * MS, 132 * 1024, 4096, Some(0), 0, true);
+        }
+        assert_eq!(b.rate(), 0.0, "no news: no measurement");
+        // Then opens: 128 KiB read over those 2 s, the queue delivered.
+        b.sample(2000 * MS, 132 * 1024, 0, Some(124 * 1024), 0, true);
+        let r = b.rate();
+        assert!(
+            (r - 64.0 * 1024.0).abs() < 8.0 * 1024.0,
+            "rate {r}, not a burst of the whole buffer in 20 ms"
+        );
     }
 
     #[test]
