@@ -17,7 +17,8 @@
 # Servers: tickfan (default --sub-max-lag 50ms, --sub-pending-order fifo),
 # tickfan-sqrt (--sub-pending-order sqrt-rate), tickfan-nolag (--sub-max-lag 0,
 # the behaviour before), redis (scenario `all`; it disconnects the slow readers
-# whatever their receive buffer).
+# whatever their receive buffer), tickfan-before (the defaults of another
+# build, BEFORE_BIN=path/to/tickfan: an earlier commit side by side).
 #
 # Usage: bash perf/freshness.sh   (DUR=20; OUT=perf/out/fresh-<date>; RUNS="...")
 # Every process it starts is stopped by its pid, also on Ctrl-C.
@@ -57,12 +58,13 @@ run() { # server scenario rcvbuf
   mkdir -p "$logs"
   pport=$(free_port); sport=$pport
   case $server in
-    tickfan|tickfan-nolag|tickfan-sqrt)
+    tickfan|tickfan-nolag|tickfan-sqrt|tickfan-before)
       sport=$(free_port)
-      local lag=50ms order=fifo
+      local lag=50ms order=fifo bin=$BIN
+      [ "$server" = tickfan-before ] && bin=${BEFORE_BIN:?tickfan-before needs BEFORE_BIN}
       [ "$server" = tickfan-nolag ] && lag=0s
       [ "$server" = tickfan-sqrt ] && order=sqrt-rate
-      "${SRV[@]}" "$BIN" serve --no-journal --data-dir "$logs/data" --feed-listen "127.0.0.1:$pport" --sub-listen "127.0.0.1:$sport" \
+      "${SRV[@]}" "$bin" serve --no-journal --data-dir "$logs/data" --feed-listen "127.0.0.1:$pport" --sub-listen "127.0.0.1:$sport" \
         --admin-listen 127.0.0.1:0 --dedup-capacity 1000 --quiet --sub-max-lag "$lag" --sub-pending-order "$order" --report-json "$logs/engine.json" \
         > "$logs/server.out" 2> "$logs/server.err" &
       spid=$!; fmt=csv ;;

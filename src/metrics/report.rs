@@ -132,6 +132,10 @@ pub struct SubscriberStats {
     /// Most bytes the engine ever committed for it over its budget (at most
     /// one frame: a frame larger than what is left goes out alone).
     pub max_commit_excess_bytes: u64,
+    /// Bytes its reader's kernel holds unread, as estimated from the window
+    /// it advertises (at the last sample while paced; 0 otherwise or when
+    /// the kernel does not tell).
+    pub reader_held_bytes: u64,
 }
 
 /// Everything the engine prints and writes when it stops.

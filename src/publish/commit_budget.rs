@@ -9,6 +9,8 @@
 //!  budget = clamp(drain_rate × max_lag, FLOOR, hwm)
 //!  engine bytes allowed = budget − kernel bytes (SIOCOUTQ at the last
 //!                         sample + bytes written since: an upper bound)
+//!                               − held bytes (the reader's kernel holds
+//!                         them unread: its advertised window's shrink)
 //! ```
 //!
 //! - **Paced only once slow.** A subscriber starts unpaced (the budget is
@@ -17,17 +19,25 @@
 //!   `TCP_NOTSENT_LOWAT`. It stops being paced once its measured rate
 //!   covers the mark within the lag and nothing waits
 //!   ([`CommitBudget::sample`] says so).
-//! - **Drain rate** = bytes the peer acknowledged (written − SIOCOUTQ) per
+//! - **Held bytes** ([`super::peer_window`]): acknowledged bytes the
+//!   reader's own kernel holds unread, estimated from the shrink of the
+//!   receive window it advertises; 0 when the kernel does not tell. So a
+//!   reader with the OS-default (large, auto-tuned) receive buffer is paced
+//!   as one with a small buffer is, within what the window shows.
+//! - **Drain rate** = bytes the reader took (written − SIOCOUTQ − held) per
 //!   second, over windows of at least [`WINDOW_NS`], smoothed (EWMA; the
 //!   first window's rate is taken as is, so a fast peer that blocked once
 //!   gets its budget back within a window or two). A window in which the
-//!   pipe ran empty measured the engine, not the peer: the estimate is
+//!   pipe ran empty (nothing in the kernel or held) measured the engine,
+//!   not the peer: the estimate is
 //!   raised to 1.5 × what the peer took (never compounding on itself), so
 //!   a starved estimate recovers.
 //! - Pure: times and kernel figures are passed in, so the estimator and the
 //!   budget are tested with injected values.
 //!
 //! Single owner: the publisher thread.
+
+use super::peer_window::PeerWindow;
 
 /// Smallest budget, bytes: a few frames, so a paced subscriber always
 /// makes progress. Also its socket's `TCP_NOTSENT_LOWAT` while paced.
@@ -43,6 +53,9 @@ pub const WINDOW_NS: u64 = 20_000_000;
 const ALPHA: f64 = 0.3;
 /// Raise of the estimate after a window in which the pipe ran empty.
 const PROBE: f64 = 1.5;
+/// Held bytes under this count as none for "the pipe ran empty": the
+/// coarsest window step seen on loopback (window scale 10).
+const HELD_SLACK: usize = 1024;
 
 /// The budget of one subscriber.
 #[derive(Debug, Clone)]
@@ -57,6 +70,13 @@ pub struct CommitBudget {
     budget: usize,
     /// SIOCOUTQ at the last sample.
     kernel: usize,
+    /// The reader's held bytes, estimated from its window.
+    peer: PeerWindow,
+    /// `peer.held()` at the last sample.
+    held: usize,
+    /// Bytes the reader took by the last sample (never decreases: the
+    /// held estimate moves in window units).
+    drained: u64,
     /// Bytes written to the socket at the last sample.
     written_at_sample: u64,
     /// Start of the measuring window: time and bytes drained then.
@@ -78,6 +98,9 @@ impl CommitBudget {
             rate: 0.0,
             budget: hwm,
             kernel: 0,
+            peer: PeerWindow::new(),
+            held: 0,
+            drained: 0,
             written_at_sample: 0,
             window_ns: 0,
             window_drained: 0,
@@ -87,11 +110,19 @@ impl CommitBudget {
     }
 
     /// True once, at the first write (a lag is configured): the caller sets
-    /// the socket's `TCP_NOTSENT_LOWAT` to [`UNPACED_LOWAT`].
+    /// the socket's `TCP_NOTSENT_LOWAT` to [`UNPACED_LOWAT`] and tells the
+    /// peer's window then ([`Self::first_window`]).
     pub fn arm(&mut self) -> bool {
         let first = self.max_lag_ns > 0 && !self.armed;
         self.armed = true;
         first
+    }
+
+    /// The peer's window at `now_ns` before anything was written: its
+    /// receive buffer is empty, so this is the window the held bytes are
+    /// counted from later.
+    pub fn first_window(&mut self, now_ns: u64, window: Option<u32>) {
+        self.peer.observe(now_ns, window, false);
     }
 
     /// Pacing is on for this subscriber.
@@ -117,11 +148,18 @@ impl CommitBudget {
         self.rate
     }
 
-    /// Kernel bytes at the last sample plus bytes written since: an upper
-    /// bound of the kernel's unacknowledged bytes now.
+    /// Bytes committed outside the engine: the kernel's at the last sample
+    /// plus bytes written since (an upper bound of its unacknowledged bytes
+    /// now), plus the reader's held bytes at the last sample.
     #[inline]
     pub fn kernel_bound(&self, written: u64) -> usize {
-        self.kernel + written.saturating_sub(self.written_at_sample) as usize
+        self.kernel + self.held + written.saturating_sub(self.written_at_sample) as usize
+    }
+
+    /// The reader's held bytes estimated at the last sample (0 unpaced or
+    /// when the kernel does not tell its window).
+    pub fn held(&self) -> usize {
+        self.held
     }
 
     /// Bytes the engine buffer may hold now, given `written` bytes so far.
@@ -153,28 +191,34 @@ impl CommitBudget {
     }
 
     /// A write would block: start pacing at `now_ns` with `written` bytes
-    /// written so far and `kernel` bytes unacknowledged. The rate is not
-    /// known yet: the first budget is the floor, and windows in which the
-    /// pipe runs empty raise it.
-    pub fn start(&mut self, now_ns: u64, written: u64, kernel: usize) {
+    /// written so far, `kernel` bytes unacknowledged and the peer's window
+    /// `window` (`None`: unknown). The rate is not known yet: the first
+    /// budget is the floor, and windows in which the pipe runs empty raise
+    /// it.
+    pub fn start(&mut self, now_ns: u64, written: u64, kernel: usize, window: Option<u32>) {
         self.paced = true;
         self.rate = 0.0;
         self.budget = FLOOR.min(self.hwm);
         self.kernel = kernel;
+        self.peer.observe(now_ns, window, kernel > 0);
+        self.held = self.peer.held();
         self.written_at_sample = written;
         self.window_ns = now_ns;
-        self.window_drained = written.saturating_sub(kernel as u64);
+        self.drained = written.saturating_sub((kernel + self.held) as u64);
+        self.window_drained = self.drained;
     }
 
     /// A sample at `now_ns`: `written` bytes written so far, `kernel` bytes
-    /// unacknowledged (SIOCOUTQ), `engine` bytes in the engine buffer,
-    /// `waiting` = symbols are pending. Returns `true` when pacing ended
-    /// (the caller restores the socket option).
+    /// unacknowledged (SIOCOUTQ), the peer's advertised window `window`
+    /// (`None`: unknown), `engine` bytes in the engine buffer, `waiting` =
+    /// symbols are pending. Returns `true` when pacing ended (the caller
+    /// restores the socket option).
     pub fn sample(
         &mut self,
         now_ns: u64,
         written: u64,
         kernel: usize,
+        window: Option<u32>,
         engine: usize,
         waiting: bool,
     ) -> bool {
@@ -182,12 +226,21 @@ impl CommitBudget {
             return false;
         }
         self.kernel = kernel;
+        self.peer.observe(now_ns, window, kernel > 0);
+        self.held = self.peer.held();
         self.written_at_sample = written;
-        let drained = written.saturating_sub(kernel as u64);
+        let took = written.saturating_sub((kernel + self.held) as u64);
+        self.drained = self.drained.max(took);
+        let drained = self.drained;
         let dt = now_ns.saturating_sub(self.window_ns);
-        if dt >= WINDOW_NS {
+        // While the reader holds bytes behind a window that does not move
+        // (a closed window stays closed until much of its buffer is free),
+        // what it reads is not seen: the measuring window stays open until
+        // news comes, so the bytes it read show over the time it took.
+        let seen = self.held < HELD_SLACK || self.peer.moved();
+        if dt >= WINDOW_NS && seen {
             let inst = drained.saturating_sub(self.window_drained) as f64 * 1e9 / dt as f64;
-            if kernel == 0 && engine == 0 {
+            if kernel == 0 && engine == 0 && self.held < HELD_SLACK {
                 // The peer took all it was given: it may take more. Raise
                 // from what it took (not from the estimate), so acks of
                 // bytes that only filled its receive buffer do not compound.
@@ -205,6 +258,7 @@ impl CommitBudget {
             if want >= self.hwm as f64 && !waiting && engine == 0 {
                 self.paced = false;
                 self.budget = self.hwm;
+                self.held = 0;
                 return true;
             }
         }
@@ -231,7 +285,7 @@ mod tests {
         let hwm = 256 * 1024;
         let mut b = CommitBudget::new(50 * MS, hwm);
         // Paced at t=0 with 100 kB written and 60 kB unacknowledged.
-        b.start(0, 100_000, 60_000);
+        b.start(0, 100_000, 60_000, None);
         assert_eq!(
             b.engine_limit(100_000),
             0,
@@ -247,7 +301,7 @@ mod tests {
             let top = b.engine_limit(written).min(4096);
             written += top as u64;
             kernel += top;
-            b.sample(k * 20 * MS, written, kernel, 100, true);
+            b.sample(k * 20 * MS, written, kernel, None, 100, true);
         }
         let want = 64.0 * 1024.0 * 0.05;
         assert!(
@@ -268,14 +322,14 @@ mod tests {
     #[test]
     fn the_floor_keeps_a_very_slow_peer_moving() {
         let mut b = CommitBudget::new(50 * MS, 64 * 1024);
-        b.start(0, 10_000, 10_000);
+        b.start(0, 10_000, 10_000, None);
         // The peer takes 10 bytes/s: the budget settles on the floor.
         for k in 1..=100u64 {
-            b.sample(k * 20 * MS, 10_000 + k, 10_000, 0, true);
+            b.sample(k * 20 * MS, 10_000 + k, 10_000, None, 0, true);
         }
         assert_eq!(b.budget(), FLOOR);
         // An empty pipe at the floor still allows frames.
-        b.sample(101 * 20 * MS, 20_000, 0, 0, true);
+        b.sample(101 * 20 * MS, 20_000, 0, None, 0, true);
         assert!(b.engine_limit(20_000) >= FLOOR);
     }
 
@@ -283,16 +337,135 @@ mod tests {
     fn a_starved_window_raises_the_estimate_and_a_fast_peer_is_unpaced() {
         let hwm = 64 * 1024;
         let mut b = CommitBudget::new(10 * MS, hwm);
-        b.start(0, 0, 0);
-        b.sample(20 * MS, 1000, 500, 0, true);
+        b.start(0, 0, 0, None);
+        b.sample(20 * MS, 1000, 500, None, 0, true);
         let r1 = b.rate();
         // The pipe ran empty: the peer took all; raise.
-        b.sample(40 * MS, 2000, 0, 0, true);
+        b.sample(40 * MS, 2000, 0, None, 0, true);
         assert!(b.rate() > r1);
         // Now the peer is fast: 100 MB/s, nothing waits → unpaced.
         let mut ended = false;
         for k in 3..50u64 {
-            ended |= b.sample(k * 20 * MS, k * 2_000_000, 0, 0, false);
+            ended |= b.sample(k * 20 * MS, k * 2_000_000, 0, None, 0, false);
+            if ended {
+                break;
+            }
+        }
+        assert!(ended && !b.paced());
+        assert_eq!(b.engine_limit(0), hwm);
+    }
+
+    /// A reader behind a receive buffer of `cap` bytes (its advertised
+    /// window is its free space, as a kernel's is) reading `rate` bytes/s
+    /// until `stop_ms`, the engine topping it up to its limit every ms for
+    /// `ms` ms. `tell` = the window is reported. Returns (the reader's held
+    /// bytes each ms after the first second, bytes it read, bytes written
+    /// after the stop, the budget).
+    fn reader_behind_a_big_buffer(
+        cap: u64,
+        rate: u64,
+        stop_ms: u64,
+        ms: u64,
+        tell: bool,
+    ) -> (Vec<u64>, u64, u64, CommitBudget) {
+        let mut b = CommitBudget::new(50 * MS, 256 * 1024);
+        let window = |held: u64| tell.then_some((cap - held) as u32);
+        assert!(b.arm());
+        b.first_window(0, window(0));
+        // Unpaced until its buffer filled and the send queue blocked.
+        let (mut written, mut kernel, mut held, mut read) = (cap + 4096, 4096u64, cap, 0u64);
+        b.start(0, written, kernel as usize, window(held));
+        let (mut seen, mut after_stop) = (Vec::new(), 0u64);
+        for t in 1..=ms {
+            // The reader takes its bytes; its kernel takes what fits.
+            if t < stop_ms {
+                let r = (t * rate / 1000 - read).min(held);
+                read += r;
+                held -= r;
+            }
+            let moved = kernel.min(cap - held);
+            kernel -= moved;
+            held += moved;
+            b.sample(t * MS, written, kernel as usize, window(held), 0, true);
+            // The engine writes what its limit allows (frames of 128 B).
+            let top = (b.engine_limit(written) as u64 / 128) * 128;
+            written += top;
+            kernel += top;
+            if t >= stop_ms {
+                after_stop += top;
+            }
+            if t >= 1000 {
+                seen.push(held);
+            }
+        }
+        (seen, read, after_stop, b)
+    }
+
+    #[test]
+    fn a_reader_holding_bytes_in_its_own_buffer_is_paced_as_a_small_buffer_one() {
+        let (cap, rate) = (128 * 1024, 64 * 1024);
+        // Told the window: once the old bytes are read, the reader's own
+        // kernel holds about a budget's worth, and it reads at its rate.
+        let (held, read, _, b) = reader_behind_a_big_buffer(cap, rate, u64::MAX, 10_000, true);
+        let settled = &held[held.len() / 2..];
+        let max = *settled.iter().max().unwrap();
+        assert!(max <= 8 * 1024, "held up to {max}");
+        assert!(read >= rate * 10 * 95 / 100, "read {read} of {}", rate * 10);
+        assert!(b.held() <= 8 * 1024 && b.budget() <= 8 * 1024);
+        // Not told (a kernel without tcpi_snd_wnd): it holds its buffer.
+        let (held, read, _, _) = reader_behind_a_big_buffer(cap, rate, u64::MAX, 10_000, false);
+        let min = *held[held.len() / 2..].iter().min().unwrap();
+        assert!(min >= cap - 8 * 1024, "held {min}");
+        assert!(read >= rate * 10 * 95 / 100);
+    }
+
+    #[test]
+    fn the_bytes_read_behind_a_shut_window_show_over_the_time_it_took() {
+        let mut b = CommitBudget::new(50 * MS, 256 * 1024);
+        assert!(b.arm());
+        b.first_window(0, Some(128 * 1024));
+        // Paced with its buffer full (window 0) and 4 KiB queued.
+        b.start(0, 132 * 1024, 4096, Some(0));
+        assert_eq!(b.held(), 128 * 1024);
+        // It reads 64 KiB/s; the window stays shut for 2 s (nothing seen).
+        for k in 1..100u64 {
+            b.sample(k * 20 * MS, 132 * 1024, 4096, Some(0), 0, true);
+        }
+        assert_eq!(b.rate(), 0.0, "no news: no measurement");
+        // Then opens: 128 KiB read over those 2 s, the queue delivered.
+        b.sample(2000 * MS, 132 * 1024, 0, Some(124 * 1024), 0, true);
+        let r = b.rate();
+        assert!(
+            (r - 64.0 * 1024.0).abs() < 8.0 * 1024.0,
+            "rate {r}, not a burst of the whole buffer in 20 ms"
+        );
+    }
+
+    #[test]
+    fn a_reader_that_stops_gets_little_more_than_its_budget() {
+        let (cap, rate) = (128 * 1024, 64 * 1024);
+        let (_, _, after, _) = reader_behind_a_big_buffer(cap, rate, 5_000, 6_000, true);
+        assert!(
+            after <= 16 * 1024,
+            "{after} bytes sent in the second after it stopped"
+        );
+        let (_, _, after, _) = reader_behind_a_big_buffer(cap, rate, 5_000, 6_000, false);
+        assert!(
+            after <= 8 * 1024,
+            "the send queue bounds it without a window too"
+        );
+    }
+
+    #[test]
+    fn a_fast_reader_with_an_open_window_is_unpaced() {
+        let hwm = 256 * 1024;
+        let mut b = CommitBudget::new(50 * MS, hwm);
+        b.start(0, 0, 0, Some(128 * 1024));
+        let mut ended = false;
+        for k in 1..50u64 {
+            // 100 MB/s, its window open: nothing held, nothing waits.
+            ended |= b.sample(k * 20 * MS, k * 2_000_000, 0, Some(128 * 1024), 0, false);
+            assert_eq!(b.held(), 0);
             if ended {
                 break;
             }
@@ -306,8 +479,8 @@ mod tests {
         let mut b = CommitBudget::new(50 * MS, 8192);
         b.note_commit(100_000, 0);
         assert_eq!(b.max_excess(), 0, "unpaced: nothing to record");
-        b.start(0, 0, 0);
-        b.sample(MS, 100, 1500, 0, true);
+        b.start(0, 0, 0, None);
+        b.sample(MS, 100, 1500, None, 0, true);
         assert_eq!(b.engine_limit(100), FLOOR - 1500);
         b.note_commit(700, 100);
         assert_eq!(b.max_excess(), 700 + 1500 - FLOOR as u64);

@@ -10,8 +10,9 @@
 //! a write that would block with 4 KiB more still in its buffer (the
 //! kernel holds all it will) starts pacing it (the mark drops to 2 KiB), so
 //! a reader that only pauses now and then is not paced; a paced subscriber's every write is followed by a
-//! sample of the kernel's queue (`SIOCOUTQ`), which updates its drain rate
-//! and the bytes its buffer may hold ([`sample_pacing`]).
+//! sample of the kernel's queue (`SIOCOUTQ`) and of the window its reader
+//! advertises (`TCP_INFO`), which update its drain rate, its reader's held
+//! bytes and the bytes its buffer may hold ([`sample_pacing`]).
 //!
 //! The output buffer is the publisher's conflating [`SubscriberBuffer`]:
 //! its bytes live in the kit's `WriteBuf` (the RESP encoders append to its
@@ -120,6 +121,8 @@ fn write_session(
         if let Err(e) = tcp_signals::set_notsent_lowat(&conn.stream, UNPACED_LOWAT as u32) {
             log::debug!("subscriber {}: TCP_NOTSENT_LOWAT: {e}", conn.peer);
         }
+        let window = tcp_signals::peer_window(&conn.stream).ok().flatten();
+        conn.state.buf.budget.first_window(t, window);
     }
     let sess = &mut conn.state;
     let (n, blocked) = sess.buf.write_to(&mut conn.stream, |_| {
@@ -147,8 +150,10 @@ fn maybe_start_pacing(conn: &mut Conn<Session>, now_ns: u64) -> bool {
         return false;
     }
     let kernel = tcp_signals::send_queue_bytes(&conn.stream).unwrap_or(0);
+    let window = tcp_signals::peer_window(&conn.stream).ok().flatten();
     let b = &mut conn.state.buf;
-    b.budget.start(now_ns, b.stats.bytes_written, kernel);
+    b.budget
+        .start(now_ns, b.stats.bytes_written, kernel, window);
     if let Err(e) = tcp_signals::set_notsent_lowat(&conn.stream, FLOOR as u32) {
         log::debug!("subscriber {}: TCP_NOTSENT_LOWAT: {e}", conn.peer);
     }
@@ -163,11 +168,15 @@ pub(super) fn sample_pacing(conn: &mut Conn<Session>, now_ns: u64) {
     if !conn.state.buf.budget.paced() {
         return;
     }
-    // Unknown (not Linux): the kernel counts as empty, see docs/decisions.md.
+    // Unknown (not Linux): the kernel counts as empty and the reader as
+    // holding nothing, see docs/decisions.md.
     let kernel = tcp_signals::send_queue_bytes(&conn.stream).unwrap_or(0);
+    let window = tcp_signals::peer_window(&conn.stream).ok().flatten();
     let b = &mut conn.state.buf;
     let (written, engine, waiting) = (b.stats.bytes_written, b.buffered(), b.pending_len() > 0);
-    if b.budget.sample(now_ns, written, kernel, engine, waiting) {
+    if b.budget
+        .sample(now_ns, written, kernel, window, engine, waiting)
+    {
         let _ = tcp_signals::set_notsent_lowat(&conn.stream, UNPACED_LOWAT as u32);
     }
 }

@@ -304,7 +304,7 @@ mod tests {
         assert_eq!(b.offer(0, b"", &frame, 0), Offer::Appended);
         // A write blocked with 1,000 bytes still in the kernel: paced, the
         // budget is the floor, so about one more frame fits.
-        b.budget.start(0, 0, 1000);
+        b.budget.start(0, 0, 1000, None);
         assert_eq!(b.limit(), crate::publish::commit_budget::FLOOR - 1000);
         assert_eq!(b.offer(1, b"", &frame, 1), Offer::Appended);
         assert_eq!(

@@ -318,6 +318,7 @@ impl Session {
             commit_budget_bytes: self.buf.budget.budget() as u64,
             drain_rate_bytes_per_s: self.buf.budget.rate() as u64,
             max_commit_excess_bytes: self.buf.budget.max_excess(),
+            reader_held_bytes: self.buf.budget.held() as u64,
         }
     }
 }

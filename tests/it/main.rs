@@ -7,7 +7,7 @@
 //! - `slow_subscriber`: a subscriber that never reads does not hold up the others
 //! - `sub_control`: `TICKFAN.THROTTLE` caps per symbol and per byte (simulated window clock), never reorders; `TICKFAN.SINCE` fills a gap exactly or names the oldest held seq; bad input
 
-//! - `freshness`: a reader with a small receive buffer at a fixed byte rate is paced by its drain rate (`--sub-max-lag`); a normal subscriber gets everything
+//! - `freshness`: a reader with a small receive buffer at a fixed byte rate is paced by its drain rate (`--sub-max-lag`); a normal subscriber gets everything; a reader with the OS-default receive buffer holds far less than that buffer in its own kernel (its advertised window counted)
 //! - `protocol`: replies byte for byte like a real `redis-server` (RESP2 and RESP3); `redis-cli` drives the engine
 //! - `clients`: redis-py, ioredis and node-redis with their default options: subscribe, snapshot, live, reconnect
 //! - `recorded_data`: the real recorded ticks in `../shared/data/`, every line accounted for
