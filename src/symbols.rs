@@ -119,7 +119,7 @@ impl SymbolInterner {
 
     /// The id of `name` if it is interned already; never interns.
     #[inline]
-    pub(crate) fn get(&self, name: &[u8]) -> Option<SymbolId> {
+    pub fn get(&self, name: &[u8]) -> Option<u32> {
         self.map.get(name).copied()
     }
 

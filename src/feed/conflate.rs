@@ -27,7 +27,7 @@
 //!   counted as conflated, not as poison: its content would have been
 //!   overwritten by the newer line in any case. (The feed falls back to
 //!   the exact path when the newest line itself fails: see
-//!   [`FeedConflater::needs_fallback`].)
+//!   `FeedConflater::needs_fallback`.)
 //!
 //! Bounded: every table is allocated in [`FeedConflater::new`] (one mark
 //! per symbol, one bit per possible line of a read); planning never
@@ -53,7 +53,7 @@ struct Mark {
 
 /// The plan of one read and the tables it is made in.
 #[derive(Debug)]
-pub(crate) struct FeedConflater {
+pub struct FeedConflater {
     /// Indexed by symbol id; valid where `plan == plan_no`.
     marks: Vec<Mark>,
     /// Bit `k` set: the read's line `k` is superseded. Only the words the
@@ -87,7 +87,7 @@ pub(crate) fn symbol_field(line: &[u8]) -> Option<&[u8]> {
 impl FeedConflater {
     /// Tables for ids `0..max_symbols` and reads of up to `max_lines` lines
     /// (a reader's capacity in bytes is enough: a line takes a byte at least).
-    pub(crate) fn new(max_symbols: usize, max_lines: usize) -> Self {
+    pub fn new(max_symbols: usize, max_lines: usize) -> Self {
         FeedConflater {
             marks: vec![Mark::default(); max_symbols],
             superseded: vec![0; max_lines.div_ceil(64)],
@@ -109,10 +109,10 @@ impl FeedConflater {
     /// [`LineReader::events`](crate::net::LineReader::events)), `id_of`
     /// looks a symbol up without interning. Returns how many lines are
     /// superseded.
-    pub(crate) fn plan<'a>(
+    pub fn plan<'a>(
         &mut self,
         events: impl Iterator<Item = LineEvent<'a>>,
-        mut id_of: impl FnMut(&[u8]) -> Option<SymbolId>,
+        mut id_of: impl FnMut(&[u8]) -> Option<u32>,
     ) -> u64 {
         self.clear();
         self.plan_no = self.next_plan_no();
@@ -169,7 +169,7 @@ impl FeedConflater {
 
     /// Is the current read's line `ord` superseded?
     #[inline]
-    pub(crate) fn is_superseded(&self, ord: usize) -> bool {
+    pub fn is_superseded(&self, ord: usize) -> bool {
         let word = ord / 64;
         self.plan_no != 0
             && word < self.words_used
@@ -179,7 +179,7 @@ impl FeedConflater {
     /// How many lines of the current read line `ord` of symbol `id` stands
     /// for: itself and the lines it superseded (1 without a plan).
     #[inline]
-    pub(crate) fn lines_for(&self, id: SymbolId, ord: usize) -> u64 {
+    pub fn lines_for(&self, id: u32, ord: usize) -> u64 {
         match self.marks.get(id as usize) {
             Some(m) if self.plan_no != 0 && m.plan == self.plan_no && m.last as usize == ord => {
                 u64::from(m.lines)

@@ -51,7 +51,12 @@ const READS_PER_TURN: usize = 16;
 /// After a read, the feed yields its core when this many symbols wait for
 /// the publisher (see `serve`).
 const YIELD_DIRTY: usize = 256;
-const READ_CHUNK: usize = 64 * 1024;
+/// Bytes asked for by one read. Large, so that a feed that got ahead is
+/// drained (and conflated, see `conflate.rs`) in few syscalls: measured in
+/// perf/RESULTS.md (session 4) against 64 and 256 KiB. A reader's buffer
+/// is this plus `--max-line-len`, per connection, allocated zeroed at
+/// accept (pages are touched only as bursts reach them).
+const READ_CHUNK: usize = 1024 * 1024;
 const MAX_PARK: Duration = Duration::from_millis(100);
 /// The line a feed over the connection limit reads before its close.
 const REFUSAL: &[u8] = b"ERR too many feed connections\n";

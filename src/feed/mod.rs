@@ -3,6 +3,6 @@
 //! symbol slots. Poison lines go to the DLQ.
 
 mod batch;
-pub(crate) mod conflate;
+pub mod conflate;
 pub(crate) mod ingest;
 pub mod parse;
