@@ -12,8 +12,10 @@
 use std::hint::black_box;
 
 use criterion::{criterion_group, criterion_main, Criterion, Throughput};
+use tickfan::feed::conflate::FeedConflater;
 use tickfan::feed::parse::{parse_line, Line};
 use tickfan::net::lines::{LineEvent, LineReader};
+use tickfan::symbols::SymbolInterner;
 
 /// A realistic FX tick as the venue sends it.
 const EURUSD: &[u8] = b"1701388800123456789,EURUSD,1.08512,1.08515,1000000,1500000";
@@ -127,5 +129,103 @@ fn bench_lines(c: &mut Criterion) {
     g.finish();
 }
 
-criterion_group!(benches, bench_parse_line, bench_lines);
+/// One full 1 MiB read of scenario (c)-like ticks: 1,000 symbols with Zipf
+/// (exponent 1) popularity, as `tickfan gen` makes them.
+fn zipf_bytes(len: usize) -> (Vec<u8>, usize) {
+    const N: usize = 1_000;
+    let cdf: Vec<f64> = (1..=N)
+        .scan(0.0, |acc, k| {
+            *acc += 1.0 / k as f64;
+            Some(*acc)
+        })
+        .collect();
+    let total = cdf[N - 1];
+    let mut state: u64 = 0x2545_F491_4F6C_DD1D;
+    let mut out = Vec::with_capacity(len);
+    let mut lines = 0;
+    loop {
+        state ^= state << 13;
+        state ^= state >> 7;
+        state ^= state << 17;
+        let u = (state >> 11) as f64 / (1u64 << 53) as f64 * total;
+        let sym = cdf.partition_point(|&c| c < u).min(N - 1);
+        let bid = 100_000 + (state >> 20) % 50_000;
+        let line = format!(
+            "{},SYM{sym:04},{}.{:05},{}.{:05},{},{}\n",
+            1_700_000_000_000_000_000u64 + lines as u64 * 1_000,
+            bid / 100_000,
+            bid % 100_000,
+            (bid + 3) / 100_000,
+            (bid + 3) % 100_000,
+            (state >> 40) % 50 * 100_000,
+            (state >> 30) % 50 * 100_000,
+        );
+        if out.len() + line.len() > len {
+            return (out, lines);
+        }
+        out.extend_from_slice(line.as_bytes());
+        lines += 1;
+    }
+}
+
+/// The feed's work for one full 1 MiB read: every line parsed and its
+/// symbol looked up (a read the feed keeps up with), against the plan of
+/// conflation at the feed (the newest line per symbol parsed, the rest
+/// skipped). Throughput is lines of the read, so the two compare as the
+/// feed's drain rate.
+fn bench_conflate(c: &mut Criterion) {
+    const CHUNK: usize = 1024 * 1024;
+    let (bytes, n_lines) = zipf_bytes(CHUNK);
+    let (mut interner, _table) = SymbolInterner::new(1_000);
+    for k in 0..1_000 {
+        interner.intern(format!("SYM{k:04}").as_bytes()).unwrap();
+    }
+    let mut g = c.benchmark_group("feed/conflate");
+    g.throughput(Throughput::Elements(n_lines as u64));
+    g.bench_function("parse_every_line_1m", |b| {
+        let mut reader = LineReader::new(256, CHUNK);
+        b.iter(|| {
+            let mut src = black_box(&bytes[..]);
+            reader.read_from(&mut src).expect("slice read");
+            let mut sum = 0u64;
+            while let Some(ev) = reader.next_line() {
+                if let LineEvent::Line(l) = ev {
+                    if let Ok(Line::Tick { symbol, quote }) = parse_line(l) {
+                        sum = sum.wrapping_add(quote.bid.mantissa);
+                        sum = sum.wrapping_add(u64::from(interner.get(symbol).unwrap_or(0)));
+                    }
+                }
+            }
+            sum
+        })
+    });
+    g.bench_function("plan_then_parse_newest_1m", |b| {
+        let mut reader = LineReader::new(256, CHUNK);
+        let mut plan = FeedConflater::new(1_000, 256 + CHUNK);
+        b.iter(|| {
+            let mut src = black_box(&bytes[..]);
+            reader.read_from(&mut src).expect("slice read");
+            plan.plan(reader.events(), |s| interner.get(s));
+            let mut sum = 0u64;
+            let mut walk = reader.events();
+            let mut k = 0;
+            for ev in walk.by_ref() {
+                if let LineEvent::Line(l) = ev {
+                    if !plan.is_superseded(k) {
+                        if let Ok(Line::Tick { symbol, quote }) = parse_line(l) {
+                            sum = sum.wrapping_add(quote.bid.mantissa);
+                            sum = sum.wrapping_add(u64::from(interner.get(symbol).unwrap_or(0)));
+                        }
+                    }
+                    k += 1;
+                }
+            }
+            reader.seek(walk.position());
+            sum
+        })
+    });
+    g.finish();
+}
+
+criterion_group!(benches, bench_parse_line, bench_lines, bench_conflate);
 criterion_main!(benches);

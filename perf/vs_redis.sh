@@ -30,6 +30,8 @@ DUR=${DUR:-10}
 SCENARIOS=${SCENARIOS:-"a b c"}
 # SERVERS="tickfan" runs only those; TICKFAN_FLAGS="--idle spin" adds serve
 # flags (e.g. to compare idle policies and pinning in one session).
+# BEFORE_BIN=path/to/an/older/tickfan adds the server "before" (that binary's
+# serve, same flags; list it in SERVERS, e.g. SERVERS="before tickfan redis").
 # PIN=1: the server on CPU 0, the load tools (replay, subscribe) on CPU 1, so
 # each server gets the same one core and the clients never take it from
 # it. PIN=0: let the scheduler place everything.
@@ -74,11 +76,18 @@ run() { # server scenario
   mkdir -p "$logs"
   pport=$(free_port); sport=$pport
   case $server in
-    tickfan)
+    tickfan|before)
+      local sbin=$BIN
+      if [ "$server" = before ]; then
+        sbin=${BEFORE_BIN:?vs_redis: SERVERS lists before but BEFORE_BIN is not set}
+      fi
       sport=$(free_port)
       # No orders in this benchmark: the order path's dedup table (48 MiB
-      # reserved at start by default) is sized down so RSS compares pub/sub.
-      "${SRV[@]}" "$BIN" serve --feed-listen "127.0.0.1:$pport" --sub-listen "127.0.0.1:$sport" \
+      # reserved at start by default) is sized down so RSS compares pub/sub;
+      # no journal, and the order and admin ports ephemeral (so runs beside
+      # another engine on this host do not collide on 9103/9104).
+      "${SRV[@]}" "$sbin" serve --feed-listen "127.0.0.1:$pport" --sub-listen "127.0.0.1:$sport" \
+        --order-listen 127.0.0.1:0 --admin-listen 127.0.0.1:0 --no-journal \
         --dedup-capacity 1000 --quiet --report-interval 1s --log-dir "$logs" --report-json "$logs/engine.json" \
         ${TICKFAN_FLAGS:-} > "$logs/server.out" 2> "$logs/server.err" &
       spid=$!; fmt=csv ;;

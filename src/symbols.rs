@@ -117,6 +117,12 @@ impl SymbolInterner {
         Ok(len as SymbolId)
     }
 
+    /// The id of `name` if it is interned already; never interns.
+    #[inline]
+    pub fn get(&self, name: &[u8]) -> Option<u32> {
+        self.map.get(name).copied()
+    }
+
     /// The shared read side.
     pub fn table(&self) -> &Arc<SymbolTable> {
         &self.table

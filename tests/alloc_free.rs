@@ -64,11 +64,7 @@ fn wait_until(mut cond: impl FnMut() -> bool) {
     }
 }
 
-/// One batch: ROUNDS ticks of each of SYMBOLS symbols, built up front.
-fn batch(first_round: usize) -> Vec<u8> {
-    batch_of(first_round, SYMBOLS, ROUNDS)
-}
-
+/// `rounds` ticks of each of `symbols` symbols, built up front.
 fn batch_of(first_round: usize, symbols: usize, rounds: usize) -> Vec<u8> {
     let mut out = Vec::new();
     for r in first_round..first_round + rounds {
@@ -89,7 +85,21 @@ fn steady_ticks_allocate_nothing() {
         report_interval: Duration::from_secs(3600),
         ..Config::ephemeral()
     };
-    steady_allocations(&config, b"PSUBSCRIBE *\r\n");
+    steady_allocations(&config, b"PSUBSCRIBE *\r\n", ROUNDS);
+}
+
+/// A flood (~5 MB per write, far more than one 1 MiB read): the feed's
+/// reads fill, so lines are conflated at the feed (planned, superseded
+/// ones skipped); that path allocates nothing per tick either.
+#[test]
+fn a_flood_conflated_at_the_feed_allocates_nothing_per_tick() {
+    let _serial = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
+    let config = Config {
+        report_interval: Duration::from_secs(3600),
+        ..Config::ephemeral()
+    };
+    let c = steady_allocations(&config, b"PSUBSCRIBE *\r\n", 40 * ROUNDS);
+    assert!(c.feed_conflated > 0, "the reads never filled: {c:?}");
 }
 
 /// The same with the history ring on and a subscriber under both caps of
@@ -107,19 +117,25 @@ fn throttled_subscribers_and_the_history_ring_allocate_nothing_per_tick() {
     let c = steady_allocations(
         &config,
         b"TICKFAN.THROTTLE 20 MAXBYTES 400000\r\nPSUBSCRIBE *\r\n",
+        ROUNDS,
     );
     assert!(c.throttled > 0, "the throttle held symbols back");
 }
 
-/// Feeds a warm-up batch, then a measured one, to an engine with one
-/// subscriber that sent `commands`; asserts the measured batch allocated
-/// (almost) nothing. Returns the engine's counters at the end.
-fn steady_allocations(config: &Config, commands: &[u8]) -> CountersSnapshot {
+/// Feeds a warm-up batch, then a measured one (`rounds` ticks of each
+/// symbol each), to an engine with one subscriber that sent `commands`;
+/// asserts the measured batch allocated (almost) nothing. Returns the
+/// engine's counters at the end.
+fn steady_allocations(config: &Config, commands: &[u8], rounds: usize) -> CountersSnapshot {
     let engine = Engine::start(config).unwrap();
     let c = Arc::clone(engine.counters());
     let published = move || c.publish.published.load(Ordering::Relaxed);
+    // Tick lines taken: applied, or conflated at the feed (a batch sent in
+    // one write fills the feed's reads, so part of it is conflated there).
     let c = Arc::clone(engine.counters());
-    let valid = move || c.feed.ticks_valid.load(Ordering::Relaxed);
+    let valid = move || {
+        c.feed.ticks_valid.load(Ordering::Relaxed) + c.feed.ticks_conflated.load(Ordering::Relaxed)
+    };
 
     let mut sub = TcpStream::connect(engine.subscriber_addr()).unwrap();
     sub.write_all(commands).unwrap();
@@ -146,10 +162,10 @@ fn steady_allocations(config: &Config, commands: &[u8]) -> CountersSnapshot {
     let mut feed = TcpStream::connect(engine.feed_addr()).unwrap();
 
     // Warm-up: symbols interned, buffers at their working size.
-    let warm = batch(1);
-    let steady = batch(1 + ROUNDS);
+    let warm = batch_of(1, SYMBOLS, rounds);
+    let steady = batch_of(1 + rounds, SYMBOLS, rounds);
     feed.write_all(&warm).unwrap();
-    let n = (SYMBOLS * ROUNDS) as u64;
+    let n = (SYMBOLS * rounds) as u64;
     wait_until(|| valid() == n && published() > 0);
     wait_until(|| {
         let p = published();
@@ -198,8 +214,11 @@ fn a_stalled_subscriber_under_a_full_speed_feed_does_not_grow_the_heap() {
         ..Config::ephemeral()
     };
     let engine = Engine::start(&config).unwrap();
+    // Tick lines taken: applied, or conflated at the feed.
     let c = Arc::clone(engine.counters());
-    let valid = move || c.feed.ticks_valid.load(Ordering::Relaxed);
+    let valid = move || {
+        c.feed.ticks_valid.load(Ordering::Relaxed) + c.feed.ticks_conflated.load(Ordering::Relaxed)
+    };
     let c = Arc::clone(engine.counters());
     let taken = move || {
         c.publish.published.load(Ordering::Relaxed) + c.publish.conflated.load(Ordering::Relaxed)

@@ -54,7 +54,7 @@ pub(crate) fn render(s: &Scrape<'_>) -> String {
     o.one(
         "tickfan_ticks_received_total",
         "counter",
-        "Feed lines that were ticks: valid plus poison.",
+        "Feed lines that were ticks: valid plus poison plus conflated at the feed.",
         c.ticks_received,
     );
     o.one(
@@ -62,6 +62,12 @@ pub(crate) fn render(s: &Scrape<'_>) -> String {
         "counter",
         "Ticks that parsed, validated and were written to their slot.",
         c.ticks_valid,
+    );
+    o.one(
+        "tickfan_feed_conflated_total",
+        "counter",
+        "Tick lines superseded by a newer line of their symbol in the same feed read (not parsed).",
+        c.feed_conflated,
     );
     o.head(
         "tickfan_poison_total",
@@ -98,7 +104,7 @@ pub(crate) fn render(s: &Scrape<'_>) -> String {
     o.one(
         "tickfan_conflated_total",
         "counter",
-        "Updates overwritten in their slot before being published.",
+        "Updates never published: overwritten in their slot, or conflated at the feed (sequence gaps).",
         c.conflated,
     );
     o.one(

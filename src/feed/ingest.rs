@@ -3,14 +3,19 @@
 //!
 //! The kit accepts (limit and refusal line `ERR too many feed connections`),
 //! keeps the connections and their ids, the `AUTH` deadlines, the line
-//! readers and the ready/turn lists; this file keeps what is the feed's:
-//! parse, intern, slot write, poison, the `YIELD_DIRTY` yield and the wake
-//! of the publisher.
+//! readers and the ready/turn lists; this file keeps what is the feed's
+//! loop: reads, the `YIELD_DIRTY` yield and the wake of the publisher. The
+//! per-read work (parse, intern, slot write, poison) is `batch.rs`.
 //!
 //! Hot-path discipline: buffers are allocated per connection, once; a tick
 //! costs one parse, one hash lookup and one slot write. The clock is read
 //! twice per read batch (receive time, then end of parsing), not per tick,
 //! and the publisher is woken at most once per read batch.
+//!
+//! Behind: a read that fills its whole chunk (`READ_CHUNK`) means more is
+//! waiting in the socket, so that batch is conflated at the feed: only the
+//! newest line per known symbol is parsed (`conflate.rs`; measured in
+//! perf/RESULTS.md, session 4).
 //!
 //! Fairness: a connection is read at most `READS_PER_TURN` times per loop
 //! turn, then put back on a ready list, so one flooding feed cannot starve
@@ -27,20 +32,17 @@ use mio::net::TcpListener;
 use mio::{Events, Interest, Token, Waker};
 
 use crate::auth::{LINE_OK, LINE_TIMEOUT};
-use crate::dlq::{DeadLetter, DlqSender};
-use crate::feed::parse::{parse_line, Line};
+use crate::dlq::DlqSender;
+use crate::feed::batch::Ingest;
 use crate::idle::IdleStrategy;
-use crate::metrics::counters::{bump, set, Counters};
-use crate::metrics::{Stage, StageRecorder};
+use crate::metrics::counters::{bump, set};
 use crate::model::poison::PoisonReason;
-use crate::model::tick::SlotValue;
 use crate::net::{
-    AuthGate, AuthStep, ConnCounters, Conns, LineEvent, LineReader, Listener, LoopCtx, PortPolicy,
-    TurnLists, LISTENER,
+    AuthGate, AuthStep, ConnCounters, Conns, LineReader, Listener, LoopCtx, PortPolicy, TurnLists,
+    LISTENER,
 };
 use crate::slots::SlotWriter;
 use crate::symbols::SymbolInterner;
-use crate::sys::clock::{wall_ns, MonoClock};
 use crate::sys::net::Polled;
 
 /// Token of the waker the runtime uses to stop this loop.
@@ -49,7 +51,12 @@ const READS_PER_TURN: usize = 16;
 /// After a read, the feed yields its core when this many symbols wait for
 /// the publisher (see `serve`).
 const YIELD_DIRTY: usize = 256;
-const READ_CHUNK: usize = 64 * 1024;
+/// Bytes asked for by one read. Large, so that a feed that got ahead is
+/// drained (and conflated, see `conflate.rs`) in few syscalls: measured in
+/// perf/RESULTS.md (session 4) against 64 and 256 KiB. A reader's buffer
+/// is this plus `--max-line-len`, per connection, allocated zeroed at
+/// accept (pages are touched only as bursts reach them).
+const READ_CHUNK: usize = 1024 * 1024;
 const MAX_PARK: Duration = Duration::from_millis(100);
 /// The line a feed over the connection limit reads before its close.
 const REFUSAL: &[u8] = b"ERR too many feed connections\n";
@@ -90,30 +97,6 @@ struct FeedConn {
     reader: LineReader,
 }
 
-/// The per-line work, apart from the sockets (so a line reader can be
-/// borrowed while it runs).
-#[derive(Debug)]
-struct Ingest {
-    interner: SymbolInterner,
-    slots: SlotWriter,
-    /// Valid ticks per symbol id so far: the update sequence number.
-    seqs: Vec<u64>,
-    counters: Arc<Counters>,
-    dlq: DlqSender,
-    clock: MonoClock,
-    publisher: Arc<Waker>,
-    /// Per symbol: 1 + the key of the connection that wrote it last (0 = none).
-    writer_of: Vec<u32>,
-    stale: Option<Arc<crate::cluster::stale::StaleLink>>,
-}
-
-/// What one read batch did.
-#[derive(Debug, Default, Clone, Copy)]
-struct Batch {
-    ticks: u64,
-    queued: bool,
-}
-
 impl FeedLoop {
     /// Builds the loop around an already bound listener; `ctx` carries the
     /// feed's poller (whose waker is [`STOP_WAKER`]), counters, recorder,
@@ -141,24 +124,21 @@ impl FeedLoop {
             peer_label: "feed connection",
         };
         let listener = Listener::register(ctx.registry(), listener, policy)?;
-        let max_symbols = slots.capacity();
         let room = settings.max_conns.min(1024);
         Ok(FeedLoop {
             listener,
             conns: Conns::with_capacity(room),
             turns: TurnLists::with_capacity(room),
             auth: AuthGate::new(settings.token.clone(), settings.auth_timeout_ns),
-            ingest: Ingest {
+            ingest: Ingest::new(
+                &ctx,
                 interner,
                 slots,
-                seqs: vec![0; max_symbols],
-                counters: Arc::clone(&ctx.counters),
                 dlq,
-                clock: ctx.clock,
                 publisher,
-                writer_of: vec![0; max_symbols],
-                stale: settings.stale.clone(),
-            },
+                settings.stale.clone(),
+                settings.max_line_len + READ_CHUNK,
+            ),
             ctx,
             settings,
         })
@@ -263,9 +243,12 @@ impl FeedLoop {
                             }
                         }
                     }
-                    let b = self
-                        .ingest
-                        .batch(key, reader, &conn.peer, &mut self.ctx.recorder);
+                    // A read that filled its chunk left more in the socket:
+                    // the feed is behind, so conflate this batch.
+                    let behind = n == reader.read_chunk();
+                    let b =
+                        self.ingest
+                            .batch(key, reader, behind, &conn.peer, &mut self.ctx.recorder);
                     ticks += b.ticks as usize;
                     if b.queued {
                         // Once per read batch, not per tick.
@@ -316,91 +299,6 @@ impl FeedLoop {
                 self.conns.len() as u64,
             );
             self.ingest.orphan(key);
-        }
-    }
-}
-
-impl Ingest {
-    /// Connection `key` closed: the symbols it wrote last lose their
-    /// source (flagged stale when `--stale-after` is on).
-    fn orphan(&mut self, key: usize) {
-        let Some(link) = &self.stale else {
-            return;
-        };
-        let now = self.clock.now_ns();
-        let tag = key as u32 + 1;
-        for (id, w) in self.writer_of.iter_mut().enumerate() {
-            if *w == tag {
-                *w = 0;
-                link.source_closed(id as crate::symbols::SymbolId, now);
-            }
-        }
-    }
-
-    /// Processes every complete line buffered in `reader`.
-    fn batch(
-        &mut self,
-        key: usize,
-        reader: &mut LineReader,
-        peer: &str,
-        recorder: &mut StageRecorder,
-    ) -> Batch {
-        let recv_wall = wall_ns();
-        let t0 = self.clock.now_ns();
-        let mut b = Batch::default();
-        while let Some(ev) = reader.next_line() {
-            match ev {
-                LineEvent::Line(line) => match parse_line(line) {
-                    Ok(Line::Tick { symbol, quote }) => match self.interner.intern(symbol) {
-                        Ok(id) => {
-                            let seq = &mut self.seqs[id as usize];
-                            *seq += 1;
-                            let value = SlotValue {
-                                quote,
-                                seq: *seq,
-                                recv_wall_ns: recv_wall,
-                                recv_mono_ns: t0,
-                            };
-                            b.queued |= self.slots.write(id, &value);
-                            self.writer_of[id as usize] = key as u32 + 1;
-                            b.ticks += 1;
-                            if quote.bid.cmp_value(&quote.ask) != std::cmp::Ordering::Less {
-                                bump(&self.counters.feed.crossed_quotes, 1);
-                            }
-                        }
-                        Err(_) => {
-                            let len = line.len();
-                            self.poison(peer, PoisonReason::SymbolLimit, line, len)
-                        }
-                    },
-                    Ok(Line::Skip) => bump(&self.counters.feed.lines_skipped, 1),
-                    Err(reason) => {
-                        let len = line.len();
-                        self.poison(peer, reason, line, len)
-                    }
-                },
-                LineEvent::TooLong { prefix, len_so_far } => {
-                    self.poison(peer, PoisonReason::LineTooLong, prefix, len_so_far)
-                }
-            }
-        }
-        if b.ticks > 0 {
-            let f = &self.counters.feed;
-            bump(&f.ticks_valid, b.ticks);
-            set(&f.symbols, self.interner.table().len() as u64);
-            recorder.record_span_n(Stage::FeedParse, t0, self.clock.now_ns(), b.ticks);
-        }
-        b
-    }
-
-    /// Counts a poison line and hands it to the DLQ (never blocks).
-    #[cold]
-    fn poison(&mut self, peer: &str, reason: PoisonReason, raw: &[u8], raw_len: usize) {
-        let f = &self.counters.feed;
-        bump(&f.poison[reason.index()], 1);
-        let rec = DeadLetter::refused("feed", peer, reason.as_str(), raw, raw_len, wall_ns());
-        if self.dlq.try_send(rec).is_err() {
-            bump(&f.dlq_handoff_dropped, 1);
         }
     }
 }

@@ -2,5 +2,7 @@
 //! which splits it into lines), parsed, validated and written into the
 //! symbol slots. Poison lines go to the DLQ.
 
+mod batch;
+pub mod conflate;
 pub(crate) mod ingest;
 pub mod parse;

@@ -49,6 +49,10 @@ pub struct FeedCounters {
     pub lines_skipped: AtomicU64,
     /// Ticks that parsed and validated and were written to their slot.
     pub ticks_valid: AtomicU64,
+    /// Tick lines superseded by a newer line of their symbol in the same
+    /// feed read while the feed was behind: conflated at the feed, not
+    /// parsed (see `feed::conflate`).
+    pub ticks_conflated: AtomicU64,
     /// Poison lines, by [`PoisonReason::index`].
     pub poison: [AtomicU64; PoisonReason::COUNT],
     /// Crossed or locked quotes (bid >= ask) seen; they pass through.
@@ -67,7 +71,9 @@ pub struct FeedCounters {
 pub struct PublishCounters {
     /// Updates taken from the slots and published (one per distinct value).
     pub published: AtomicU64,
-    /// Updates overwritten in their slot before the publisher took them.
+    /// Updates the publisher never took (the sequence gaps it saw):
+    /// overwritten in their slot, or conflated at the feed. So
+    /// `published + conflated = ticks_valid + ticks_conflated` once drained.
     pub conflated: AtomicU64,
     /// Frames appended to subscriber buffers.
     pub frames: AtomicU64,
@@ -129,10 +135,12 @@ pub struct Counters {
 /// A point-in-time copy of every counter, for reports.
 #[derive(Debug, Clone, Default, PartialEq, Eq, serde::Serialize)]
 pub struct CountersSnapshot {
-    /// Ticks received: valid + poison.
+    /// Ticks received: valid + poison + conflated at the feed.
     pub ticks_received: u64,
     /// Valid ticks.
     pub ticks_valid: u64,
+    /// Tick lines conflated at the feed (superseded in their read, not parsed).
+    pub feed_conflated: u64,
     /// Poison ticks in total.
     pub poison_total: u64,
     /// Poison ticks by reason name (every reason listed, zeros included).
@@ -149,7 +157,7 @@ pub struct CountersSnapshot {
     pub symbols: u64,
     /// Updates published.
     pub published: u64,
-    /// Updates conflated in the slots.
+    /// Updates never published (sequence gaps): conflated in the slots or at the feed.
     pub conflated: u64,
     /// Frames appended to subscriber buffers.
     pub frames: u64,
@@ -197,9 +205,11 @@ impl Counters {
             .collect();
         let poison_total = poison.iter().map(|(_, n)| n).sum();
         let valid = get(&f.ticks_valid);
+        let feed_conflated = get(&f.ticks_conflated);
         CountersSnapshot {
-            ticks_received: valid + poison_total,
+            ticks_received: valid + poison_total + feed_conflated,
             ticks_valid: valid,
+            feed_conflated,
             poison_total,
             poison,
             lines_skipped: get(&f.lines_skipped),

@@ -193,8 +193,13 @@ impl fmt::Display for FinalReport {
         }
         writeln!(
             f,
-            "ticks received {} = valid {} + poison {}   (skipped lines {}, crossed/locked {})",
-            c.ticks_received, c.ticks_valid, c.poison_total, c.lines_skipped, c.crossed_quotes
+            "ticks received {} = valid {} + poison {} + conflated at the feed {}   (skipped lines {}, crossed/locked {})",
+            c.ticks_received,
+            c.ticks_valid,
+            c.poison_total,
+            c.feed_conflated,
+            c.lines_skipped,
+            c.crossed_quotes
         )?;
         let poison: Vec<String> = c
             .poison

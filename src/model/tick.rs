@@ -26,7 +26,9 @@ pub struct Quote {
 pub struct SlotValue {
     /// The quote as received.
     pub quote: Quote,
-    /// Count of valid ticks received for this symbol, this one included (1-based).
+    /// Count of valid ticks received for this symbol, this one included
+    /// (1-based), plus the tick lines conflated at the feed before it
+    /// (superseded in their read, not parsed: `feed::conflate`).
     pub seq: u64,
     /// Engine receive time, wall clock, ns since the Unix epoch (goes on the wire).
     pub recv_wall_ns: u64,

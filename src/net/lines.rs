@@ -193,50 +193,54 @@ impl LineReader {
     /// longer ones as one [`LineEvent::TooLong`] each (see there). Never
     /// allocates.
     pub fn next_line(&mut self) -> Option<LineEvent<'_>> {
-        loop {
-            let found = memchr::memchr(b'\n', &self.buf[self.scanned..self.end]);
-            let Some(offset) = found else {
-                return self.no_newline();
-            };
-            let newline = self.scanned + offset;
-            let line_start = self.start;
-            self.start = newline + 1;
-            self.scanned = self.start;
-            if self.discarding {
-                // The tail of a line already reported as too long.
-                self.discarding = false;
-                continue;
-            }
-            let line = &self.buf[line_start..newline];
-            return Some(if line.len() > self.max_line_len {
-                self.too_long(line_start)
-            } else {
-                LineEvent::Line(line)
-            });
+        let mut c = self.cursor();
+        let ev = c.step(&self.buf, self.max_line_len);
+        self.start = c.start;
+        self.scanned = c.scanned;
+        self.end = c.end;
+        self.discarding = c.discarding;
+        ev
+    }
+
+    /// The events [`next_line`](Self::next_line) would return now, without
+    /// consuming them: a look ahead over the buffered bytes (e.g. to find the
+    /// newest line per key before handling any). Same code as `next_line`,
+    /// so the two sequences are identical by construction. Never allocates.
+    ///
+    /// To consume what a walk covered in one step, pass its
+    /// [`position`](LineEvents::position) to [`seek`](Self::seek).
+    pub fn events(&self) -> LineEvents<'_> {
+        LineEvents {
+            buf: &self.buf,
+            max_line_len: self.max_line_len,
+            cur: self.cursor(),
         }
     }
 
-    /// No `'\n'` in the buffered bytes: drop them if discarding, report the
-    /// line if it already exceeds the limit, otherwise wait for more.
-    fn no_newline(&mut self) -> Option<LineEvent<'_>> {
-        let line_start = self.start;
-        self.scanned = self.end;
-        if self.discarding {
-            self.start = self.end;
-            return None;
-        }
-        if self.end - line_start > self.max_line_len {
-            self.start = self.end;
-            self.discarding = true;
-            return Some(self.too_long(line_start));
-        }
-        None
+    /// Consumes everything up to `pos`, as if [`next_line`](Self::next_line)
+    /// had been called until it reached it.
+    ///
+    /// `pos` must come from [`events`](Self::events) of this reader with no
+    /// [`read_from`](Self::read_from), `next_line`, `seek` or `clear` in
+    /// between (checked in debug builds: the buffered bytes must match).
+    pub fn seek(&mut self, pos: LinePosition) {
+        let c = pos.0;
+        debug_assert!(
+            c.end == self.end && c.start >= self.start,
+            "LineReader::seek: a position from another state of this reader"
+        );
+        self.start = c.start;
+        self.scanned = c.scanned;
+        self.end = c.end;
+        self.discarding = c.discarding;
     }
 
-    fn too_long(&self, line_start: usize) -> LineEvent<'_> {
-        LineEvent::TooLong {
-            prefix: &self.buf[line_start..line_start + self.max_line_len],
-            len_so_far: self.max_line_len + 1,
+    fn cursor(&self) -> Cursor {
+        Cursor {
+            start: self.start,
+            scanned: self.scanned,
+            end: self.end,
+            discarding: self.discarding,
         }
     }
 
@@ -286,6 +290,95 @@ impl LineReader {
     /// [`next_line`](Self::next_line) has been drained).
     pub fn buffered(&self) -> usize {
         self.end - self.start
+    }
+}
+
+/// A place in a [`LineReader`]'s buffer, from
+/// [`LineEvents::position`], for [`LineReader::seek`].
+#[derive(Debug, Clone, Copy)]
+pub struct LinePosition(Cursor);
+
+/// The reader's scanning state; the [`LineReader`] invariants hold for it.
+#[derive(Debug, Clone, Copy)]
+struct Cursor {
+    start: usize,
+    scanned: usize,
+    end: usize,
+    discarding: bool,
+}
+
+impl Cursor {
+    /// One step of [`LineReader::next_line`] over `buf`.
+    fn step<'a>(&mut self, buf: &'a [u8], max_line_len: usize) -> Option<LineEvent<'a>> {
+        loop {
+            let found = memchr::memchr(b'\n', &buf[self.scanned..self.end]);
+            let Some(offset) = found else {
+                return self.no_newline(buf, max_line_len);
+            };
+            let newline = self.scanned + offset;
+            let line_start = self.start;
+            self.start = newline + 1;
+            self.scanned = self.start;
+            if self.discarding {
+                // The tail of a line already reported as too long.
+                self.discarding = false;
+                continue;
+            }
+            let line = &buf[line_start..newline];
+            return Some(if line.len() > max_line_len {
+                too_long(buf, line_start, max_line_len)
+            } else {
+                LineEvent::Line(line)
+            });
+        }
+    }
+
+    /// No `'\n'` in the buffered bytes: drop them if discarding, report the
+    /// line if it already exceeds the limit, otherwise wait for more.
+    fn no_newline<'a>(&mut self, buf: &'a [u8], max_line_len: usize) -> Option<LineEvent<'a>> {
+        let line_start = self.start;
+        self.scanned = self.end;
+        if self.discarding {
+            self.start = self.end;
+            return None;
+        }
+        if self.end - line_start > max_line_len {
+            self.start = self.end;
+            self.discarding = true;
+            return Some(too_long(buf, line_start, max_line_len));
+        }
+        None
+    }
+}
+
+fn too_long(buf: &[u8], line_start: usize, max_line_len: usize) -> LineEvent<'_> {
+    LineEvent::TooLong {
+        prefix: &buf[line_start..line_start + max_line_len],
+        len_so_far: max_line_len + 1,
+    }
+}
+
+/// A look ahead over a [`LineReader`]'s buffered events
+/// ([`LineReader::events`]); a clone walks again from where it was taken.
+#[derive(Debug, Clone)]
+pub struct LineEvents<'a> {
+    buf: &'a [u8],
+    max_line_len: usize,
+    cur: Cursor,
+}
+
+impl LineEvents<'_> {
+    /// Where this walk stands: after the last event it returned.
+    pub fn position(&self) -> LinePosition {
+        LinePosition(self.cur)
+    }
+}
+
+impl<'a> Iterator for LineEvents<'a> {
+    type Item = LineEvent<'a>;
+
+    fn next(&mut self) -> Option<LineEvent<'a>> {
+        self.cur.step(self.buf, self.max_line_len)
     }
 }
 
@@ -570,9 +663,10 @@ mod tests {
 
 #[cfg(test)]
 mod proptests {
-    use super::tests::{drive, model, Chunked};
+    use super::tests::{drive, model, own, Chunked, Ev};
     use super::*;
     use proptest::prelude::*;
+    use std::io::Read;
 
     /// Streams rich in newlines, '\r' and lines near a small limit.
     fn stream() -> impl Strategy<Value = Vec<u8>> {
@@ -594,6 +688,47 @@ mod proptests {
             let got = drive(&mut r, &mut Chunked { data: &data, sizes, i: 0, failed: false });
             prop_assert_eq!(got, model(&data, max));
             prop_assert_eq!(r.capacity(), cap);
+        }
+
+        #[test]
+        fn events_look_ahead_then_seek_equals_next_line(
+            data in stream(),
+            max in 0usize..12,
+            chunk in 1usize..20,
+            sizes in proptest::collection::vec(0usize..25, 1..8),
+        ) {
+            // Two readers over the same reads: one consumes with next_line,
+            // the other looks ahead with events() (twice) and seeks.
+            let (mut a, mut b) = (LineReader::new(max, chunk), LineReader::new(max, chunk));
+            let mut src = Chunked { data: &data, sizes, i: 0, failed: false };
+            let mut scratch = vec![0u8; chunk];
+            loop {
+                let n = match src.read(&mut scratch) {
+                    Ok(0) => break,
+                    Ok(n) => n,
+                    Err(_) => continue,
+                };
+                let mut piece = &scratch[..n];
+                while !piece.is_empty() {
+                    let k = a.read_from(&mut piece).unwrap();
+                    let mut copy = &scratch[n - piece.len() - k..n - piece.len()];
+                    prop_assert_eq!(b.read_from(&mut copy).unwrap(), k);
+                    let want: Vec<Ev> = std::iter::from_fn(|| a.next_line().map(own)).collect();
+                    let mut walk = b.events();
+                    let first: Vec<Ev> = walk.clone().map(own).collect();
+                    let got: Vec<Ev> = walk.by_ref().map(own).collect();
+                    prop_assert_eq!(&first, &want);
+                    prop_assert_eq!(&got, &want);
+                    let pos = walk.position();
+                    b.seek(pos);
+                    prop_assert_eq!(b.buffered(), a.buffered());
+                    prop_assert!(b.next_line().is_none());
+                }
+            }
+            prop_assert_eq!(
+                a.take_partial().map(<[u8]>::to_vec),
+                b.take_partial().map(<[u8]>::to_vec)
+            );
         }
 
         #[test]

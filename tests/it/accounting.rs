@@ -125,7 +125,10 @@ fn every_tick_update_and_order_is_accounted_for() {
     });
     let c = e.counters().snapshot();
 
-    // Ticks: received = valid + poison, and both as sent.
+    // Ticks: received = valid + poison, and both as sent. No read filled
+    // its chunk (a batch is ~10 KB and read before the next is sent), so
+    // nothing was conflated at the feed.
+    assert_eq!(c.feed_conflated, 0);
     assert_eq!(c.ticks_received, c.ticks_valid + c.poison_total);
     assert_eq!((c.ticks_valid, c.poison_total), (valid_total, poison));
     // Per symbol: valid = published + conflated, from the healthy

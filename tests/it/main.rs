@@ -4,6 +4,7 @@
 //! Modules, by behaviour:
 //! - `fanout`: ticks in → latest value per symbol out; snapshot; patterns; unsubscribe
 //! - `poison`: bad lines dead-lettered and counted while good ones flow
+//! - `feed_conflation`: a flood fills the feed's reads: the newest line per symbol of each read applied, the rest counted as conflated, poison still poison
 //! - `slow_subscriber`: a subscriber that never reads does not hold up the others
 //! - `sub_control`: `TICKFAN.THROTTLE` caps per symbol and per byte (simulated window clock), never reorders; `TICKFAN.SINCE` fills a gap exactly or names the oldest held seq; bad input
 
@@ -51,6 +52,7 @@ mod cluster;
 mod deploy;
 mod fanout;
 mod faults;
+mod feed_conflation;
 mod freshness;
 mod health;
 mod metrics;
