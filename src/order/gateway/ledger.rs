@@ -430,11 +430,10 @@ impl Ledger {
                 p.ended(id);
             }
             if let EventKind::Fill { n, cum, amount, .. } = &ev.kind {
-                // Appended before its `FILL` is written, not waited for
-                // (lazily: it starts no commit of its own): a fill lost in
-                // a crash is re-delivered by the idempotent venue (see
-                // docs/decisions.md).
-                if let Err(e) = p.journal().append_lazy(&Record::FillApplied {
+                // Appended before its `FILL` is written, not waited for: a
+                // fill lost in a crash is re-delivered by the idempotent
+                // venue (see docs/decisions.md).
+                if let Err(e) = p.journal().append(&Record::FillApplied {
                     id: id.to_owned(),
                     fill_no: *n,
                     cum: *cum,
@@ -472,10 +471,9 @@ impl Ledger {
                 }
             };
             if let Some((state, reason, cum, amount, attempts)) = rec {
-                // Not waited for (lazily appended): a terminal record lost
-                // in a crash only makes recovery run the order again, under
-                // its idempotent id.
-                if let Err(e) = p.journal().append_lazy(&Record::Terminal {
+                // Not waited for: a terminal record lost in a crash only
+                // makes recovery run the order again, under its idempotent id.
+                if let Err(e) = p.journal().append(&Record::Terminal {
                     id: id.to_owned(),
                     state,
                     reason: reason.to_owned(),

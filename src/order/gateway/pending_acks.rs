@@ -195,7 +195,6 @@ mod tests {
             max_bytes: 1 << 20,
             segment_bytes: 1 << 20,
             retain_ns: u64::MAX,
-            lazy_ns: crate::order::journal::writer::LAZY_NS,
         };
         let (j, t) =
             Journal::start(Box::new(files), limits, 1, Vec::new(), Box::new(|| {})).unwrap();

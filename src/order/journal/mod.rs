@@ -48,7 +48,6 @@ pub fn start_unbounded(dir: &Path) -> std::io::Result<(writer::Journal, JoinHand
             max_bytes: u64::MAX,
             segment_bytes,
             retain_ns: u64::MAX,
-            lazy_ns: crate::order::journal::writer::LAZY_NS,
         },
         1,
         Vec::new(),

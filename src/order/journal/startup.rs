@@ -312,7 +312,6 @@ pub(crate) fn open(
         max_bytes: c.journal_max_bytes,
         segment_bytes: SEGMENT_BYTES.min(c.journal_max_bytes / 8).max(4096),
         retain_ns: c.dedup_retention.as_nanos() as u64,
-        lazy_ns: crate::order::journal::writer::LAZY_NS,
     };
     let next = r.next_segment();
     let (journal, thread) = Journal::start(

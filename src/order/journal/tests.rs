@@ -15,7 +15,6 @@ const LIMITS: JournalLimits = JournalLimits {
     max_bytes: 1 << 30,
     segment_bytes: 4096,
     retain_ns: u64::MAX,
-    lazy_ns: super::writer::LAZY_NS,
 };
 
 fn start(dir: &std::path::Path, limits: JournalLimits) -> (Journal, std::thread::JoinHandle<()>) {
@@ -185,88 +184,6 @@ fn group_commit_syncs_once_per_batch() {
     assert!(s >= 2 && s < n / 2, "{s} syncs for {n} records");
 }
 
-/// A journal on injected files whose lazy records wait `lazy_ns`; its
-/// sync counter (the header's sync counts one).
-fn lazy_journal(lazy_ns: u64) -> (Journal, std::thread::JoinHandle<()>, Arc<AtomicUsize>) {
-    let syncs = Arc::new(AtomicUsize::new(0));
-    let files = Injected {
-        fail: Arc::new(AtomicBool::new(false)),
-        syncs: Arc::clone(&syncs),
-        kind: io::ErrorKind::Other,
-    };
-    let limits = JournalLimits { lazy_ns, ..LIMITS };
-    let (j, h) = Journal::start(Box::new(files), limits, 1, Vec::new(), Box::new(|| {})).unwrap();
-    (j, h, syncs)
-}
-
-const HOUR_NS: u64 = 3_600_000_000_000;
-
-#[test]
-fn lazy_records_start_no_commit_and_ride_with_the_next_urgent_one() {
-    let (j, h, syncs) = lazy_journal(HOUR_NS);
-    let rec = samples().remove(0);
-    for _ in 0..3 {
-        j.append_lazy(&rec).unwrap();
-    }
-    let urgent = j.append(&rec).unwrap();
-    assert!(j.wait_durable(urgent));
-    assert_eq!(j.durable_lsn(), 4);
-    // The header's sync and one commit for all four records.
-    assert_eq!(syncs.load(Ordering::Relaxed), 2);
-    j.stop();
-    h.join().unwrap();
-}
-
-#[test]
-fn waiting_for_a_lazy_record_commits_it() {
-    let (j, h, syncs) = lazy_journal(HOUR_NS);
-    let lsn = j.append_lazy(&samples().remove(0)).unwrap();
-    let (tx, rx) = std::sync::mpsc::channel();
-    let waiter = j.clone();
-    std::thread::spawn(move || tx.send(waiter.wait_durable(lsn)).unwrap());
-    let durable = rx
-        .recv_timeout(std::time::Duration::from_secs(30))
-        .expect("a waiter is not left behind a lazy record's hour");
-    assert!(durable);
-    assert_eq!(syncs.load(Ordering::Relaxed), 2);
-    j.stop();
-    h.join().unwrap();
-}
-
-#[test]
-fn a_lazy_record_alone_is_committed_after_its_delay() {
-    let (j, h, _) = lazy_journal(1_000_000);
-    let lsn = j.append_lazy(&samples().remove(0)).unwrap();
-    let end = std::time::Instant::now() + std::time::Duration::from_secs(30);
-    while j.durable_lsn() < lsn {
-        assert!(std::time::Instant::now() < end, "never committed");
-        std::thread::yield_now();
-    }
-    j.stop();
-    h.join().unwrap();
-}
-
-#[test]
-fn stop_commits_lazy_records() {
-    let dir = tempfile::tempdir().unwrap();
-    let (j, h) = start(
-        dir.path(),
-        JournalLimits {
-            lazy_ns: HOUR_NS,
-            ..LIMITS
-        },
-    );
-    let recs = samples();
-    for r in &recs {
-        j.append_lazy(r).unwrap();
-    }
-    j.stop();
-    h.join().unwrap();
-    let mut got = Vec::new();
-    recover(dir.path(), |rec| got.push(rec)).unwrap();
-    assert_eq!(got, recs);
-}
-
 #[test]
 fn the_size_limit_refuses_appends_with_full() {
     let dir = tempfile::tempdir().unwrap();
@@ -276,7 +193,6 @@ fn the_size_limit_refuses_appends_with_full() {
             max_bytes: 1_000,
             segment_bytes: 4096,
             retain_ns: u64::MAX,
-            lazy_ns: super::writer::LAZY_NS,
         },
     );
     let rec = samples().remove(0);

@@ -9,15 +9,6 @@
 //! Redis's AOF `always` with batching), then publishes the highest durable
 //! LSN and calls the notifier (the gateway's mio waker).
 //!
-//! Urgent and lazy appends: [`Journal::append`] wakes the journal thread
-//! at once (an `ACK` or a retry waits for it); [`Journal::append_lazy`]
-//! (fills applied, terminal states, a first attempt: nobody waits) does
-//! not, and rides with the next commit, or is committed alone once it has
-//! waited [`JournalLimits::lazy_ns`]. So a commit is started only for what
-//! someone waits for, and an `ACK` seldom waits behind a sync started for
-//! records nobody waits for. [`Journal::wait_durable`] makes whatever is
-//! pending urgent.
-//!
 //! Invariants: the durable LSN only grows and never passes an LSN whose
 //! bytes were not synced; after a failed write or sync the journal is
 //! *failed* for good (after a failed `fsync` the kernel may have dropped the
@@ -39,7 +30,7 @@ use std::io;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Condvar, Mutex, MutexGuard};
 use std::thread::JoinHandle;
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use crate::sys::clock::wall_ns;
 
@@ -60,15 +51,7 @@ pub struct JournalLimits {
     /// A closed segment whose orders have all ended is kept this long after
     /// its last record (`--dedup-retention`), ns.
     pub retain_ns: u64,
-    /// Longest a lazy append waits for an urgent one to ride with, ns
-    /// ([`LAZY_NS`] in the engine).
-    pub lazy_ns: u64,
 }
-
-/// How long the engine lets a lazy record wait for a commit (5 ms): the
-/// most a crash can lose of fills and ends nobody waited for, beyond what
-/// it loses anyway (see docs/decisions.md).
-pub const LAZY_NS: u64 = 5_000_000;
 
 /// How often an idle journal thread looks for segments to retire.
 pub const RETIRE_TICK: Duration = Duration::from_secs(1);
@@ -112,12 +95,6 @@ struct State {
     failed: Option<String>,
     /// Set by [`Journal::stop`].
     stop: bool,
-    /// Something pending is waited for (or was appended urgently): commit
-    /// at once.
-    urgent: bool,
-    /// When the pending bytes began (the first lazy record's deadline runs
-    /// from here).
-    pending_since: Option<Instant>,
 }
 
 struct Shared {
@@ -190,8 +167,6 @@ impl Journal {
                 segments,
                 failed: None,
                 stop: false,
-                urgent: false,
-                pending_since: None,
             }),
             work: Condvar::new(),
             committed: Condvar::new(),
@@ -221,22 +196,6 @@ impl Journal {
     /// [`AppendError::Full`] at `max_bytes`, [`AppendError::Failed`] after a
     /// disk error, [`AppendError::Stopped`] after [`Journal::stop`].
     pub fn append(&self, rec: &Record) -> Result<u64, AppendError> {
-        let lsn = self.push(rec, true)?;
-        self.shared.work.notify_one();
-        Ok(lsn)
-    }
-
-    /// Appends `rec` without starting a commit for it: it is made durable
-    /// with the next urgent append, by a waiter, or after
-    /// [`JournalLimits::lazy_ns`] at the latest.
-    ///
-    /// # Errors
-    /// As [`Journal::append`].
-    pub fn append_lazy(&self, rec: &Record) -> Result<u64, AppendError> {
-        self.push(rec, false)
-    }
-
-    fn push(&self, rec: &Record, urgent: bool) -> Result<u64, AppendError> {
         let mut st = lock(&self.shared);
         if let Some(e) = &st.failed {
             return Err(AppendError::Failed(e.clone()));
@@ -252,15 +211,10 @@ impl Journal {
             return Err(AppendError::Full);
         }
         st.last_lsn += 1;
-        if before == 0 {
-            st.pending_since = Some(Instant::now());
-            if !urgent {
-                // The journal thread sleeps until the lazy deadline.
-                self.shared.work.notify_one();
-            }
-        }
-        st.urgent |= urgent;
-        Ok(st.last_lsn)
+        let lsn = st.last_lsn;
+        drop(st);
+        self.shared.work.notify_one();
+        Ok(lsn)
     }
 
     /// Publishes the LSN of the oldest order not ended (`u64::MAX`: none;
@@ -299,10 +253,6 @@ impl Journal {
     /// Blocks until `lsn` is durable (`true`) or never will be (`false`).
     pub fn wait_durable(&self, lsn: u64) -> bool {
         let mut st = lock(&self.shared);
-        if self.durable_lsn() < lsn && !st.pending.is_empty() && !st.urgent {
-            st.urgent = true;
-            self.shared.work.notify_one();
-        }
         loop {
             if self.durable_lsn() >= lsn {
                 return true;
@@ -338,33 +288,17 @@ struct Writer {
 impl Writer {
     fn run(mut self) {
         let shared = Arc::clone(&self.shared);
-        let lazy = Duration::from_nanos(shared.limits.lazy_ns);
         let mut batch = Vec::with_capacity(1 << 16);
         loop {
             let last = {
                 let mut st = lock(&shared);
-                loop {
-                    if st.stop || st.failed.is_some() {
-                        break;
-                    }
-                    let wait = match st.pending_since {
-                        _ if st.pending.is_empty() => RETIRE_TICK,
-                        _ if st.urgent => break,
-                        None => break,
-                        Some(since) => {
-                            let waited = since.elapsed();
-                            if waited >= lazy {
-                                break;
-                            }
-                            lazy - waited
-                        }
-                    };
-                    let (next, timeout) = shared
+                while st.pending.is_empty() && !st.stop {
+                    let (next, waited) = shared
                         .work
-                        .wait_timeout(st, wait)
+                        .wait_timeout(st, RETIRE_TICK)
                         .unwrap_or_else(|p| p.into_inner());
                     st = next;
-                    if timeout.timed_out() && st.pending.is_empty() {
+                    if waited.timed_out() {
                         self.retire(&mut st);
                     }
                 }
@@ -372,8 +306,6 @@ impl Writer {
                     return;
                 }
                 std::mem::swap(&mut st.pending, &mut batch);
-                st.urgent = false;
-                st.pending_since = None;
                 st.last_lsn
             };
             let result = self.commit(&batch);

@@ -336,8 +336,8 @@ impl Worker {
     /// have reached, or a re-send to another venue could execute it twice.
     /// The wait is a group commit shared by every worker.
     ///
-    /// A first attempt does not wait (its record is appended lazily and
-    /// rides with the next commit): its bridge follows from the order's admission number, which
+    /// A first attempt does not wait (its record rides with the next
+    /// commit): its bridge follows from the order's admission number, which
     /// its durable `Accepted` record holds, so recovery re-sends an order
     /// with no journaled attempt to that bridge ([`Order::route_seq`]). That
     /// halves the syncs an order needs before its venue call, and so the
@@ -358,12 +358,7 @@ impl Worker {
             fence_token,
         };
         let first = o.attempts() == 0 && o.resend_to().is_none();
-        let appended = if first {
-            j.append_lazy(&rec)
-        } else {
-            j.append(&rec)
-        };
-        match appended {
+        match j.append(&rec) {
             Ok(_) if first => true,
             Ok(lsn) if j.wait_durable(lsn) => true,
             Ok(_) => {
