@@ -13,7 +13,7 @@
 # as it can). Runs alternate on, off, on, off, … (ROUNDS rounds) so drift
 # shows; the summary quotes medians over the rounds.
 # Venues: 4 simulated bridges with latency=0 and no faults, 8 small-lane
-# workers, so the venues are not the bottleneck; rejections (SYSTEM_BUSY …)
+# workers (WORKERS=n to change), so the venues are not the bottleneck; rejections (SYSTEM_BUSY …)
 # are counted per run. At 1k and 10k/s the default queue (10,000 orders);
 # at max, --order-queue-capacity MAX_COUNT so the workers (which execute
 # after the ACK) do not limit admission, and accepted orders/s = ACKs / the
@@ -108,7 +108,7 @@ run() { # mode rate round
   local v="latency=0ms,transient=0,permanent=0,partial=0,reorder=0,dup=0,lose=0,hang=0"
   "$bin" serve --order-listen "127.0.0.1:$oport" --feed-listen "127.0.0.1:$fport" \
     --sub-listen "127.0.0.1:$sport" --admin-listen "127.0.0.1:$aport" \
-    "${jflags[@]}" "${qflags[@]}" --order-workers 8 --dedup-capacity 1000000 \
+    "${jflags[@]}" "${qflags[@]}" --order-workers "${WORKERS:-8}" --dedup-capacity 1000000 \
     --bridge "name=v1,$v" --bridge "name=v2,$v" --bridge "name=v3,$v" --bridge "name=v4,$v" \
     --quiet --report-json "$logs/engine.json" > "$logs/server.out" 2> "$logs/server.err" &
   spid=$!
