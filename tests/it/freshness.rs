@@ -20,6 +20,8 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use tickfan::client::resp::{as_message, command, read_frame};
+use tickfan::metrics::report::SubscriberStats;
+use tickfan::runtime::Engine;
 
 use crate::util::{engine_with, send_round, wait_until, Feed, Sub, DEADLINE};
 
@@ -131,6 +133,25 @@ fn spawn_paced_reader(
     })
 }
 
+/// Sends round `round` (one tick per symbol), waits until the normal
+/// subscriber holds every value of it, and returns the slow reader's
+/// (subscriber 1's) figures once the engine lists it.
+fn one_round(
+    e: &Engine,
+    feed: &mut Feed,
+    healthy: &mut Sub,
+    names: &[String],
+    round: u64,
+) -> Option<SubscriberStats> {
+    send_round(feed, names, round);
+    let got = healthy.until_round(names, round);
+    assert!(
+        got.values().all(|m| m.seq() == round),
+        "the normal subscriber missed an update"
+    );
+    e.subscribers().into_iter().find(|s| s.id == 1)
+}
+
 #[test]
 fn a_slow_reader_is_paced_by_its_drain_rate_and_a_normal_one_gets_everything() {
     let e = engine_with(|c| {
@@ -157,13 +178,7 @@ fn a_slow_reader_is_paced_by_its_drain_rate_and_a_normal_one_gets_everything() {
     loop {
         round += 1;
         assert!(round < 1_000_000, "the reader was never paced");
-        send_round(&mut feed, &names, round);
-        let got = healthy.until_round(&names, round);
-        assert!(
-            got.values().all(|m| m.seq() == round),
-            "the normal subscriber missed an update"
-        );
-        let Some(st) = e.subscribers().into_iter().find(|s| s.id == 1) else {
+        let Some(st) = one_round(&e, &mut feed, &mut healthy, &names, round) else {
             continue;
         };
         if st.paced {
@@ -255,13 +270,7 @@ fn a_default_buffer_reader_holds_far_less_than_its_buffer_in_its_own_kernel() {
     loop {
         round += 1;
         assert!(round < 1_000_000, "the reader was never paced");
-        send_round(&mut feed, &names, round);
-        let got = healthy.until_round(&names, round);
-        assert!(
-            got.values().all(|m| m.seq() == round),
-            "the normal subscriber missed an update"
-        );
-        let Some(st) = e.subscribers().into_iter().find(|s| s.id == 1) else {
+        let Some(st) = one_round(&e, &mut feed, &mut healthy, &names, round) else {
             continue;
         };
         if !st.paced {

@@ -388,23 +388,9 @@ fn a_recovered_order_goes_back_to_its_venue_and_its_fill_numbers_continue() {
 #[test]
 fn a_recovered_large_orders_chunks_go_back_to_their_venues() {
     let dir = tempfile::tempdir().unwrap();
-    let data = dir.path().join("data");
-    let (l1, l2) = (dir.path().join("v1.log"), dir.path().join("v2.log"));
-    let spec = |name: &str, log: &std::path::Path| {
-        format!(
-            "name={name},latency=uniform:100us..200us,transient=0,permanent=0,exec_log={}",
-            log.display()
-        )
-    };
-    let (v1, v2) = (spec("v1", &l1), spec("v2", &l2));
-    let (engine, addr) = serve_bridges(&data, &[&v1, &v2], 1);
-    let mut cl = OrderClient::connect(addr);
+    let (data, [l1, l2], [v1, v2]) = two_logged_venues(dir.path());
     // Admission numbers 1 and 2: the large order's chunks route from 2.
-    cl.accepted("s0", "EURUSD", "1");
-    cl.until_terminal("s0");
-    cl.accepted("big", "EURUSD", "300");
-    cl.until_terminal("big");
-    terminate(engine);
+    second_order_ended(&data, [&v1, &v2], "big", "300");
 
     let mut records = Vec::new();
     recover(&data, |r| records.push(r)).unwrap();
@@ -413,18 +399,12 @@ fn a_recovered_large_orders_chunks_go_back_to_their_venues() {
         _ => false,
     });
 
-    let (engine, addr) = serve_bridges(&data, &[&v1, &v2], 1);
-    let mut cl = OrderClient::connect(addr);
-    let end = std::time::Instant::now() + DEADLINE;
-    loop {
-        let st = status(&mut cl, "big");
-        if st.starts_with("STATUS big DONE FILLED cum=300.00 ") {
-            break;
-        }
-        assert!(std::time::Instant::now() < end, "{st}");
-        std::thread::sleep(std::time::Duration::from_millis(5));
-    }
-    terminate(engine);
+    restart_until_status(
+        &data,
+        [&v1, &v2],
+        "big",
+        "STATUS big DONE FILLED cum=300.00 ",
+    );
 
     let mut executed: std::collections::HashMap<String, usize> = Default::default();
     for log in [&l1, &l2] {
@@ -449,23 +429,9 @@ fn a_recovered_large_orders_chunks_go_back_to_their_venues() {
 #[test]
 fn an_order_whose_first_attempt_was_not_journaled_goes_back_to_the_same_venue() {
     let dir = tempfile::tempdir().unwrap();
-    let data = dir.path().join("data");
-    let (l1, l2) = (dir.path().join("v1.log"), dir.path().join("v2.log"));
-    let spec = |name: &str, log: &std::path::Path| {
-        format!(
-            "name={name},latency=uniform:100us..200us,transient=0,permanent=0,exec_log={}",
-            log.display()
-        )
-    };
-    let (v1, v2) = (spec("v1", &l1), spec("v2", &l2));
-    let (engine, addr) = serve_bridges(&data, &[&v1, &v2], 1);
-    let mut cl = OrderClient::connect(addr);
+    let (data, [l1, l2], [v1, v2]) = two_logged_venues(dir.path());
     // Admission numbers 1 and 2: x routes from 2; recovered alone it is 1.
-    cl.accepted("s0", "EURUSD", "1");
-    cl.until_terminal("s0");
-    cl.accepted("x", "EURUSD", "2");
-    cl.until_terminal("x");
-    terminate(engine);
+    second_order_ended(&data, [&v1, &v2], "x", "2");
 
     let mut records = Vec::new();
     recover(&data, |r| records.push(r)).unwrap();
@@ -483,18 +449,7 @@ fn an_order_whose_first_attempt_was_not_journaled_goes_back_to_the_same_venue() 
         _ => false,
     });
 
-    let (engine, addr) = serve_bridges(&data, &[&v1, &v2], 1);
-    let mut cl = OrderClient::connect(addr);
-    let end = std::time::Instant::now() + DEADLINE;
-    loop {
-        let st = status(&mut cl, "x");
-        if st.starts_with("STATUS x DONE FILLED cum=2.00 ") {
-            break;
-        }
-        assert!(std::time::Instant::now() < end, "{st}");
-        std::thread::sleep(std::time::Duration::from_millis(5));
-    }
-    terminate(engine);
+    restart_until_status(&data, [&v1, &v2], "x", "STATUS x DONE FILLED cum=2.00 ");
 
     let after = [&l1, &l2].map(|l| {
         exec_log::read(l)
@@ -509,6 +464,51 @@ fn an_order_whose_first_attempt_was_not_journaled_goes_back_to_the_same_venue() 
         before[0],
         "at the same venue: {after:?} {before:?}"
     );
+}
+
+/// Two instant venues `v1` and `v2` with execution records in `dir`: the
+/// data directory, their record files and their `--bridge` specs.
+fn two_logged_venues(
+    dir: &std::path::Path,
+) -> (std::path::PathBuf, [std::path::PathBuf; 2], [String; 2]) {
+    let logs = [dir.join("v1.log"), dir.join("v2.log")];
+    let spec = |name: &str, log: &std::path::Path| {
+        format!(
+            "name={name},latency=uniform:100us..200us,transient=0,permanent=0,exec_log={}",
+            log.display()
+        )
+    };
+    let specs = [spec("v1", &logs[0]), spec("v2", &logs[1])];
+    (dir.join("data"), logs, specs)
+}
+
+/// On a fresh engine: `s0` (1 lot, admission number 1), then `id` (`qty`
+/// lots, number 2), each to its end; then SIGTERM.
+fn second_order_ended(data: &std::path::Path, venues: [&str; 2], id: &str, qty: &str) {
+    let (engine, addr) = serve_bridges(data, &venues, 1);
+    let mut cl = OrderClient::connect(addr);
+    cl.accepted("s0", "EURUSD", "1");
+    cl.until_terminal("s0");
+    cl.accepted(id, "EURUSD", qty);
+    cl.until_terminal(id);
+    terminate(engine);
+}
+
+/// Restarts on `data` and asks `STATUS id` until it starts with `want`
+/// (within [`DEADLINE`]); then SIGTERM.
+fn restart_until_status(data: &std::path::Path, venues: [&str; 2], id: &str, want: &str) {
+    let (engine, addr) = serve_bridges(data, &venues, 1);
+    let mut cl = OrderClient::connect(addr);
+    let end = std::time::Instant::now() + DEADLINE;
+    loop {
+        let st = status(&mut cl, id);
+        if st.starts_with(want) {
+            break;
+        }
+        assert!(std::time::Instant::now() < end, "{st}");
+        std::thread::sleep(std::time::Duration::from_millis(5));
+    }
+    terminate(engine);
 }
 
 /// Replaces the journal in `data` with one segment holding `records`
