@@ -35,7 +35,7 @@ use crate::bridge::Bridge;
 use crate::cluster::nats_thread::NatsThread;
 use crate::cluster::role::Role;
 use crate::cluster::stale::StaleLink;
-use crate::cluster::Backbone;
+use crate::cluster::{Backbone, EdgeParts};
 use crate::config::Config;
 use crate::dlq::{Dlq, DlqConfig, DlqStore};
 use crate::error::StartError;
@@ -334,11 +334,14 @@ impl Engine {
                 // The NATS thread takes the write ends the feed would have had.
                 let nats = backbone
                     .start_edge(
-                        interner,
-                        slot_writer,
-                        Arc::clone(&publish_waker),
+                        EdgeParts {
+                            interner,
+                            slots: slot_writer,
+                            publisher: Arc::clone(&publish_waker),
+                            clock,
+                            recorder: StageRecorder::new(&[Stage::Backbone], link.clone()),
+                        },
                         &counters,
-                        clock,
                         watch.beat("tickfan-nats"),
                     )
                     .map_err(os("nats thread"))?;

@@ -170,7 +170,7 @@ impl EdgeNode {
         st.seeded = true;
         let held = st.held.take();
         if let Some(v) = s.value {
-            match self.edge.apply(&s.symbol, &v) {
+            match self.edge.apply(&s.symbol, &v, false) {
                 // The value held is the newest: confirmed live.
                 Err(BackboneDrop::Duplicate) => {
                     self.drop_for(BackboneDrop::Duplicate);
@@ -183,12 +183,15 @@ impl EdgeNode {
             }
         }
         if let Some(h) = held {
-            self.apply(&s.symbol, &h);
+            // Held while seeding: it waited here, not on the backbone.
+            if let Err(r) = self.edge.apply(&s.symbol, &h, false) {
+                self.drop_for(r);
+            }
         }
     }
 
     fn apply(&mut self, symbol: &[u8], u: &Update) {
-        if let Err(r) = self.edge.apply(symbol, u) {
+        if let Err(r) = self.edge.apply(symbol, u, true) {
             self.drop_for(r);
         }
     }
@@ -252,6 +255,16 @@ impl EdgeNode {
             self.states.insert(c.clone(), SymState::default());
             self.seed(client, c);
         }
+    }
+
+    /// Hands off the `backbone` stage's interval when it ended.
+    pub(crate) fn flush_stats(&mut self) {
+        self.edge.flush_stats();
+    }
+
+    /// The last hand-off of the `backbone` stage.
+    pub(crate) fn finish_stats(&mut self) {
+        self.edge.finish_stats();
     }
 
     /// Follows interest changes and reacts to the link.

@@ -43,10 +43,10 @@ pub(crate) mod wire;
 
 use std::sync::Arc;
 
-use mio::Waker;
 use tokio::sync::Notify;
 
 use self::edge_in::EdgeIn;
+pub(crate) use self::edge_in::EdgeParts;
 use self::edge_node::EdgeNode;
 use self::ingest_node::IngestNode;
 use self::ingest_out::Outbox;
@@ -55,9 +55,8 @@ use self::nats_thread::{Job, NatsThread};
 use self::role::{ClusterConfig, Role};
 use self::stale::StaleLink;
 use crate::metrics::Counters;
-use crate::slots::SlotWriter;
-use crate::symbols::{SymbolInterner, SymbolTable};
-use crate::sys::clock::{wall_ns, MonoClock};
+use crate::symbols::SymbolTable;
+use crate::sys::clock::wall_ns;
 use crate::sys::watch::Beat;
 
 /// The hand-offs between the engine's threads and the NATS thread, made
@@ -123,22 +122,19 @@ impl Backbone {
     /// When the OS refuses the thread.
     pub(crate) fn start_edge(
         &self,
-        interner: SymbolInterner,
-        slots: SlotWriter,
-        publisher: Arc<Waker>,
+        parts: EdgeParts,
         counters: &Arc<Counters>,
-        clock: MonoClock,
         beat: Beat,
     ) -> std::io::Result<NatsThread> {
         let board = self
             .interest
             .clone()
             .unwrap_or_else(|| Arc::new(InterestBoard::new(Arc::clone(&self.wake))));
+        let edge = EdgeIn::new(parts, Arc::clone(counters));
         let stale = self
             .stale_link
             .clone()
-            .unwrap_or_else(|| Arc::new(StaleLink::new(slots.capacity())));
-        let edge = EdgeIn::new(interner, slots, publisher, Arc::clone(counters), clock);
+            .unwrap_or_else(|| Arc::new(StaleLink::new(edge.capacity())));
         let job = Job::Edge(Box::new(EdgeNode::new(
             self.cfg.prefix.clone(),
             edge,

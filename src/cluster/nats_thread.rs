@@ -200,7 +200,12 @@ async fn run(
                 }
             }
             _ = wake.notified() => {}
-            _ = tick.tick() => beat.beat(),
+            _ = tick.tick() => {
+                beat.beat();
+                if let Job::Edge(n) = &mut job {
+                    n.flush_stats();
+                }
+            }
             more = async {
                 match &mut job {
                     Job::Ingest(n) => n.next_input().await,
@@ -217,6 +222,9 @@ async fn run(
             Job::Ingest(n) => n.turn(&client, link).await,
             Job::Edge(n) => n.turn(&client, link).await,
         }
+    }
+    if let Job::Edge(n) = &mut job {
+        n.finish_stats();
     }
     let _ = client.flush().await;
 }

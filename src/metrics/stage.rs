@@ -47,11 +47,16 @@ pub enum Stage {
     /// A due retry waiting for a worker: its due time (retry timer) → taken
     /// by a worker of its lane (engine clock; the retry quota's measure).
     OrderRetryWait,
+    /// On an edge: a live update's receipt at the ingest (the wall-clock
+    /// time it carries) → written to the edge's slot (wall clock), so the
+    /// ingest's publish, NATS and the edge's intake. Across hosts it also
+    /// holds their clock offset (keep them synchronised, e.g. chrony/PTP).
+    Backbone,
 }
 
 impl Stage {
     /// Number of stages.
-    pub const COUNT: usize = 17;
+    pub const COUNT: usize = 18;
     /// Every stage, in index order.
     pub const ALL: [Stage; Stage::COUNT] = [
         Stage::FeedParse,
@@ -71,6 +76,7 @@ impl Stage {
         Stage::OrderE2eLarge,
         Stage::OrderAck,
         Stage::OrderRetryWait,
+        Stage::Backbone,
     ];
 
     /// Stable snake-case name (reports, files, metric labels).
@@ -93,6 +99,7 @@ impl Stage {
             Stage::OrderE2eLarge => "order_e2e_large",
             Stage::OrderAck => "order_ack",
             Stage::OrderRetryWait => "order_retry_wait",
+            Stage::Backbone => "backbone",
         }
     }
 

@@ -238,6 +238,13 @@ fn two_ingests_two_edges_every_subscriber_ends_with_the_feeds_last_values_and_gl
     }
     assert!(edges[0].metric("tickfan_cluster_applied_total") > 0);
     assert_eq!(ingest_a.metric("tickfan_cluster_connected"), 1);
+    // Every live update an edge applied was timed on the backbone (ingest
+    // receipt → edge slot); the ingests time no such stage.
+    let backbone = r#"tickfan_stage_latency_seconds_count{stage="backbone"}"#;
+    for e in &edges {
+        wait_until("backbone samples at the edge", || e.metric(backbone) > 0);
+    }
+    assert_eq!(ingest_a.metric(backbone), 0);
 }
 
 #[test]
