@@ -12,7 +12,7 @@ RUNS=${RUNS:-3}
 RATE=${RATE:-50000}
 DUR=${DUR:-10s}
 SUBS=${SUBS:-40}
-OUT=perf/raw/nats
+OUT=${OUT:-perf/raw/nats}
 mkdir -p "$OUT"
 work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT
