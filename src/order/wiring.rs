@@ -98,6 +98,9 @@ use super::lanes::worker::e2e_stage;
 /// How often the retry timer looks at its clock when retries are waiting.
 pub(crate) const RETRY_TICK: Duration = Duration::from_millis(2);
 
+/// Longest the fatal path waits for the journal to commit what it holds.
+const FATAL_SYNC: Duration = Duration::from_secs(2);
+
 /// What the order path is built from.
 #[derive(Debug)]
 pub(crate) struct OrderPathInputs {
@@ -281,9 +284,18 @@ impl OrderPath {
                     let _ = w.wake();
                 }),
                 &|id| i.dlq_store.replayable(id),
+                Some(Arc::clone(&i.watch)),
             )
             .map_err(std::io::Error::other)?;
             last_token = opened.last_fence_token;
+            // A thread died: what the journal holds is committed before
+            // the exit (bounded: the journal thread may be the dead one).
+            let j = opened.journal.clone();
+            i.watch.on_fatal(move || {
+                if !j.sync_pending(FATAL_SYNC) {
+                    log::error!("journal: not everything appended is durable at the exit");
+                }
+            });
             (
                 Some(PendingAcks::new(opened.journal.clone(), opened.orders)),
                 Some((opened.journal, opened.thread)),

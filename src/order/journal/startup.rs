@@ -26,6 +26,7 @@ use crate::order::gateway::dedup::{Dedup, IdState};
 use crate::order::gateway::status::OrderStatus;
 use crate::order::lanes::events::EventKind;
 use crate::sys::clock::wall_ns;
+use crate::sys::watch::Watch;
 
 use super::files::DirFiles;
 use super::record::{Record, TerminalState};
@@ -177,6 +178,7 @@ pub(crate) fn open(
     mono_ns: u64,
     notify: Notify,
     dead_lettered: &dyn Fn(&str) -> Option<DeadLetter>,
+    watch: Option<Arc<Watch>>,
 ) -> Result<Opened, RecoverError> {
     // id → (its Accepted record, its Terminal record if any, its fills
     // sent), in acceptance order.
@@ -314,7 +316,7 @@ pub(crate) fn open(
         retain_ns: c.dedup_retention.as_nanos() as u64,
     };
     let next = r.next_segment();
-    let (journal, thread) = Journal::start(
+    let (journal, thread) = Journal::start_watched(
         Box::new(DirFiles {
             dir: c.data_dir.clone(),
             reserve: limits.segment_bytes,
@@ -323,6 +325,7 @@ pub(crate) fn open(
         next,
         r.segments,
         notify,
+        watch,
     )
     .map_err(|source| RecoverError::Io {
         path: c.data_dir.join(super::segment::file_name(next)),
@@ -378,7 +381,7 @@ mod tests {
     ) -> (Vec<Order>, Option<OrderStatus>) {
         let c = config(dir);
         let mut dedup = Dedup::new(c.dedup_retention.as_nanos() as u64, 1024);
-        let opened = open(&c, &mut dedup, 100 * SEC, 0, Box::new(|| {}), dead).unwrap();
+        let opened = open(&c, &mut dedup, 100 * SEC, 0, Box::new(|| {}), dead, None).unwrap();
         if let Some(rec) = append {
             let lsn = opened.journal.append(&rec).unwrap();
             assert!(opened.journal.wait_durable(lsn));
@@ -495,6 +498,7 @@ mod tests {
                 0,
                 Box::new(|| {}),
                 &none,
+                None,
             )
             .unwrap();
             opened.journal.stop();

@@ -329,3 +329,87 @@ fn segments_are_written_into_reserved_space_and_recovery_trims_what_was_not_used
     );
     assert_eq!(r.segments, vec![(1, scan.valid_len as u64)]);
 }
+
+/// Segments in memory whose writes panic on demand (a bug in the thread).
+struct Panicking {
+    panic: Arc<AtomicBool>,
+}
+
+struct PanickingFile {
+    panic: Arc<AtomicBool>,
+}
+
+impl JournalFiles for Panicking {
+    fn create(&mut self, _segment: u64) -> io::Result<Box<dyn JournalFile>> {
+        Ok(Box::new(PanickingFile {
+            panic: Arc::clone(&self.panic),
+        }))
+    }
+
+    fn remove(&mut self, _segment: u64) -> io::Result<()> {
+        Ok(())
+    }
+}
+
+impl JournalFile for PanickingFile {
+    fn write_all(&mut self, _buf: &[u8]) -> io::Result<()> {
+        assert!(
+            !self.panic.load(Ordering::Relaxed),
+            "injected: the journal thread panics"
+        );
+        Ok(())
+    }
+
+    fn sync_data(&mut self) -> io::Result<()> {
+        Ok(())
+    }
+}
+
+#[test]
+fn a_journal_thread_that_panics_is_named_dead_and_nobody_waits_on_it_for_ever() {
+    let panic = Arc::new(AtomicBool::new(false));
+    let watch = Arc::new(crate::sys::watch::Watch::default());
+    let (j, h) = Journal::start_watched(
+        Box::new(Panicking {
+            panic: Arc::clone(&panic),
+        }),
+        LIMITS,
+        1,
+        Vec::new(),
+        Box::new(|| {}),
+        Some(Arc::clone(&watch)),
+    )
+    .unwrap();
+    let rec = samples().remove(0);
+    let good = j.append(&rec).unwrap();
+    assert!(j.wait_durable(good));
+    assert_eq!(watch.fatal(), None);
+    panic.store(true, Ordering::Relaxed);
+    let lost = j.append(&rec).unwrap();
+    // The waiter learns the record is lost (it does not hang), the thread
+    // is named dead, new appends are refused, the fatal path's sync gives up.
+    assert!(!j.wait_durable(lost));
+    assert!(h.join().is_err(), "the thread panicked");
+    let fatal = watch.fatal().expect("a dead thread");
+    assert!(fatal.contains("tickfan-journal"), "{fatal}");
+    assert!(matches!(j.append(&rec), Err(AppendError::Failed(_))));
+    assert!(!j.sync_pending(std::time::Duration::from_secs(5)));
+}
+
+#[test]
+fn sync_pending_returns_once_everything_appended_is_durable() {
+    let dir = tempfile::tempdir().unwrap();
+    let (j, h) = start(dir.path(), LIMITS);
+    let rec = samples().remove(0);
+    let mut last = 0;
+    for _ in 0..200 {
+        last = j.append(&rec).unwrap();
+    }
+    assert!(j.sync_pending(std::time::Duration::from_secs(60)));
+    assert!(j.durable_lsn() >= last);
+    j.stop();
+    h.join().unwrap();
+    let mut n = 0;
+    recover(dir.path(), |_| n += 1).unwrap();
+    assert_eq!(n, 200);
+}

@@ -33,6 +33,7 @@ use std::thread::JoinHandle;
 use std::time::Duration;
 
 use crate::sys::clock::wall_ns;
+use crate::sys::watch::Watch;
 
 use super::files::{JournalFile, JournalFiles};
 use super::record::Record;
@@ -140,11 +141,29 @@ impl Journal {
     /// # Errors
     /// The first segment cannot be created, or the thread cannot start.
     pub fn start(
+        files: Box<dyn JournalFiles>,
+        limits: JournalLimits,
+        first_segment: u64,
+        existing: Vec<(u64, u64)>,
+        notify: Notify,
+    ) -> io::Result<(Journal, JoinHandle<()>)> {
+        Self::start_watched(files, limits, first_segment, existing, notify, None)
+    }
+
+    /// [`Journal::start`], the thread guarded by `watch` (the engine's): if
+    /// it panics, the watch names it dead (the engine exits, `/health`
+    /// answers 503) and the journal turns failed, so no one waits on it
+    /// for ever.
+    ///
+    /// # Errors
+    /// As [`Journal::start`].
+    pub fn start_watched(
         mut files: Box<dyn JournalFiles>,
         limits: JournalLimits,
         first_segment: u64,
         existing: Vec<(u64, u64)>,
         notify: Notify,
+        watch: Option<Arc<Watch>>,
     ) -> io::Result<(Journal, JoinHandle<()>)> {
         let mut file = files.create(first_segment)?;
         file.write_all(&header(first_segment))?;
@@ -185,7 +204,11 @@ impl Journal {
         };
         let handle = std::thread::Builder::new()
             .name("tickfan-journal".into())
-            .spawn(move || thread.run())?;
+            .spawn(move || {
+                let _beat = watch.map(|w| w.guard());
+                let _failed_if_panics = FailOnPanic(Arc::clone(&thread.shared));
+                thread.run();
+            })?;
         Ok((Journal { shared }, handle))
     }
 
@@ -268,11 +291,60 @@ impl Journal {
         }
     }
 
+    /// Waits at most `timeout` for every record appended so far to be
+    /// durable (the engine's fatal path: another thread died, the journal
+    /// commits what it holds before the exit). `false` when something is
+    /// still not durable: a disk error, a dead journal thread, or time out.
+    pub fn sync_pending(&self, timeout: Duration) -> bool {
+        let deadline = std::time::Instant::now() + timeout;
+        let mut st = lock(&self.shared);
+        let last = st.last_lsn;
+        loop {
+            if self.durable_lsn() >= last {
+                return true;
+            }
+            if self.lost_from().is_some_and(|l| last > l) {
+                return false;
+            }
+            let Some(left) = deadline.checked_duration_since(std::time::Instant::now()) else {
+                return false;
+            };
+            st = self
+                .shared
+                .committed
+                .wait_timeout(st, left)
+                .unwrap_or_else(|p| p.into_inner())
+                .0;
+        }
+    }
+
     /// Asks the journal thread to commit what is pending and end; join its
     /// handle to wait for it.
     pub fn stop(&self) {
         lock(&self.shared).stop = true;
         self.shared.work.notify_one();
+    }
+}
+
+/// Held by the journal thread: if it unwinds (a panic), the journal turns
+/// failed for good, as after a disk error: appends are refused and every
+/// waiter learns its record will never be durable.
+struct FailOnPanic(Arc<Shared>);
+
+impl Drop for FailOnPanic {
+    fn drop(&mut self) {
+        if !std::thread::panicking() {
+            return;
+        }
+        let mut st = lock(&self.0);
+        st.failed = Some("the journal thread died".into());
+        st.pending.clear();
+        self.0
+            .lost_from
+            .store(self.0.durable.load(Ordering::Acquire), Ordering::Release);
+        (self.0.notify)();
+        drop(st);
+        self.0.committed.notify_all();
     }
 }
 
