@@ -10,8 +10,9 @@
 #                 set DATA_ROOT to measure another filesystem),
 #        `off` = --no-journal.
 # Rates: 1,000/s, 10,000/s and max (--rate 10,000,000: the tool sends as fast
-# as it can). Runs alternate on, off, on, off, … (ROUNDS rounds) so drift
-# shows; the summary quotes medians over the rounds.
+# as it can). Runs alternate between the modes (ROUNDS rounds, each round
+# starting with the next mode) so drift shows; the summary quotes medians
+# over the rounds.
 # Venues: 4 simulated bridges with latency=0 and no faults, 8 small-lane
 # workers (WORKERS=n to change), so the venues are not the bottleneck; rejections (SYSTEM_BUSY …)
 # are counted per run. At 1k and 10k/s the default queue (10,000 orders);
@@ -118,7 +119,9 @@ run() { # mode rate round
     --id-prefix "$name-" > "$logs/orders.out" 2> "$logs/orders.err" || true
   kill "$spid" 2>/dev/null || true
   wait "$spid" 2>/dev/null || true
+  # Freed now, not during the next run: the segments' extents.
   rm -rf "$DATA_ROOT/data-$name"
+  sync -f "$DATA_ROOT" 2>/dev/null || sync
   python3 - "$logs" "$mode" "$rate" "$round" >> "$ROWS" <<'PY'
 import json, re, sys
 logs, mode, rate, rnd = sys.argv[1:]
@@ -139,11 +142,16 @@ PY
   tail -1 "$ROWS" >&2
 }
 
+# Each round starts with the next mode (on, before, off; then before,
+# off, on; …), so no mode is always the one run right after a cleanup.
+modes=(on)
+if [ -n "${BEFORE_BIN:-}" ]; then modes+=(before); fi
+modes+=(off)
 for rate in $RATES; do
   for round in $(seq 1 "$ROUNDS"); do
-    run on "$rate" "$round"
-    if [ -n "${BEFORE_BIN:-}" ]; then run before "$rate" "$round"; fi
-    run off "$rate" "$round"
+    for k in "${!modes[@]}"; do
+      run "${modes[$(( (k + round - 1) % ${#modes[@]} ))]}" "$rate" "$round"
+    done
   done
 done
 

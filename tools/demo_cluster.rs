@@ -297,11 +297,9 @@ pub fn run(args: &DemoArgs) -> Result<(), Failure> {
         // Inside the system: the ingest's receipt → the edge's slot, and
         // the edge's own path to the kernel (engine clocks, no client).
         let pct = |stage| {
-            report
-                .stage(stage)
-                .map_or((0, 0.0, 0.0, 0.0), |s|  {
-                    (s.pct.count, s.pct.p50_us, s.pct.p99_us, s.pct.p999_us)
-                })
+            report.stage(stage).map_or((0, 0.0, 0.0, 0.0), |s| {
+                (s.pct.count, s.pct.p50_us, s.pct.p99_us, s.pct.p999_us)
+            })
         };
         let (n, p50, p99, p999) = pct(Stage::Backbone);
         let (_, _, e2e99, _) = pct(Stage::EngineE2e);
