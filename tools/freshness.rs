@@ -20,7 +20,6 @@
 use std::io::{BufRead, BufReader};
 use std::path::Path;
 
-use hdrhistogram::Histogram;
 use rustc_hash::FxHashMap;
 
 use tickfan::error::Failure;
@@ -31,12 +30,14 @@ use tickfan::feed::parse::ascii_u64;
 pub const MAX_HELD: usize = 16 << 20;
 
 /// Intended send times per symbol, ascending.
-#[derive(Debug, Default)]
+#[derive(Debug)]
 pub struct SentSchedule {
     /// Symbol → stamps of its ticks, in send order.
     pub by_symbol: FxHashMap<Vec<u8>, Vec<u64>>,
     /// Ticks in the file.
     pub ticks: u64,
+    /// The earliest stamp (`u64::MAX` when empty).
+    pub first_ns: u64,
 }
 
 impl SentSchedule {
@@ -47,7 +48,7 @@ impl SentSchedule {
     pub fn load(path: &Path) -> Result<Self, Failure> {
         let f = std::fs::File::open(path)
             .map_err(|e| Failure::Runtime(format!("cannot open {}: {e}", path.display())))?;
-        let mut s = SentSchedule::default();
+        let mut s = SentSchedule::new();
         for (n, line) in BufReader::new(f).split(b'\n').enumerate() {
             let line =
                 line.map_err(|e| Failure::Runtime(format!("cannot read {}: {e}", path.display())))?;
@@ -68,6 +69,15 @@ impl SentSchedule {
         Ok(s)
     }
 
+    /// Empty.
+    pub fn new() -> Self {
+        SentSchedule {
+            by_symbol: FxHashMap::default(),
+            ticks: 0,
+            first_ns: u64::MAX,
+        }
+    }
+
     /// Adds one sent tick.
     pub fn push(&mut self, symbol: &[u8], ns: u64) {
         match self.by_symbol.get_mut(symbol) {
@@ -77,6 +87,7 @@ impl SentSchedule {
             }
         }
         self.ticks += 1;
+        self.first_ns = self.first_ns.min(ns);
     }
 }
 
@@ -89,14 +100,14 @@ pub struct Counted {
     pub unserved: u64,
 }
 
-/// Records into `hist` the freshness (ns) of each tick in `sent` (stamps,
-/// ascending) for a connection that received `held` (stamp, receive ns) of
+/// Calls `rec(stamp, freshness ns)` for each tick in `sent` (stamps,
+/// ascending) of a connection that received `held` (stamp, receive ns) of
 /// that symbol, in receive order; `end_ns` ends the run.
 pub fn record_symbol(
     sent: &[u64],
     held: &[(u64, u64)],
     end_ns: u64,
-    hist: &mut Histogram<u64>,
+    mut rec: impl FnMut(u64, u64),
 ) -> Counted {
     let mut c = Counted::default();
     let mut j = 0;
@@ -104,7 +115,7 @@ pub fn record_symbol(
     for &(stamp, recv) in held {
         newest = newest.max(stamp);
         while j < sent.len() && sent[j] <= newest {
-            hist.saturating_record(recv.saturating_sub(sent[j]).max(1));
+            rec(sent[j], recv.saturating_sub(sent[j]).max(1));
             c.ticks += 1;
             j += 1;
         }
@@ -113,7 +124,7 @@ pub fn record_symbol(
         if t > end_ns {
             break;
         }
-        hist.saturating_record(end_ns.saturating_sub(t).max(1));
+        rec(t, end_ns.saturating_sub(t).max(1));
         c.ticks += 1;
         c.unserved += 1;
     }
@@ -123,6 +134,7 @@ pub fn record_symbol(
 #[cfg(test)]
 mod tests {
     use super::*;
+    use hdrhistogram::Histogram;
 
     fn hist() -> Histogram<u64> {
         Histogram::new_with_bounds(1, 600_000_000_000, 3).unwrap()
@@ -136,7 +148,7 @@ mod tests {
         // 900 (so 200 and 300 became held at 900); 500 never came.
         let held = [(100, 150), (300, 900)];
         let mut h = hist();
-        let c = record_symbol(&sent, &held, 1000, &mut h);
+        let c = record_symbol(&sent, &held, 1000, |_, f| h.record(f).unwrap());
         assert_eq!(
             c,
             Counted {
@@ -158,7 +170,12 @@ mod tests {
         // covered 10 and 20.
         let held = [(30, 35), (10, 40)];
         let mut h = hist();
-        let c = record_symbol(&sent, &held, 1_000, &mut h);
+        let mut stamps = Vec::new();
+        let c = record_symbol(&sent, &held, 1_000, |t, f| {
+            stamps.push(t);
+            h.record(f).unwrap();
+        });
+        assert_eq!(stamps, [10, 20, 30], "each tick once, by its own stamp");
         assert_eq!(
             c,
             Counted {
@@ -176,7 +193,7 @@ mod tests {
         let p = dir.join("sent.csv");
         std::fs::write(&p, "5,EURUSD\n7,USDJPY\n9,EURUSD\n").unwrap();
         let s = SentSchedule::load(&p).unwrap();
-        assert_eq!(s.ticks, 3);
+        assert_eq!((s.ticks, s.first_ns), (3, 5));
         assert_eq!(s.by_symbol[&b"EURUSD"[..]], vec![5, 9]);
         std::fs::write(&p, "5,EURUSD\nx,Y\n").unwrap();
         let e = SentSchedule::load(&p).unwrap_err().to_string();

@@ -81,7 +81,7 @@ pub struct SubscribeArgs {
     /// Slow subscriber connections.
     #[arg(long, value_name = "N", default_value_t = 0)]
     pub slow: usize,
-    /// Read rate of each slow connection.
+    /// Read rate of each slow connection (a burst of at most 16 KiB: allowance unused beyond it is forfeited)
     #[arg(long, value_name = "BYTES", default_value_t = 64 * 1024)]
     pub slow_bytes_per_sec: u64,
     /// PSUBSCRIBE to this pattern (repeatable; default `*` when no --channel is given).
@@ -192,6 +192,9 @@ pub struct ClassReport {
     /// Freshness per sent tick (with `--sent`).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub freshness: Option<Freshness>,
+    /// Slow class: the most bytes any connection's own kernel held unread
+    /// after a read, per second (empty for the normal class).
+    pub reader_held_max_by_second: Vec<u64>,
 }
 
 /// Freshness of one class: every sent tick of a followed symbol, per connection.
@@ -205,6 +208,10 @@ pub struct Freshness {
     pub truncated_connections: u64,
     /// Percentiles, µs.
     pub freshness: Latency,
+    /// The same per second of intended send time from the first tick sent
+    /// (index = second): shows a start transient apart from the steady
+    /// state.
+    pub by_second: Vec<Latency>,
 }
 
 /// A whole run.
@@ -326,6 +333,13 @@ const CLASS_NAMES: [&str; 2] = ["normal", "slow"];
 const MAX_BUF: usize = 4 << 20;
 /// What a slow connection may read before its rate applies (the confirmation).
 const SLOW_ALLOWANCE: u64 = 4096;
+/// A slow connection's unused allowance beyond this is forfeited (its read
+/// buffer's size): a reader at R bytes/s never takes more than this over
+/// R × t in any t, even after it had nothing to read (before the feed
+/// started, or while its server held back). Without it a reader idle for
+/// 2 s before the feed starts reads the first 128 KiB at once: not a reader
+/// at R, and its kernel then auto-tunes its receive buffer upward.
+const SLOW_BURST: u64 = 16 * 1024;
 /// Latencies beyond this are not recorded (ts_ns is not a send time).
 const UNTIMED_NS: u64 = 3_600_000_000_000;
 
@@ -350,6 +364,8 @@ struct Conn {
     readable: bool,
     open: bool,
     read_total: u64,
+    /// Slow: allowance forfeited (unused beyond [`SLOW_BURST`]).
+    forfeited: u64,
     /// Last sequence number per symbol id; 0 = none seen.
     last_seq: Vec<u64>,
     /// A message on the `until` channel arrived.
@@ -376,6 +392,10 @@ struct ClassStats {
     total: Histogram<u64>,
     interval: Histogram<u64>,
     interval_messages: u64,
+    /// Slow class: the most bytes a connection's own kernel still held
+    /// after one of its reads (`FIONREAD`), per second since its
+    /// subscription was confirmed (bounded by the run).
+    held_max_by_second: Vec<u64>,
 }
 
 impl ClassStats {
@@ -393,6 +413,7 @@ impl ClassStats {
             last_msg: None,
             total: histogram(),
             interval: histogram(),
+            held_max_by_second: Vec::new(),
             interval_messages: 0,
         }
     }
@@ -577,8 +598,12 @@ impl Load {
             }
             let mut want = c.buf.len() - c.len;
             if c.class == SLOW && counting {
-                let allowed = SLOW_ALLOWANCE
+                let earned = SLOW_ALLOWANCE
                     + (now.duration_since(c.opened).as_secs_f64() * rate as f64) as u64;
+                c.forfeited = c
+                    .forfeited
+                    .max(earned.saturating_sub(c.read_total + SLOW_BURST));
+                let allowed = earned - c.forfeited;
                 want = want.min(allowed.saturating_sub(c.read_total) as usize);
                 if want == 0 {
                     return; // stays readable; retried when the budget refills
@@ -597,6 +622,16 @@ impl Load {
                     c.len += n;
                     c.read_total += n as u64;
                     self.classes[c.class].bytes += n as u64;
+                    if c.class == SLOW && counting {
+                        let held = tickfan::sys::tcp_signals::receive_queue_bytes(&c.stream)
+                            .unwrap_or(0) as u64;
+                        let s = now.duration_since(c.opened).as_secs() as usize;
+                        let v = &mut self.classes[SLOW].held_max_by_second;
+                        if s >= v.len() {
+                            v.resize(s + 1, 0);
+                        }
+                        v[s] = v[s].max(held);
+                    }
                     // One clock read per `read`: its frames arrived together.
                     let recv = (wall_ns(), Instant::now());
                     if recv.1 >= self.ivl.next {
@@ -806,6 +841,7 @@ pub fn run_load(
             last_seq: Vec::new(),
             done: false,
             opened: Instant::now(),
+            forfeited: 0,
             record: spec.sent.is_some(),
             held: Vec::new(),
             held_n: 0,
@@ -970,6 +1006,7 @@ pub fn run_load(
                 untimed: st.untimed,
                 latency: Latency::of(&st.total),
                 freshness: fresh.as_mut().map(|f| f[k].take().expect("one per class")),
+                reader_held_max_by_second: st.held_max_by_second.clone(),
             }
         })
         .collect();
@@ -1015,6 +1052,8 @@ fn freshness_of(
     let mut out: [Option<Freshness>; 2] = [None, None];
     for (k, slot) in out.iter_mut().enumerate() {
         let mut h = histogram();
+        // Bounded by the run: one histogram per second sent.
+        let mut per_s: Vec<Histogram<u64>> = Vec::new();
         let (mut ticks, mut unserved, mut truncated) = (0, 0, 0);
         for c in load.conns.iter().filter(|c| c.class == k) {
             if c.held_n >= freshness::MAX_HELD {
@@ -1027,7 +1066,14 @@ fn freshness_of(
                     .get(sym)
                     .and_then(|&id| c.held.get(id as usize))
                     .map_or(&[][..], |v| &v[..]);
-                let n = freshness::record_symbol(stamps, held, end_ns, &mut h);
+                let n = freshness::record_symbol(stamps, held, end_ns, |t, f| {
+                    h.saturating_record(f);
+                    let s = (t.saturating_sub(sent.first_ns) / 1_000_000_000) as usize;
+                    if s >= per_s.len() {
+                        per_s.resize_with(s + 1, histogram);
+                    }
+                    per_s[s].saturating_record(f);
+                });
                 ticks += n.ticks;
                 unserved += n.unserved;
             }
@@ -1037,6 +1083,7 @@ fn freshness_of(
             unserved_at_end: unserved,
             truncated_connections: truncated,
             freshness: Latency::of(&h),
+            by_second: per_s.iter().map(Latency::of).collect(),
         });
     }
     out

@@ -12,5 +12,5 @@ pub(crate) mod fs;
 pub mod net;
 pub(crate) mod process;
 pub mod signals;
-pub(crate) mod tcp_signals;
+pub mod tcp_signals;
 pub mod watch;

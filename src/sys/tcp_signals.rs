@@ -71,6 +71,33 @@ pub(crate) fn send_queue_bytes<S: AsFd>(sock: &S) -> io::Result<usize> {
     }
 }
 
+/// Bytes in `sock`'s receive queue not yet read by the application
+/// (`FIONREAD`, the same number as `SIOCINQ`): what a reader's own kernel
+/// holds for it. The tools' slow reader reports it; the engine cannot see
+/// its peer's, hence [`peer_window`].
+///
+/// # Errors
+/// The ioctl failed (not a socket, or not Linux).
+pub fn receive_queue_bytes<S: AsFd>(sock: &S) -> io::Result<usize> {
+    #[cfg(target_os = "linux")]
+    {
+        let mut n: libc::c_int = 0;
+        // SAFETY: FIONREAD on a socket writes one `int` through the pointer,
+        // which points at `n`, alive and writable for the call; a descriptor
+        // that is not a socket makes the call fail, checked below.
+        let rc = unsafe { libc::ioctl(sock.as_fd().as_raw_fd(), libc::FIONREAD, &mut n) };
+        if rc < 0 {
+            return Err(io::Error::last_os_error());
+        }
+        Ok(usize::try_from(n).unwrap_or(0))
+    }
+    #[cfg(not(target_os = "linux"))]
+    {
+        let _ = sock;
+        Err(io::ErrorKind::Unsupported.into())
+    }
+}
+
 /// The receive window `sock`'s peer advertised last, bytes (`TCP_INFO`'s
 /// `tcpi_snd_wnd`, scaled by the kernel): `Ok(None)` when the kernel's
 /// struct ends before that field (Linux < 5.4).
