@@ -1,43 +1,67 @@
 //! A subscriber's commit budget: how many bytes may be *committed* for it
-//! (in its engine buffer plus the kernel's send queue), bounded by time at
-//! its own measured drain rate (`--sub-max-lag`). What does not fit stays a
-//! per-symbol pending mark in its [`super::outbuf::SubscriberBuffer`], sent
-//! later as the latest value: conflation can only help for what has not yet
-//! been committed.
+//! (in its engine buffer plus the kernel's send queue plus what its
+//! reader's kernel holds unread), bounded by time at its own measured
+//! drain rate (`--sub-max-lag`). What does not fit stays a per-symbol
+//! pending mark in its [`super::outbuf::SubscriberBuffer`], sent later as
+//! the latest value: conflation can only help for what has not yet been
+//! committed.
 //!
 //! ```text
 //!  budget = clamp(drain_rate × max_lag, FLOOR, hwm)
-//!  engine bytes allowed = budget − kernel bytes (SIOCOUTQ at the last
-//!                         sample + bytes written since: an upper bound)
-//!                               − held bytes (the reader's kernel holds
-//!                         them unread: its advertised window's shrink)
+//!  engine bytes allowed = min(budget − kernel bytes (SIOCOUTQ at the last
+//!                                  sample + bytes written since: an upper
+//!                                  bound)
+//!                                − held bytes (the reader's kernel holds
+//!                                  them unread: its window's shrink),
+//!                             send-rate cap (CAP_GAIN × drain rate, one
+//!                                  budget deep: super::send_cap))
 //! ```
 //!
-//! - **Paced only once slow.** A subscriber starts unpaced (the budget is
-//!   the high-water mark, as before); its first write that would block
-//!   with [`UNPACED_LOWAT`] bytes still in its buffer starts pacing ([`CommitBudget::start`]), the caller then sets
-//!   `TCP_NOTSENT_LOWAT`. It stops being paced once its measured rate
-//!   covers the mark within the lag and nothing waits
-//!   ([`CommitBudget::sample`] says so).
+//! - **When pacing starts.** A subscriber starts unpaced (the budget is the
+//!   high-water mark). Two things start pacing ([`CommitBudget::start`];
+//!   the caller then sets `TCP_NOTSENT_LOWAT`): a write that would block
+//!   with [`UNPACED_LOWAT`] bytes still in its buffer, or — during its
+//!   first [`WATCH_BYTES`] — its reader holding [`WATCH_HELD`] by its
+//!   window ([`CommitBudget::watch`]): a reader slow from its first message
+//!   is caught before it fills a default-sized receive buffer (~2 s at
+//!   64 KiB/s), which it would read before anything newer.
+//! - **Trial.** Every pacing start is on trial for [`TRIAL_NS`]: a reader
+//!   that takes what was outstanding within it only paused (a client
+//!   thread not scheduled) and is unpaced at once: nothing in flight,
+//!   nothing waiting in the engine and under half [`WATCH_HELD`] held. The
+//!   receiver sends no window update of its own unless its window doubles,
+//!   so while nothing is in flight the trial sends one probe frame every
+//!   [`PROBE_NS`]; its acknowledgement carries the reader's window. A
+//!   window the probe did not shrink is at the receiver's cap
+//!   (`rcv_ssthresh`), which an empty buffer shows too: the reference is
+//!   rebased there ([`super::peer_window::PeerWindow::rebase`]).
 //! - **Held bytes** ([`super::peer_window`]): acknowledged bytes the
 //!   reader's own kernel holds unread, estimated from the shrink of the
-//!   receive window it advertises; 0 when the kernel does not tell. So a
-//!   reader with the OS-default (large, auto-tuned) receive buffer is paced
-//!   as one with a small buffer is, within what the window shows.
+//!   receive window it advertises; 0 when the kernel does not tell.
 //! - **Drain rate** = bytes the reader took (written − SIOCOUTQ − held) per
-//!   second, over windows of at least [`WINDOW_NS`], smoothed (EWMA; the
-//!   first window's rate is taken as is, so a fast peer that blocked once
-//!   gets its budget back within a window or two). A window in which the
-//!   pipe ran empty (nothing in the kernel or held) measured the engine,
-//!   not the peer: the estimate is
-//!   raised to 1.5 × what the peer took (never compounding on itself), so
-//!   a starved estimate recovers.
+//!   second, over windows of at least [`WINDOW_NS`] that end when the
+//!   window brings news, smoothed (EWMA). Rules, each from a failure seen
+//!   on loopback (docs/decisions.md):
+//!   - *it rises at most [`RAISE_MAX`] per window*: while a reader holds
+//!     less than its window's cap hides, everything sent looks taken;
+//!   - *it is cut at once when the held bytes grow* by more than
+//!     [`HELD_SLACK`] in a window, to what the reader can have taken with
+//!     the growth counted at the least the window shows of it
+//!     ([`WINDOW_SHOWS`]);
+//!   - *a window in which nothing was taken while bytes were in flight*
+//!     (a delayed ACK) stays open;
+//!   - *a window in which the pipe ran empty* raises the estimate (by up
+//!     to 1.5 × what the peer took) only when symbols were waiting: when
+//!     nothing waited it measured the offered load, not the reader.
+//! - **Ends** once its measured rate covers the mark within the lag and
+//!   nothing waits, or in its trial.
 //! - Pure: times and kernel figures are passed in, so the estimator and the
 //!   budget are tested with injected values.
 //!
 //! Single owner: the publisher thread.
 
 use super::peer_window::PeerWindow;
+use super::send_cap::SendCap;
 
 /// Smallest budget, bytes: a few frames, so a paced subscriber always
 /// makes progress. Also its socket's `TCP_NOTSENT_LOWAT` while paced.
@@ -47,12 +71,33 @@ pub const FLOOR: usize = 2048;
 /// so a subscriber that stops reading blocks (and is paced) before tens of
 /// KiB more are committed for it; one that reads never gets near it.
 pub const UNPACED_LOWAT: usize = 4 * 1024;
+/// A new subscriber's first bytes are watched: until this many have been
+/// written to it, its reader's window is read after each write.
+pub const WATCH_BYTES: u64 = 256 * 1024;
+/// Held bytes that start pacing a watched subscriber (about 0.1 s at the
+/// 64 KiB/s of a slow reader; a reader that only paused is let go by the
+/// trial).
+pub const WATCH_HELD: usize = 8 * 1024;
+/// How long a pacing start is on trial.
+pub const TRIAL_NS: u64 = 30_000_000;
+/// During the trial, at most one probe frame this often, and only while
+/// nothing is in flight.
+pub const PROBE_NS: u64 = 2_000_000;
+/// Bytes a probe may take (one frame or two).
+const PROBE_BYTES: usize = 256;
 /// Shortest measuring window of the drain rate.
 pub const WINDOW_NS: u64 = 20_000_000;
 /// Weight of a new window in the smoothed rate.
 const ALPHA: f64 = 0.3;
 /// Raise of the estimate after a window in which the pipe ran empty.
 const PROBE: f64 = 1.5;
+/// Most the estimate rises per window once known.
+const RAISE_MAX: f64 = 1.25;
+/// The least fraction of a reader's held bytes its window's shrink shows
+/// (loopback, perf/RESULTS.md session 5: 0.6–1).
+const WINDOW_SHOWS: f64 = 0.6;
+/// A paced subscriber is sent at most this × its drain rate.
+const CAP_GAIN: f64 = 1.25;
 /// Held bytes under this count as none for "the pipe ran empty": the
 /// coarsest window step seen on loopback (window scale 10).
 const HELD_SLACK: usize = 1024;
@@ -66,7 +111,7 @@ pub struct CommitBudget {
     paced: bool,
     /// Smoothed drain rate, bytes/s.
     rate: f64,
-    /// Current budget, bytes (engine + kernel).
+    /// Current budget, bytes (engine + kernel + held).
     budget: usize,
     /// SIOCOUTQ at the last sample.
     kernel: usize,
@@ -79,13 +124,25 @@ pub struct CommitBudget {
     drained: u64,
     /// Bytes written to the socket at the last sample.
     written_at_sample: u64,
-    /// Start of the measuring window: time and bytes drained then.
+    /// Start of the measuring window: time, bytes drained and held then.
     window_ns: u64,
     window_drained: u64,
+    window_held: usize,
+    /// The current pacing is on trial until this time (ns).
+    trial_until_ns: u64,
+    /// When the last probe was armed; the probe awaiting its
+    /// acknowledgement (bytes written and the window when it was armed).
+    last_probe_ns: u64,
+    probe_sent: Option<(u64, u32)>,
+    /// Bytes the engine may hold whatever the budget until the next
+    /// sample: one probe frame.
+    probe: usize,
     /// Most bytes committed over the budget seen at a sample.
     max_excess: u64,
     /// The socket's low-water mark was set (at the first write).
     armed: bool,
+    /// The send-rate cap.
+    cap: SendCap,
 }
 
 impl CommitBudget {
@@ -104,8 +161,14 @@ impl CommitBudget {
             written_at_sample: 0,
             window_ns: 0,
             window_drained: 0,
+            window_held: 0,
+            trial_until_ns: 0,
+            last_probe_ns: 0,
+            probe_sent: None,
+            probe: 0,
             max_excess: 0,
             armed: false,
+            cap: SendCap::new(),
         }
     }
 
@@ -123,6 +186,22 @@ impl CommitBudget {
     /// counted from later.
     pub fn first_window(&mut self, now_ns: u64, window: Option<u32>) {
         self.peer.observe(now_ns, window, false);
+    }
+
+    /// Unpaced and within its first [`WATCH_BYTES`] (`written` so far):
+    /// the caller reads its reader's window after each write
+    /// ([`Self::watch`]).
+    #[inline]
+    pub fn watching(&self, written: u64) -> bool {
+        self.armed && self.max_lag_ns > 0 && !self.paced && written < WATCH_BYTES
+    }
+
+    /// A watched subscriber's window `window` at `now_ns` (`in_flight` =
+    /// bytes unacknowledged). Returns `true` when its reader holds
+    /// [`WATCH_HELD`] or more: the caller starts pacing.
+    pub fn watch(&mut self, now_ns: u64, window: Option<u32>, in_flight: bool) -> bool {
+        self.peer.observe(now_ns, window, in_flight);
+        self.peer.held() >= WATCH_HELD
     }
 
     /// Pacing is on for this subscriber.
@@ -168,9 +247,16 @@ impl CommitBudget {
         if !self.paced {
             return self.hwm;
         }
+        let probe = if written == self.written_at_sample {
+            self.probe
+        } else {
+            0
+        };
         self.budget
             .saturating_sub(self.kernel_bound(written))
+            .min(self.cap.allows(written))
             .min(self.hwm)
+            .max(probe)
     }
 
     /// Most bytes the engine committed over the budget (engine bytes plus
@@ -180,9 +266,10 @@ impl CommitBudget {
     }
 
     /// A frame was appended: `engine` bytes wait, `written` were written.
+    /// A trial's probe frame, sent whatever the budget, is not counted.
     #[inline]
     pub fn note_commit(&mut self, engine: usize, written: u64) {
-        if self.paced {
+        if self.paced && self.probe == 0 {
             let committed = (engine + self.kernel_bound(written)) as u64;
             self.max_excess = self
                 .max_excess
@@ -190,11 +277,12 @@ impl CommitBudget {
         }
     }
 
-    /// A write would block: start pacing at `now_ns` with `written` bytes
-    /// written so far, `kernel` bytes unacknowledged and the peer's window
-    /// `window` (`None`: unknown). The rate is not known yet: the first
-    /// budget is the floor, and windows in which the pipe runs empty raise
-    /// it.
+    /// Start pacing at `now_ns` (a write would block, or the watch saw the
+    /// reader hold bytes) with `written` bytes written so far, `kernel`
+    /// bytes unacknowledged and the peer's window `window` (`None`:
+    /// unknown). The rate is not known yet: the first budget is the floor,
+    /// and windows in which the pipe runs empty raise it. On trial until
+    /// [`TRIAL_NS`] later.
     pub fn start(&mut self, now_ns: u64, written: u64, kernel: usize, window: Option<u32>) {
         self.paced = true;
         self.rate = 0.0;
@@ -206,6 +294,87 @@ impl CommitBudget {
         self.window_ns = now_ns;
         self.drained = written.saturating_sub((kernel + self.held) as u64);
         self.window_drained = self.drained;
+        self.window_held = self.held;
+        self.trial_until_ns = now_ns + TRIAL_NS;
+        self.last_probe_ns = now_ns;
+        self.probe_sent = None;
+        self.probe = 0;
+        self.cap.off();
+    }
+
+    /// Back to unpaced.
+    fn end(&mut self) {
+        self.paced = false;
+        self.budget = self.hwm;
+        self.held = 0;
+        self.probe = 0;
+        self.probe_sent = None;
+        self.trial_until_ns = 0;
+        self.cap.off();
+    }
+
+    /// The trial's part of a sample (see the module docs): `true` when the
+    /// reader took what was outstanding, so it only paused.
+    fn try_release(
+        &mut self,
+        now_ns: u64,
+        written: u64,
+        kernel: usize,
+        window: Option<u32>,
+        engine: usize,
+    ) -> bool {
+        if let (Some((at, w0)), Some(w)) = (self.probe_sent, window) {
+            if kernel == 0 && written > at {
+                // The probe was acknowledged and the window did not shrink
+                // by it: the window is at the receiver's cap, which an
+                // empty buffer shows too.
+                if w >= w0 {
+                    self.peer.rebase();
+                    self.held = self.peer.held();
+                }
+                self.probe_sent = None;
+            }
+        }
+        if kernel == 0 && engine == 0 && self.held < WATCH_HELD / 2 {
+            return true;
+        }
+        if kernel == 0
+            && self.probe_sent.is_none()
+            && now_ns.saturating_sub(self.last_probe_ns) >= PROBE_NS
+        {
+            self.probe = PROBE_BYTES;
+            self.last_probe_ns = now_ns;
+            self.probe_sent = window.map(|w| (written, w));
+        }
+        false
+    }
+
+    /// The drain rate after a measuring window of `dt` ns in which the
+    /// reader took `inst` bytes/s (the rules in the module docs).
+    fn next_rate(&self, dt: u64, inst: f64, empty: bool, waiting: bool) -> f64 {
+        let grew = self.held.saturating_sub(self.window_held);
+        if grew > HELD_SLACK && self.rate > 0.0 {
+            let out = inst * dt as f64 / 1e9 + grew as f64;
+            let took = (out - grew as f64 / WINDOW_SHOWS).max(0.0);
+            self.rate.min(took * 1e9 / dt as f64).max(FLOOR as f64)
+        } else if empty && !waiting {
+            if self.rate == 0.0 {
+                inst.max(FLOOR as f64)
+            } else {
+                self.rate
+            }
+        } else if empty {
+            let raise = if self.rate > 0.0 {
+                (inst * PROBE).min(self.rate * RAISE_MAX)
+            } else {
+                inst * PROBE
+            };
+            self.rate.max(raise).max(FLOOR as f64)
+        } else if self.rate == 0.0 {
+            inst
+        } else {
+            self.rate * (1.0 - ALPHA) + inst.min(self.rate * RAISE_MAX) * ALPHA
+        }
     }
 
     /// A sample at `now_ns`: `written` bytes written so far, `kernel` bytes
@@ -229,6 +398,12 @@ impl CommitBudget {
         self.peer.observe(now_ns, window, kernel > 0);
         self.held = self.peer.held();
         self.written_at_sample = written;
+        self.probe = 0;
+        if now_ns < self.trial_until_ns && self.try_release(now_ns, written, kernel, window, engine)
+        {
+            self.end();
+            return true;
+        }
         let took = written.saturating_sub((kernel + self.held) as u64);
         self.drained = self.drained.max(took);
         let drained = self.drained;
@@ -236,31 +411,30 @@ impl CommitBudget {
         // While the reader holds bytes behind a window that does not move
         // (a closed window stays closed until much of its buffer is free),
         // what it reads is not seen: the measuring window stays open until
-        // news comes, so the bytes it read show over the time it took.
+        // news comes, so the bytes it read show over the time it took. So
+        // does one in which bytes in flight were not acknowledged yet.
         let seen = self.held < HELD_SLACK || self.peer.moved();
-        if dt >= WINDOW_NS && seen {
+        let acked_nothing = drained == self.window_drained && kernel > 0;
+        if dt >= WINDOW_NS && seen && !acked_nothing {
             let inst = drained.saturating_sub(self.window_drained) as f64 * 1e9 / dt as f64;
-            if kernel == 0 && engine == 0 && self.held < HELD_SLACK {
-                // The peer took all it was given: it may take more. Raise
-                // from what it took (not from the estimate), so acks of
-                // bytes that only filled its receive buffer do not compound.
-                self.rate = self.rate.max(inst * PROBE).max(FLOOR as f64);
-            } else if self.rate == 0.0 {
-                // The first window of a backlogged pipe: the peer's rate.
-                self.rate = inst;
-            } else {
-                self.rate = self.rate * (1.0 - ALPHA) + inst * ALPHA;
-            }
+            let empty = kernel == 0 && engine == 0 && self.held < HELD_SLACK;
+            self.rate = self.next_rate(dt, inst, empty, waiting);
             self.window_ns = now_ns;
             self.window_drained = drained;
+            self.window_held = self.held;
             let want = self.rate * self.max_lag_ns as f64 / 1e9;
             self.budget = (want as usize).clamp(FLOOR.min(self.hwm), self.hwm);
             if want >= self.hwm as f64 && !waiting && engine == 0 {
-                self.paced = false;
-                self.budget = self.hwm;
-                self.held = 0;
+                self.end();
                 return true;
             }
+        }
+        if self.rate > 0.0 {
+            // At least a floor's worth per second: a very slow reader keeps
+            // moving; one whose rate was just cut waits for it to recover.
+            let rate = (self.rate * CAP_GAIN).max(FLOOR as f64);
+            self.cap
+                .refill(now_ns, written + engine as u64, rate, self.budget);
         }
         false
     }
@@ -328,9 +502,10 @@ mod tests {
             b.sample(k * 20 * MS, 10_000 + k, 10_000, None, 0, true);
         }
         assert_eq!(b.budget(), FLOOR);
-        // An empty pipe at the floor still allows frames.
-        b.sample(101 * 20 * MS, 20_000, 0, None, 0, true);
-        assert!(b.engine_limit(20_000) >= FLOOR);
+        // An empty pipe at the floor still allows frames: neither the
+        // budget nor the send-rate cap starves it.
+        b.sample(101 * 20 * MS, 10_100, 0, None, 0, true);
+        assert!(b.engine_limit(10_100) >= FLOOR);
     }
 
     #[test]
@@ -340,19 +515,146 @@ mod tests {
         b.start(0, 0, 0, None);
         b.sample(20 * MS, 1000, 500, None, 0, true);
         let r1 = b.rate();
-        // The pipe ran empty: the peer took all; raise.
+        // The pipe ran empty with symbols waiting: the peer took all; raise.
         b.sample(40 * MS, 2000, 0, None, 0, true);
         assert!(b.rate() > r1);
-        // Now the peer is fast: 100 MB/s, nothing waits → unpaced.
-        let mut ended = false;
-        for k in 3..50u64 {
-            ended |= b.sample(k * 20 * MS, k * 2_000_000, 0, None, 0, false);
-            if ended {
+        // The peer is fast: it takes at once all the engine may send (the
+        // budget and the cap allow), every ms; symbols wait for 1 s, then
+        // none do.
+        let (mut written, mut ended_at) = (2000u64, None);
+        for k in 1..=2000u64 {
+            written += b.engine_limit(written) as u64;
+            if b.sample(40 * MS + k * MS, written, 0, None, 0, k < 1000) {
+                ended_at = Some(k);
                 break;
             }
         }
-        assert!(ended && !b.paced());
+        let k = ended_at.expect("unpaced");
+        assert!((1000..1100).contains(&k), "unpaced at {k} ms");
+        assert!(!b.paced());
         assert_eq!(b.engine_limit(0), hwm);
+    }
+
+    #[test]
+    fn a_new_reader_that_holds_the_watch_mark_is_to_be_paced() {
+        let mut b = CommitBudget::new(50 * MS, 256 * 1024);
+        assert!(!b.watching(0), "not before its first write");
+        assert!(b.arm());
+        b.first_window(0, Some(64 * 1024));
+        assert!(b.watching(0) && !b.watching(WATCH_BYTES));
+        // The window grows as the receiver learns (its cap rises), then
+        // shrinks by what the reader holds.
+        assert!(!b.watch(MS, Some(100 * 1024), false));
+        assert!(!b.watch(2 * MS, Some(100 * 1024 - WATCH_HELD as u32 + 1024), false));
+        assert!(b.watch(3 * MS, Some(100 * 1024 - WATCH_HELD as u32), false));
+        b.start(3 * MS, 40_000, 0, Some(100 * 1024 - WATCH_HELD as u32));
+        assert!(b.paced() && !b.watching(40_000));
+        assert_eq!(b.held(), WATCH_HELD);
+        assert!(!CommitBudget::new(0, 1024).watching(0), "no lag: never");
+    }
+
+    /// Paced by the watch at t = 0 with its window 9 KiB under its peak and
+    /// nothing in flight; returns the budget and the window then.
+    fn watched_and_paced() -> (CommitBudget, u32) {
+        let mut b = CommitBudget::new(50 * MS, 256 * 1024);
+        assert!(b.arm());
+        b.first_window(0, Some(113 * 1024));
+        let w = 104 * 1024;
+        b.start(0, 40_000, 0, Some(w));
+        assert_eq!(b.held(), 9 * 1024);
+        (b, w)
+    }
+
+    /// A trial from [`watched_and_paced`] for up to `until_ns`, sampled
+    /// every 0.5 ms: the engine writes what it may (probes), each is
+    /// acknowledged at the next sample, and the window is `window(bytes
+    /// probed so far)`. Returns (the time pacing ended, bytes probed).
+    fn trial(until_ns: u64, window: impl Fn(u64) -> u32) -> (Option<u64>, u64) {
+        let (mut b, _) = watched_and_paced();
+        let (mut written, mut t, mut in_flight) = (40_000u64, 0, 0usize);
+        while t < until_ns {
+            t += MS / 2;
+            let probed = written - 40_000;
+            if b.sample(t, written, in_flight, Some(window(probed)), 0, true) {
+                return (Some(t), probed);
+            }
+            let n = b.engine_limit(written) as u64 / 128 * 128;
+            written += n;
+            in_flight = n as usize;
+        }
+        (None, written - 40_000)
+    }
+
+    #[test]
+    fn a_reader_that_only_paused_is_let_go_once_probes_show_its_window_at_its_cap() {
+        // The window stays put however much is probed: the receiver's cap,
+        // below the window seen before (its peak), with an empty buffer.
+        let (ended, probed) = trial(TRIAL_NS, |_| 104 * 1024);
+        let t = ended.expect("let go in its trial");
+
+        assert!(
+            probed > 0 && probed <= PROBE_BYTES as u64,
+            "{probed} B probed"
+        );
+        assert!(t <= 2 * PROBE_NS, "let go at {t} ns");
+    }
+
+    #[test]
+    fn a_reader_that_keeps_holding_stays_paced_after_its_trial() {
+        // It holds what the probes carry: its window shrinks by them.
+        let (ended, probed) = trial(TRIAL_NS + 5 * MS, |p| 104 * 1024 - p as u32);
+        assert_eq!(ended, None, "paced after its trial");
+        let most = (TRIAL_NS / PROBE_NS + 1) * PROBE_BYTES as u64;
+        assert!(probed <= most, "{probed} B of probes");
+    }
+
+    #[test]
+    fn held_bytes_that_grow_cut_the_rate_at_once() {
+        let mut b = CommitBudget::new(50 * MS, 256 * 1024);
+        let peak = 100 * 1024;
+        b.start(0, 0, 0, Some(peak));
+        // 100 kB/s taken, 2 KiB held steadily, symbols waiting.
+        let mut written = 0u64;
+        for k in 1..=50u64 {
+            written += 2000;
+            b.sample(
+                TRIAL_NS + k * 20 * MS,
+                written,
+                0,
+                Some(peak - 2048),
+                0,
+                true,
+            );
+        }
+        let before = b.rate();
+        assert!(before > 50_000.0, "rate {before}");
+        // One window: 22 kB sent, the window shows 20 KiB more held.
+        written += 22_000;
+        b.sample(
+            TRIAL_NS + 51 * 20 * MS,
+            written,
+            0,
+            Some(peak - 22 * 1024),
+            0,
+            true,
+        );
+        assert!(b.rate() < before / 2.0, "{} after {before}", b.rate());
+    }
+
+    #[test]
+    fn a_window_with_bytes_in_flight_and_nothing_acknowledged_measures_nothing() {
+        let mut b = CommitBudget::new(50 * MS, 256 * 1024);
+        b.start(0, 0, 0, None);
+        let mut written = 0u64;
+        for k in 1..=20u64 {
+            written += 2000;
+            b.sample(TRIAL_NS + k * 20 * MS, written, 0, None, 0, true);
+        }
+        let r = b.rate();
+        // 40 ms with 500 B unacknowledged (a delayed ACK): no new window.
+        b.sample(TRIAL_NS + 21 * 20 * MS, written + 500, 500, None, 0, true);
+        b.sample(TRIAL_NS + 23 * 20 * MS, written + 500, 500, None, 0, true);
+        assert_eq!(b.rate(), r);
     }
 
     /// A reader behind a receive buffer of `cap` bytes (its advertised
@@ -399,6 +701,53 @@ mod tests {
             }
         }
         (seen, read, after_stop, b)
+    }
+
+    #[test]
+    fn a_reader_whose_window_hides_what_it_holds_is_not_streamed_into_its_buffer() {
+        // A receiver caps its window at its rcv_ssthresh: while it holds
+        // less than `blind`, its window stays put and every byte sent is
+        // acknowledged at once, as if read. At 5 s its kernel grows its
+        // buffer by 64 KiB (auto-tuning): the window jumps up with nothing
+        // read.
+        let (blind, rate) = (48 * 1024u64, 64 * 1024u64);
+        let buffer = |t: u64| if t < 5000 { 128 * 1024u64 } else { 192 * 1024 };
+        let window = |t: u64, held: u64| Some((buffer(t) - held).min(buffer(t) - blind) as u32);
+        let mut b = CommitBudget::new(50 * MS, 256 * 1024);
+        assert!(b.arm());
+        b.first_window(0, window(0, 0));
+        // Caught by the watch once the window shows WATCH_HELD.
+        let (mut kernel, mut held, mut read) = (0u64, blind + WATCH_HELD as u64, 0u64);
+        let mut written = held;
+        assert!(b.watch(0, window(0, held), false));
+        b.start(0, written, kernel as usize, window(0, held));
+        let (mut settled, mut after_jump) = (0, 0);
+        for t in 1..=10_000u64 {
+            let r = (t * rate / 1000 - read).min(held);
+            read += r;
+            held -= r;
+            let moved = kernel.min(buffer(t) - held);
+            kernel -= moved;
+            held += moved;
+            b.sample(t * MS, written, kernel as usize, window(t, held), 0, true);
+            let top = (b.engine_limit(written) as u64 / 128) * 128;
+            written += top;
+            kernel += top;
+            match t {
+                2000..5000 => settled = settled.max(held),
+                5000.. => after_jump = after_jump.max(held),
+                _ => {}
+            }
+        }
+        // It is kept where its window starts to show (not at its whole
+        // buffer), reads at its rate, and the buffer growing does not let
+        // a burst through (a 20-ms window that "took" 64 KiB).
+        assert!(settled <= blind + 16 * 1024, "held up to {settled}");
+        assert!(
+            after_jump <= settled + 16 * 1024,
+            "held up to {after_jump} after the jump"
+        );
+        assert!(read >= rate * 10 * 95 / 100, "read {read}");
     }
 
     #[test]

@@ -9,10 +9,15 @@
 //! subscriber's first write sets its socket's `TCP_NOTSENT_LOWAT` (4 KiB);
 //! a write that would block with 4 KiB more still in its buffer (the
 //! kernel holds all it will) starts pacing it (the mark drops to 2 KiB), so
-//! a reader that only pauses now and then is not paced; a paced subscriber's every write is followed by a
-//! sample of the kernel's queue (`SIOCOUTQ`) and of the window its reader
-//! advertises (`TCP_INFO`), which update its drain rate, its reader's held
-//! bytes and the bytes its buffer may hold ([`sample_pacing`]).
+//! a reader that only pauses now and then is not paced. During a
+//! subscriber's first 256 KiB its reader's window is read after each write
+//! too, and a reader that holds 8 KiB starts pacing then, before it fills a
+//! default-sized receive buffer ([`watch_new_reader`]; a reader that only
+//! paused is let go by the pacing's trial). A paced subscriber's every
+//! write is followed by a sample of the kernel's queue (`SIOCOUTQ`) and of
+//! the window its reader advertises (`TCP_INFO`), which update its drain
+//! rate, its reader's held bytes and the bytes its buffer may hold
+//! ([`sample_pacing`]).
 //!
 //! The output buffer is the publisher's conflating [`SubscriberBuffer`]:
 //! its bytes live in the kit's `WriteBuf` (the RESP encoders append to its
@@ -132,7 +137,7 @@ fn write_session(
     })?;
     sess.wrote(blocked);
     bump(&counters.publish.bytes_written, n as u64);
-    if !maybe_start_pacing(conn, t) {
+    if !maybe_start_pacing(conn, t) && !watch_new_reader(conn, t) {
         sample_pacing(conn, t);
     }
     Ok(n)
@@ -149,6 +154,38 @@ fn maybe_start_pacing(conn: &mut Conn<Session>, now_ns: u64) -> bool {
     {
         return false;
     }
+    log::debug!("subscriber {}: paced (blocked)", conn.peer);
+    start_pacing(conn, now_ns);
+    true
+}
+
+/// A subscriber in its first bytes ([`crate::publish::commit_budget::CommitBudget::watching`]): reads its
+/// reader's window and starts pacing it when the reader holds
+/// [`crate::publish::commit_budget::WATCH_HELD`] unread, so a reader slow from its first message is paced
+/// before it fills its receive buffer. Returns whether it started.
+fn watch_new_reader(conn: &mut Conn<Session>, now_ns: u64) -> bool {
+    let b = &conn.state.buf;
+    if !b.budget.watching(b.stats.bytes_written) {
+        return false;
+    }
+    let kernel = tcp_signals::send_queue_bytes(&conn.stream).unwrap_or(0);
+    let window = tcp_signals::peer_window(&conn.stream).ok().flatten();
+    if !conn.state.buf.budget.watch(now_ns, window, kernel > 0) {
+        return false;
+    }
+    start_pacing(conn, now_ns);
+    log::debug!(
+        "subscriber {}: paced (its reader holds {} B, {} B written)",
+        conn.peer,
+        conn.state.buf.budget.held(),
+        conn.state.buf.stats.bytes_written
+    );
+    true
+}
+
+/// Starts pacing `conn` at `now_ns`: the budget from the kernel's figures,
+/// the socket's low-water mark down to the floor.
+fn start_pacing(conn: &mut Conn<Session>, now_ns: u64) {
     let kernel = tcp_signals::send_queue_bytes(&conn.stream).unwrap_or(0);
     let window = tcp_signals::peer_window(&conn.stream).ok().flatten();
     let b = &mut conn.state.buf;
@@ -157,7 +194,6 @@ fn maybe_start_pacing(conn: &mut Conn<Session>, now_ns: u64) -> bool {
     if let Err(e) = tcp_signals::set_notsent_lowat(&conn.stream, FLOOR as u32) {
         log::debug!("subscriber {}: TCP_NOTSENT_LOWAT: {e}", conn.peer);
     }
-    true
 }
 
 /// A paced session's sample at `now_ns`: the kernel's unacknowledged bytes
@@ -177,6 +213,11 @@ pub(super) fn sample_pacing(conn: &mut Conn<Session>, now_ns: u64) {
     if b.budget
         .sample(now_ns, written, kernel, window, engine, waiting)
     {
+        log::debug!(
+            "subscriber {}: unpaced (rate {:.0} B/s)",
+            conn.peer,
+            b.budget.rate()
+        );
         let _ = tcp_signals::set_notsent_lowat(&conn.stream, UNPACED_LOWAT as u32);
     }
 }

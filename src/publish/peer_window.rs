@@ -107,6 +107,16 @@ impl PeerWindow {
         self.moved
     }
 
+    /// Bytes sent since were acknowledged and the window did not shrink:
+    /// it is at the receiver's cap, which an empty buffer shows too, so
+    /// nothing the window can show is held: the last window becomes the
+    /// reference.
+    pub fn rebase(&mut self) {
+        if let Some(w) = self.window {
+            self.peak = f64::from(w);
+        }
+    }
+
     /// Estimated bytes the peer holds unread (0 when the window is unknown).
     #[inline]
     pub fn held(&self) -> usize {
@@ -120,6 +130,19 @@ mod tests {
     use super::*;
 
     const MS: u64 = 1_000_000;
+
+    #[test]
+    fn a_rebase_makes_the_last_window_the_empty_one() {
+        let mut p = PeerWindow::new();
+        p.observe(0, Some(105 * 1024), true);
+        p.observe(MS, Some(97 * 1024), true);
+        assert_eq!(p.held(), 8 * 1024);
+        p.rebase();
+        assert_eq!(p.held(), 0);
+        // What it shows after counts from there.
+        p.observe(2 * MS, Some(90 * 1024), true);
+        assert_eq!(p.held(), 7 * 1024);
+    }
 
     #[test]
     fn unknown_holds_nothing() {

@@ -223,6 +223,22 @@ fn a_slow_reader_is_paced_by_its_drain_rate_and_a_normal_one_gets_everything() {
     assert_eq!((normal.conflations, normal.paced), (0, false), "{normal:?}");
 }
 
+/// Bytes the engine's socket at `server` toward `peer` has sent and not
+/// had acknowledged (its `tx_queue` in /proc/net/tcp), if listed.
+fn unacked_bytes(server: SocketAddr, peer: SocketAddr) -> Option<u64> {
+    let (l, r) = (
+        format!("0100007F:{:04X}", server.port()),
+        format!("0100007F:{:04X}", peer.port()),
+    );
+    let table = std::fs::read_to_string("/proc/net/tcp").ok()?;
+    table.lines().skip(1).find_map(|line| {
+        let f: Vec<&str> = line.split_whitespace().collect();
+        (f.get(1) == Some(&l.as_str()) && f.get(2) == Some(&r.as_str()))
+            .then(|| u64::from_str_radix(f.get(4)?.split(':').next()?, 16).ok())
+            .flatten()
+    })
+}
+
 /// Bytes the kernel holds unread for the local TCP socket `local` (its
 /// `rx_queue` in /proc/net/tcp), if listed.
 fn unread_bytes(local: SocketAddr) -> Option<u64> {
@@ -316,4 +332,65 @@ fn a_default_buffer_reader_holds_far_less_than_its_buffer_in_its_own_kernel() {
     assert!(st.max_commit_excess_bytes <= FRAME_MAX, "{st:?}");
     let normal = e.subscribers().into_iter().find(|s| s.id == 2).unwrap();
     assert_eq!((normal.conflations, normal.paced), (0, false), "{normal:?}");
+}
+
+#[test]
+fn a_reader_slow_from_its_first_message_is_paced_before_it_fills_its_default_buffer() {
+    // 64 KiB/s from its first byte (at most 4 KiB of unused allowance):
+    // its default receive buffer (128 KiB here) is 2 s of it. Before the
+    // watch, the engine paced it only once a write blocked — with that
+    // whole buffer full of frames it would read before anything newer.
+    const SLOW: u64 = 64 * 1024;
+    if std::fs::metadata("/proc/net/tcp").is_err() {
+        eprintln!("skipped: no /proc/net/tcp to read the reader's kernel from");
+        return;
+    }
+    let e = engine_with(|c| {
+        c.sub_max_lag = Duration::from_millis(50);
+        c.report_interval = Duration::from_millis(20);
+    });
+    let mut slow = TcpStream::connect(e.subscriber_addr()).unwrap();
+    slow.set_read_timeout(Some(DEADLINE)).unwrap();
+    let local = slow.local_addr().unwrap();
+    slow.write_all(&command(&[b"PSUBSCRIBE", b"*"])).unwrap();
+    let final_round = Arc::new(AtomicU64::new(u64::MAX));
+    let reader = spawn_paced_reader(&slow, SLOW, 4 * 1024, &final_round);
+    let mut healthy = Sub::connect(e.subscriber_addr());
+    healthy.psubscribe(&["*"]);
+    wait_until("both subscribed", || e.subscribers().len() == 2);
+    let mut feed = Feed::connect(e.feed_addr());
+    let names: Vec<String> = (0..SYMBOLS).map(|i| format!("SYM{i:03}")).collect();
+
+    // What its kernel holds, sampled after every round from the first,
+    // until 256 KiB have been written to it (twice its buffer).
+    let (mut round, mut most) = (0u64, 0u64);
+    loop {
+        round += 1;
+        assert!(round < 1_000_000, "256 KiB never written to the reader");
+        let st = one_round(&e, &mut feed, &mut healthy, &names, round);
+        // A feed, not a flood: the next round once the reader's kernel has
+        // acknowledged this one (the engine then has its window).
+        wait_until("the round acknowledged", || {
+            unacked_bytes(e.subscriber_addr(), local).is_some_and(|n| n == 0)
+        });
+        let h = unread_bytes(local).expect("the reader's socket is listed");
+        most = most.max(h);
+        if st.is_some_and(|s| s.bytes_written > 256 * 1024) {
+            break;
+        }
+    }
+    final_round.store(round, Ordering::Release);
+    reader.join().expect("the reader holds every last value");
+    eprintln!("the reader's kernel held at most {most} bytes over {round} rounds");
+    // Paced by its whole buffer (~115 KiB here) before the watch; ~64 KiB
+    // now (docs/decisions.md, session 6: a watched reader can be let go
+    // once by its trial when its window is at the receiver's lowered cap).
+    assert!(
+        most <= 96 * 1024,
+        "the reader's kernel held up to {most} bytes: filled before it was paced"
+    );
+    let st = e.subscribers().into_iter().find(|s| s.id == 1).unwrap();
+    assert!(st.paced, "{st:?}");
+    let normal = e.subscribers().into_iter().find(|s| s.id == 2).unwrap();
+    assert!(!normal.paced, "{normal:?}");
 }
