@@ -19,7 +19,14 @@ const ROUNDS_PER_BATCH: u64 = 10;
 fn every_tick_update_and_order_is_accounted_for() {
     let clock = SimClock::new();
     let bridge = ScriptBridge::new();
-    let e = order_engine(&clock, &bridge, |c| c.sub_hwm = 4096);
+    // No pacing: the healthy subscriber reads each batch only once it is
+    // sent, which the watch would pace (and conflate) for a few ms at its
+    // first batches (docs/decisions.md, session 6); here every update must
+    // reach it.
+    let e = order_engine(&clock, &bridge, |c| {
+        c.sub_hwm = 4096;
+        c.sub_max_lag = std::time::Duration::ZERO;
+    });
     let mut healthy = Sub::connect(e.subscriber_addr());
     healthy.psubscribe(&["*"]);
     let mut stalled = Sub::connect(e.subscriber_addr());
