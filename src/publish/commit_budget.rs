@@ -90,7 +90,7 @@ pub const WINDOW_NS: u64 = 20_000_000;
 /// Weight of a new window in the smoothed rate.
 const ALPHA: f64 = 0.3;
 /// Raise of the estimate after a window in which the pipe ran empty.
-const PROBE: f64 = 1.5;
+const EMPTY_RAISE: f64 = 1.5;
 /// Most the estimate rises per window once known.
 const RAISE_MAX: f64 = 1.25;
 /// The least fraction of a reader's held bytes its window's shrink shows
@@ -365,9 +365,9 @@ impl CommitBudget {
             }
         } else if empty {
             let raise = if self.rate > 0.0 {
-                (inst * PROBE).min(self.rate * RAISE_MAX)
+                (inst * EMPTY_RAISE).min(self.rate * RAISE_MAX)
             } else {
-                inst * PROBE
+                inst * EMPTY_RAISE
             };
             self.rate.max(raise).max(FLOOR as f64)
         } else if self.rate == 0.0 {
