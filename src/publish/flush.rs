@@ -155,7 +155,9 @@ fn maybe_start_pacing(conn: &mut Conn<Session>, now_ns: u64) -> bool {
         return false;
     }
     log::debug!("subscriber {}: paced (blocked)", conn.peer);
-    start_pacing(conn, now_ns);
+    let kernel = tcp_signals::send_queue_bytes(&conn.stream).unwrap_or(0);
+    let window = tcp_signals::peer_window(&conn.stream).ok().flatten();
+    start_pacing(conn, now_ns, kernel, window);
     true
 }
 
@@ -173,7 +175,7 @@ fn watch_new_reader(conn: &mut Conn<Session>, now_ns: u64) -> bool {
     if !conn.state.buf.budget.watch(now_ns, window, kernel > 0) {
         return false;
     }
-    start_pacing(conn, now_ns);
+    start_pacing(conn, now_ns, kernel, window);
     log::debug!(
         "subscriber {}: paced (its reader holds {} B, {} B written)",
         conn.peer,
@@ -183,11 +185,10 @@ fn watch_new_reader(conn: &mut Conn<Session>, now_ns: u64) -> bool {
     true
 }
 
-/// Starts pacing `conn` at `now_ns`: the budget from the kernel's figures,
-/// the socket's low-water mark down to the floor.
-fn start_pacing(conn: &mut Conn<Session>, now_ns: u64) {
-    let kernel = tcp_signals::send_queue_bytes(&conn.stream).unwrap_or(0);
-    let window = tcp_signals::peer_window(&conn.stream).ok().flatten();
+/// Starts pacing `conn` at `now_ns` from the kernel's figures just read
+/// (`kernel` bytes unacknowledged, the peer's `window`); the socket's
+/// low-water mark goes down to the floor.
+fn start_pacing(conn: &mut Conn<Session>, now_ns: u64, kernel: usize, window: Option<u32>) {
     let b = &mut conn.state.buf;
     b.budget
         .start(now_ns, b.stats.bytes_written, kernel, window);
