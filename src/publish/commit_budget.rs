@@ -14,7 +14,9 @@
 //!                                − held bytes (the reader's kernel holds
 //!                                  them unread: its window's shrink),
 //!                             send-rate cap (CAP_GAIN × drain rate, one
-//!                                  budget deep: super::send_cap))
+//!                                  budget deep: super::send_cap;
+//!                                  0 for an empty buffer until it lets
+//!                                  SEGMENT bytes out))
 //! ```
 //!
 //! - **When pacing starts.** A subscriber starts unpaced (the budget is the
@@ -47,12 +49,26 @@
 //!   - *it is cut at once when the held bytes grow* by more than
 //!     [`HELD_SLACK`] in a window, to what the reader can have taken with
 //!     the growth counted at the least the window shows of it
-//!     ([`WINDOW_SHOWS`]);
+//!     ([`WINDOW_SHOWS`]), but to no less than [`CUT_MIN`] × itself: two
+//!     window steps (1 KiB each) in 20 ms read as a reader that took
+//!     nothing, and cuts without a bound sent a 64 KiB/s reader's estimate to
+//!     2–8 kB/s, starving it for a second at a time;
+//!   - *a window that fell by [`TREND_FALL`] over [`TREND_NS`]* cuts it
+//!     by [`TREND_CUT`] ([`CommitBudget::follow_trend`]): a reader falling
+//!     behind a little at a time shows one step every 100 ms or so, which
+//!     no measuring window sees and the held estimate's decay follows;
 //!   - *a window in which nothing was taken while bytes were in flight*
 //!     (a delayed ACK) stays open;
 //!   - *a window in which the pipe ran empty* raises the estimate (by up
 //!     to 1.5 × what the peer took) only when symbols were waiting: when
 //!     nothing waited it measured the offered load, not the reader.
+//! - **Segments.** A paced reader's empty buffer waits until the cap lets
+//!   [`SEGMENT`] bytes out, so it is written a segment at a time, not a
+//!   frame (~120 bytes) per write: a receiver charges each small segment
+//!   its whole buffer's overhead, and past its buffer it grows the buffer
+//!   (measured: 128 KiB to 3 MiB in 4 s, the reader holding 1.2 MB behind a
+//!   window that never closed). Frames that wait stay pending marks, which
+//!   conflate.
 //! - **Ends** once its measured rate covers the mark within the lag and
 //!   nothing waits, or in its trial.
 //! - Pure: times and kernel figures are passed in, so the estimator and the
@@ -92,12 +108,23 @@ const ALPHA: f64 = 0.3;
 /// Raise of the estimate after a window in which the pipe ran empty.
 const EMPTY_RAISE: f64 = 1.5;
 /// Most the estimate rises per window once known.
-const RAISE_MAX: f64 = 1.25;
+const RAISE_MAX: f64 = 1.1;
+/// The slow detector's horizon, the fall of the window over it that cuts
+/// the rate, and the cut.
+const TREND_NS: u64 = 250_000_000;
+const TREND_FALL: usize = 3 * 1024;
+const TREND_CUT: f64 = 0.8;
+/// Least fraction of itself a cut leaves the estimate, per window.
+const CUT_MIN: f64 = 0.7;
 /// The least fraction of a reader's held bytes its window's shrink shows
 /// (loopback, perf/RESULTS.md session 5: 0.6–1).
 const WINDOW_SHOWS: f64 = 0.6;
 /// A paced subscriber is sent at most this × its drain rate.
-const CAP_GAIN: f64 = 1.25;
+const CAP_GAIN: f64 = 1.1;
+/// An empty buffer of a capped reader waits until the cap lets this many
+/// bytes out, so it is written in segments of about this size, not frame
+/// by frame (the module docs: why).
+const SEGMENT: usize = 1024;
 /// Held bytes under this count as none for "the pipe ran empty": the
 /// coarsest window step seen on loopback (window scale 10).
 const HELD_SLACK: usize = 1024;
@@ -143,6 +170,9 @@ pub struct CommitBudget {
     armed: bool,
     /// The send-rate cap.
     cap: SendCap,
+    /// Start of the trend window: time and the peer's window then.
+    trend_ns: u64,
+    trend_window: Option<u32>,
 }
 
 impl CommitBudget {
@@ -169,6 +199,8 @@ impl CommitBudget {
             max_excess: 0,
             armed: false,
             cap: SendCap::new(),
+            trend_ns: 0,
+            trend_window: None,
         }
     }
 
@@ -241,12 +273,15 @@ impl CommitBudget {
         self.held
     }
 
-    /// Bytes the engine buffer may hold now, given `written` bytes so far.
+    /// Bytes the engine buffer may hold now, given `written` bytes so far
+    /// and `engine` bytes waiting in it.
     #[inline]
-    pub fn engine_limit(&self, written: u64) -> usize {
+    pub fn engine_limit(&self, written: u64, engine: usize) -> usize {
         if !self.paced {
             return self.hwm;
         }
+        let cap = self.cap.allows(written);
+        let cap = if engine == 0 && cap < SEGMENT { 0 } else { cap };
         let probe = if written == self.written_at_sample {
             self.probe
         } else {
@@ -254,7 +289,7 @@ impl CommitBudget {
         };
         self.budget
             .saturating_sub(self.kernel_bound(written))
-            .min(self.cap.allows(written))
+            .min(cap)
             .min(self.hwm)
             .max(probe)
     }
@@ -349,6 +384,32 @@ impl CommitBudget {
         false
     }
 
+    /// The slow detector: a window that fell by [`TREND_FALL`] or more
+    /// over [`TREND_NS`] shows a reader falling behind a little at a time,
+    /// in steps too small and too far apart for the measuring windows
+    /// (the peak's decay follows them): the rate is cut by [`TREND_CUT`].
+    fn follow_trend(&mut self, now_ns: u64, window: Option<u32>) {
+        let Some(w) = window else {
+            self.trend_window = None;
+            return;
+        };
+        let Some(w0) = self.trend_window else {
+            self.trend_ns = now_ns;
+            self.trend_window = Some(w);
+            return;
+        };
+        if now_ns.saturating_sub(self.trend_ns) < TREND_NS {
+            return;
+        }
+        if w0.saturating_sub(w) as usize >= TREND_FALL && self.rate > 0.0 {
+            self.rate = (self.rate * TREND_CUT).max(FLOOR as f64);
+            let want = self.rate * self.max_lag_ns as f64 / 1e9;
+            self.budget = (want as usize).clamp(FLOOR.min(self.hwm), self.hwm);
+        }
+        self.trend_ns = now_ns;
+        self.trend_window = Some(w);
+    }
+
     /// The drain rate after a measuring window of `dt` ns in which the
     /// reader took `inst` bytes/s (the rules in the module docs).
     fn next_rate(&self, dt: u64, inst: f64, empty: bool, waiting: bool) -> f64 {
@@ -356,7 +417,10 @@ impl CommitBudget {
         if grew > HELD_SLACK && self.rate > 0.0 {
             let out = inst * dt as f64 / 1e9 + grew as f64;
             let took = (out - grew as f64 / WINDOW_SHOWS).max(0.0);
-            self.rate.min(took * 1e9 / dt as f64).max(FLOOR as f64)
+            self.rate
+                .min(took * 1e9 / dt as f64)
+                .max(self.rate * CUT_MIN)
+                .max(FLOOR as f64)
         } else if empty && !waiting {
             if self.rate == 0.0 {
                 inst.max(FLOOR as f64)
@@ -429,6 +493,7 @@ impl CommitBudget {
                 return true;
             }
         }
+        self.follow_trend(now_ns, window);
         if self.rate > 0.0 {
             // At least a floor's worth per second: a very slow reader keeps
             // moving; one whose rate was just cut waits for it to recover.
@@ -450,7 +515,7 @@ mod tests {
     fn unpaced_the_limit_is_the_mark() {
         let b = CommitBudget::new(50 * MS, 256 * 1024);
         assert!(!b.paced() && b.may_start());
-        assert_eq!(b.engine_limit(123_456), 256 * 1024);
+        assert_eq!(b.engine_limit(123_456, 0), 256 * 1024);
         assert!(!CommitBudget::new(0, 1024).may_start(), "0 = off");
     }
 
@@ -461,7 +526,7 @@ mod tests {
         // Paced at t=0 with 100 kB written and 60 kB unacknowledged.
         b.start(0, 100_000, 60_000, None);
         assert_eq!(
-            b.engine_limit(100_000),
+            b.engine_limit(100_000, 0),
             0,
             "the kernel holds more than the floor"
         );
@@ -472,7 +537,7 @@ mod tests {
             let drained = 64 * 1024 / 50; // per 20 ms
             kernel = kernel.saturating_sub(drained);
             // The engine tops the kernel up to its limit.
-            let top = b.engine_limit(written).min(4096);
+            let top = b.engine_limit(written, 0).min(4096);
             written += top as u64;
             kernel += top;
             b.sample(k * 20 * MS, written, kernel, None, 100, true);
@@ -489,8 +554,8 @@ mod tests {
             b.budget()
         );
         // Written since the sample counts as committed in the kernel.
-        let lim = b.engine_limit(written);
-        assert_eq!(b.engine_limit(written + lim as u64), 0);
+        let lim = b.engine_limit(written, 0);
+        assert_eq!(b.engine_limit(written + lim as u64, 0), 0);
     }
 
     #[test]
@@ -505,7 +570,7 @@ mod tests {
         // An empty pipe at the floor still allows frames: neither the
         // budget nor the send-rate cap starves it.
         b.sample(101 * 20 * MS, 10_100, 0, None, 0, true);
-        assert!(b.engine_limit(10_100) >= FLOOR);
+        assert!(b.engine_limit(10_100, 0) >= FLOOR);
     }
 
     #[test]
@@ -519,20 +584,20 @@ mod tests {
         b.sample(40 * MS, 2000, 0, None, 0, true);
         assert!(b.rate() > r1);
         // The peer is fast: it takes at once all the engine may send (the
-        // budget and the cap allow), every ms; symbols wait for 1 s, then
-        // none do.
+        // budget and the cap allow), every ms; symbols wait for 2 s, then
+        // none do. (It rises ×1.1 per window at most: ~50× per second.)
         let (mut written, mut ended_at) = (2000u64, None);
-        for k in 1..=2000u64 {
-            written += b.engine_limit(written) as u64;
-            if b.sample(40 * MS + k * MS, written, 0, None, 0, k < 1000) {
+        for k in 1..=3000u64 {
+            written += b.engine_limit(written, 0) as u64;
+            if b.sample(40 * MS + k * MS, written, 0, None, 0, k < 2000) {
                 ended_at = Some(k);
                 break;
             }
         }
         let k = ended_at.expect("unpaced");
-        assert!((1000..1100).contains(&k), "unpaced at {k} ms");
+        assert!((2000..2100).contains(&k), "unpaced at {k} ms");
         assert!(!b.paced());
-        assert_eq!(b.engine_limit(0), hwm);
+        assert_eq!(b.engine_limit(0, 0), hwm);
     }
 
     #[test]
@@ -578,7 +643,7 @@ mod tests {
             if b.sample(t, written, in_flight, Some(window(probed)), 0, true) {
                 return (Some(t), probed);
             }
-            let n = b.engine_limit(written) as u64 / 128 * 128;
+            let n = b.engine_limit(written, 0) as u64 / 128 * 128;
             written += n;
             in_flight = n as usize;
         }
@@ -638,7 +703,86 @@ mod tests {
             0,
             true,
         );
+        let once = b.rate();
+        assert!(
+            once < before && once >= before * CUT_MIN * 0.99,
+            "{once} after {before}: one window cuts by at most CUT_MIN"
+        );
+        // The reader keeps falling behind: every window cuts again.
+        for k in 52..=54u64 {
+            written += 22_000;
+            let w = peak - (22 + 20 * (k - 51) as u32) * 1024;
+            b.sample(TRIAL_NS + k * 20 * MS, written, 0, Some(w), 0, true);
+        }
         assert!(b.rate() < before / 2.0, "{} after {before}", b.rate());
+    }
+
+    /// Paced with a drain rate measured from a reader taking 65 kB/s (the
+    /// estimate rises above it while the pipe runs empty), the engine
+    /// having written all it was let: returns the budget and bytes written.
+    fn paced_at_64k() -> (CommitBudget, u64) {
+        let mut b = CommitBudget::new(50 * MS, 256 * 1024);
+        b.start(0, 0, 0, None);
+        let mut written = 0u64;
+        for k in 1..=50u64 {
+            written += 1300;
+            b.sample(TRIAL_NS + k * 20 * MS, written, 0, None, 0, true);
+        }
+        assert!((50_000.0..130_000.0).contains(&b.rate()), "{}", b.rate());
+        written += b.engine_limit(written, 0) as u64;
+        (b, written)
+    }
+
+    #[test]
+    fn an_empty_buffer_waits_for_a_segment_of_the_cap() {
+        let (mut b, mut written) = paced_at_64k();
+        let t0 = TRIAL_NS + 51 * 20 * MS;
+        b.sample(t0, written, 0, None, 0, true);
+        written += b.engine_limit(written, 0) as u64;
+        // 1 ms later the cap lets ~70 bytes out: an empty buffer waits (a
+        // frame per write is what grows a receiver's buffer), a buffer
+        // being filled may top up to it.
+        b.sample(t0 + MS, written, 0, None, 0, true);
+        assert_eq!(b.engine_limit(written, 0), 0);
+        assert!(b.engine_limit(written, 10) > 10);
+        // 20 ms later a segment's worth: written at once.
+        b.sample(t0 + 20 * MS, written, 0, None, 0, true);
+        assert!(b.engine_limit(written, 0) >= SEGMENT);
+    }
+
+    #[test]
+    fn a_window_that_falls_a_step_at_a_time_cuts_the_rate() {
+        // The reader takes a little less than it is sent: its window falls
+        // one 512 B step every 25 ms, each under what a measuring window
+        // counts as growth, and the held estimate's decay follows it.
+        // Returns the deepest fall of the rate from one sample to the next.
+        let run = |back_up: bool| {
+            let mut b = CommitBudget::new(50 * MS, 256 * 1024);
+            let peak = 100 * 1024u32;
+            b.start(0, 0, 0, Some(peak));
+            let mut written = 0u64;
+            let mut deepest = 1.0f64;
+            for k in 1..=200u64 {
+                written += 650;
+                let steps = (k * 2 / 5) as u32;
+                // Noise instead: a step down and back up again.
+                let w = if back_up {
+                    peak - (steps % 2) * 512
+                } else {
+                    peak - steps * 512
+                };
+                let before = b.rate();
+                b.sample(TRIAL_NS + k * 10 * MS, written, 0, Some(w), 0, true);
+                if before > 0.0 && k > 20 {
+                    deepest = deepest.min(b.rate() / before);
+                }
+            }
+            deepest
+        };
+        let falling = run(false);
+        assert!(falling <= TREND_CUT + 0.01, "deepest cut ×{falling}");
+        let noise = run(true);
+        assert!(noise > 0.95, "a window stepping back up cut ×{noise}");
     }
 
     #[test]
@@ -690,7 +834,7 @@ mod tests {
             held += moved;
             b.sample(t * MS, written, kernel as usize, window(held), 0, true);
             // The engine writes what its limit allows (frames of 128 B).
-            let top = (b.engine_limit(written) as u64 / 128) * 128;
+            let top = (b.engine_limit(written, 0) as u64 / 128) * 128;
             written += top;
             kernel += top;
             if t >= stop_ms {
@@ -730,7 +874,7 @@ mod tests {
             kernel -= moved;
             held += moved;
             b.sample(t * MS, written, kernel as usize, window(t, held), 0, true);
-            let top = (b.engine_limit(written) as u64 / 128) * 128;
+            let top = (b.engine_limit(written, 0) as u64 / 128) * 128;
             written += top;
             kernel += top;
             match t {
@@ -820,7 +964,7 @@ mod tests {
             }
         }
         assert!(ended && !b.paced());
-        assert_eq!(b.engine_limit(0), hwm);
+        assert_eq!(b.engine_limit(0, 0), hwm);
     }
 
     #[test]
@@ -830,7 +974,7 @@ mod tests {
         assert_eq!(b.max_excess(), 0, "unpaced: nothing to record");
         b.start(0, 0, 0, None);
         b.sample(MS, 100, 1500, None, 0, true);
-        assert_eq!(b.engine_limit(100), FLOOR - 1500);
+        assert_eq!(b.engine_limit(100, 0), FLOOR - 1500);
         b.note_commit(700, 100);
         assert_eq!(b.max_excess(), 700 + 1500 - FLOOR as u64);
     }

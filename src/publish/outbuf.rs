@@ -97,7 +97,8 @@ impl SubscriberBuffer {
     /// Bytes the buffer may hold now: the mark, or less while paced.
     #[inline]
     pub fn limit(&self) -> usize {
-        self.budget.engine_limit(self.stats.bytes_written)
+        self.budget
+            .engine_limit(self.stats.bytes_written, self.buffered())
     }
 
     /// The high-water mark.
