@@ -59,6 +59,13 @@
 //!     no measuring window sees and the held estimate's decay follows;
 //!   - *a window in which nothing was taken while bytes were in flight*
 //!     (a delayed ACK) stays open;
+//!   - *no measurement is waited for beyond [`MAX_WINDOW_NS`]* once the
+//!     reader took something, and until the first comes the cap is the
+//!     floor budget per lag (41 kB/s at 50 ms): a held
+//!     estimate stuck just above [`HELD_SLACK`] with a delayed ACK always
+//!     outstanding kept the rate unknown for 1.4 s in one trace (with no
+//!     cap, a reader whose window hid what it held was then sent
+//!     3.7 MB/s), or stuck at a low first value for seconds;
 //!   - *a window in which the pipe ran empty* raises the estimate (by up
 //!     to 1.5 × what the peer took) only when symbols were waiting: when
 //!     nothing waited it measured the offered load, not the reader.
@@ -101,6 +108,8 @@ pub const TRIAL_NS: u64 = 30_000_000;
 pub const PROBE_NS: u64 = 2_000_000;
 /// Bytes a probe may take (one frame or two).
 const PROBE_BYTES: usize = 256;
+/// Longest measuring window once the reader took something.
+pub const MAX_WINDOW_NS: u64 = 200_000_000;
 /// Shortest measuring window of the drain rate.
 pub const WINDOW_NS: u64 = 20_000_000;
 /// Weight of a new window in the smoothed rate.
@@ -477,9 +486,16 @@ impl CommitBudget {
         // what it reads is not seen: the measuring window stays open until
         // news comes, so the bytes it read show over the time it took. So
         // does one in which bytes in flight were not acknowledged yet.
-        let seen = self.held < HELD_SLACK || self.peer.moved();
+        // A measurement is not waited for beyond MAX_WINDOW_NS once the
+        // reader took something: a held estimate stuck above HELD_SLACK
+        // with bytes always in flight (delayed ACKs) kept a window open
+        // for 1.4 s in one trace, with the rate unknown or stuck low. (One
+        // that took nothing is behind a shut window: its news comes when
+        // the window opens.)
+        let overdue = dt >= MAX_WINDOW_NS && drained > self.window_drained;
+        let seen = self.held < HELD_SLACK || self.peer.moved() || overdue;
         let acked_nothing = drained == self.window_drained && kernel > 0;
-        if dt >= WINDOW_NS && seen && !acked_nothing {
+        if dt >= WINDOW_NS && seen && (!acked_nothing || overdue) {
             let inst = drained.saturating_sub(self.window_drained) as f64 * 1e9 / dt as f64;
             let empty = kernel == 0 && engine == 0 && self.held < HELD_SLACK;
             self.rate = self.next_rate(dt, inst, empty, waiting);
@@ -494,10 +510,18 @@ impl CommitBudget {
             }
         }
         self.follow_trend(now_ns, window);
-        if self.rate > 0.0 {
+        {
             // At least a floor's worth per second: a very slow reader keeps
             // moving; one whose rate was just cut waits for it to recover.
-            let rate = (self.rate * CAP_GAIN).max(FLOOR as f64);
+            // Before the first measurement, the floor budget per lag: with
+            // no cap, a reader whose window hides what it holds was sent
+            // one frame per write, 3.7 MB/s (trace, session 7).
+            let known = if self.rate > 0.0 {
+                self.rate
+            } else {
+                FLOOR as f64 * 1e9 / self.max_lag_ns as f64
+            };
+            let rate = (known * CAP_GAIN).max(FLOOR as f64);
             self.cap
                 .refill(now_ns, written + engine as u64, rate, self.budget);
         }
@@ -783,6 +807,35 @@ mod tests {
         assert!(falling <= TREND_CUT + 0.01, "deepest cut ×{falling}");
         let noise = run(true);
         assert!(noise > 0.95, "a window stepping back up cut ×{noise}");
+    }
+
+    #[test]
+    fn a_reader_paced_before_its_first_measurement_is_capped_and_measured() {
+        // The trace of session 7: a held estimate stuck at 1.5 KiB (above
+        // HELD_SLACK) behind a window that never moves, and a delayed ACK
+        // always outstanding: no measuring window ever closed, the rate
+        // stayed unknown (nothing capped the sends but the budget) or, once
+        // measured, stuck at its first value.
+        let mut b = CommitBudget::new(50 * MS, 256 * 1024);
+        let peak = 100 * 1024u32;
+        b.first_window(0, Some(peak));
+        b.start(0, 30_000, 300, Some(peak - 1536));
+        let mut written = 30_000u64;
+        let mut first = None;
+        for t in 1..=1500u64 {
+            b.sample(t * MS, written, 300, Some(peak - 1536), 0, true);
+            if first.is_none() && b.rate() > 0.0 {
+                first = Some((t, b.rate()));
+            }
+            written += (b.engine_limit(written, 0) as u64 / 128) * 128;
+        }
+        // Without a cap: one 128-byte frame per ms, 192 kB.
+        let sent = written - 30_000;
+        assert!(sent < 130_000, "{sent} bytes in 1.5 s");
+        let (at, rate) = first.expect("measured");
+        assert!(at <= MAX_WINDOW_NS / MS + 50, "first measured at {at} ms");
+        // The reader takes all it is sent: later windows measure it too.
+        assert!(b.rate() > rate * 1.1, "{} after {rate}", b.rate());
     }
 
     #[test]
