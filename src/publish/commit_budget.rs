@@ -393,6 +393,14 @@ impl CommitBudget {
         false
     }
 
+    /// The budget from the rate (rate × lag, between the floor and the
+    /// mark); returns the unclamped rate × lag.
+    fn rebudget(&mut self) -> f64 {
+        let want = self.rate * self.max_lag_ns as f64 / 1e9;
+        self.budget = (want as usize).clamp(FLOOR.min(self.hwm), self.hwm);
+        want
+    }
+
     /// The slow detector: a window that fell by [`TREND_FALL`] or more
     /// over [`TREND_NS`] shows a reader falling behind a little at a time,
     /// in steps too small and too far apart for the measuring windows
@@ -412,8 +420,7 @@ impl CommitBudget {
         }
         if w0.saturating_sub(w) as usize >= TREND_FALL && self.rate > 0.0 {
             self.rate = (self.rate * TREND_CUT).max(FLOOR as f64);
-            let want = self.rate * self.max_lag_ns as f64 / 1e9;
-            self.budget = (want as usize).clamp(FLOOR.min(self.hwm), self.hwm);
+            self.rebudget();
         }
         self.trend_ns = now_ns;
         self.trend_window = Some(w);
@@ -502,8 +509,7 @@ impl CommitBudget {
             self.window_ns = now_ns;
             self.window_drained = drained;
             self.window_held = self.held;
-            let want = self.rate * self.max_lag_ns as f64 / 1e9;
-            self.budget = (want as usize).clamp(FLOOR.min(self.hwm), self.hwm);
+            let want = self.rebudget();
             if want >= self.hwm as f64 && !waiting && engine == 0 {
                 self.end();
                 return true;
