@@ -1,0 +1,235 @@
+//! A paced reader's way back to unpaced: the re-trial. A reader that keeps
+//! up is paced when it pauses (its client thread was not scheduled for a
+//! few milliseconds, or stopped for longer) and its trial ran out before it
+//! read again; after that only its measured drain rate could free it, and
+//! that rate can only rise as fast as the send cap lets it be shown
+//! (×1.1 per window): seconds at 6 MB/s, and never when rate × lag stays
+//! under the mark (a reader of 1.2 MB/s at 50 ms). Meanwhile it was
+//! conflated: 0.6–2 s of freshness p99 for a reader that keeps up.
+//!
+//! So a paced reader that *starves* — it took all it was given (nothing in
+//! flight, nothing held, nothing waiting in the engine) while symbols were
+//! waiting, for [`STARVED_WINDOWS`] measuring windows in a row — is offered
+//! a burst of [`RETRIAL_BYTES`] on top of its budget. If it takes that
+//! much within [`RETRIAL_NS`] it reads faster than anything the pacing
+//! would allow it, and is unpaced; if not, it stays paced at the rate it had and
+//! the next re-trial waits for a backoff that doubles from
+//! [`BACKOFF_FIRST_NS`] to [`BACKOFF_MAX_NS`].
+//!
+//! The burst is larger than what a slow reader can swallow at once (a
+//! client reading 64 KiB/s with a 16 KiB burst allowance takes ~17 KiB in
+//! the re-trial): a failed re-trial costs such a reader at most
+//! [`RETRIAL_BYTES`] of extra backlog, rarely (the backoff), and a reader
+//! of few symbols, which never has that much waiting, is never offered one.
+//!
+//! ```text
+//!   paced ──starved × 2──▶ re-trial: budget + 32 KiB ──32 KiB taken──▶ unpaced
+//!     ▲                          │ not within 50 ms
+//!     └─── backoff 0.25 s … 8 s ─┘
+//! ```
+//!
+//! Pure (times and byte counts are passed in); single owner: the publisher
+//! thread, through [`super::commit_budget::CommitBudget`].
+
+/// Starved measuring windows in a row that start a re-trial.
+pub const STARVED_WINDOWS: u32 = 2;
+/// The burst a re-trial offers, bytes.
+pub const RETRIAL_BYTES: usize = 32 * 1024;
+/// How long a re-trial waits for its burst to be taken.
+pub const RETRIAL_NS: u64 = 50_000_000;
+/// Wait before the next re-trial after a first failed one.
+pub const BACKOFF_FIRST_NS: u64 = 250_000_000;
+/// Longest wait between re-trials.
+pub const BACKOFF_MAX_NS: u64 = 8_000_000_000;
+
+/// The re-trial state of one paced subscriber.
+#[derive(Debug, Clone)]
+pub struct Retrial {
+    /// Starved measuring windows in a row.
+    starved: u32,
+    /// No re-trial before this time (ns).
+    not_before_ns: u64,
+    /// The wait after the next failure.
+    backoff_ns: u64,
+    /// While a re-trial runs: bytes appended (written + waiting in the
+    /// engine buffer) and bytes the reader took when it began, and when it
+    /// ends.
+    running: Option<Running>,
+}
+
+/// A running re-trial.
+#[derive(Debug, Clone, Copy)]
+struct Running {
+    appended: u64,
+    drained: u64,
+    until_ns: u64,
+}
+
+impl Default for Retrial {
+    fn default() -> Self {
+        Retrial::new()
+    }
+}
+
+impl Retrial {
+    /// No window seen, no re-trial yet.
+    pub const fn new() -> Self {
+        Retrial {
+            starved: 0,
+            not_before_ns: 0,
+            backoff_ns: BACKOFF_FIRST_NS,
+            running: None,
+        }
+    }
+
+    /// A measuring window ended at `now_ns`, `starved` or not, with
+    /// `appended` bytes appended so far and `drained` taken by the reader.
+    /// Returns `true` when a re-trial begins (its burst is then allowed by
+    /// [`Self::burst_left`]).
+    pub fn window(&mut self, now_ns: u64, starved: bool, appended: u64, drained: u64) -> bool {
+        self.starved = if starved { self.starved + 1 } else { 0 };
+        if self.running.is_some() || self.starved < STARVED_WINDOWS || now_ns < self.not_before_ns {
+            return false;
+        }
+        self.running = Some(Running {
+            appended,
+            drained,
+            until_ns: now_ns + RETRIAL_NS,
+        });
+        self.starved = 0;
+        true
+    }
+
+    /// Ends a running re-trial with no verdict (pacing ended otherwise).
+    pub fn stop(&mut self) {
+        self.running = None;
+    }
+
+    /// A re-trial runs.
+    #[inline]
+    pub fn running(&self) -> bool {
+        self.running.is_some()
+    }
+
+    /// Bytes that may still be appended for the running re-trial's burst,
+    /// `appended` bytes appended so far (0 when none runs).
+    #[inline]
+    pub fn burst_left(&self, appended: u64) -> usize {
+        match self.running {
+            Some(r) => RETRIAL_BYTES.saturating_sub(appended.saturating_sub(r.appended) as usize),
+            None => 0,
+        }
+    }
+
+    /// The running re-trial's verdict at `now_ns`, the reader having taken
+    /// `drained` bytes so far: `Some(true)` once it took [`RETRIAL_BYTES`]
+    /// since the re-trial began, `Some(false)` when its time ran out first
+    /// (the next one waits for the backoff), `None` while it runs or when
+    /// none does.
+    pub fn verdict(&mut self, now_ns: u64, drained: u64) -> Option<bool> {
+        let r = self.running?;
+        if drained.saturating_sub(r.drained) >= RETRIAL_BYTES as u64 {
+            *self = Retrial::new();
+            return Some(true);
+        }
+        if now_ns < r.until_ns {
+            return None;
+        }
+        self.running = None;
+        self.not_before_ns = now_ns + self.backoff_ns;
+        self.backoff_ns = (self.backoff_ns * 2).min(BACKOFF_MAX_NS);
+        Some(false)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const MS: u64 = 1_000_000;
+    const BURST: u64 = RETRIAL_BYTES as u64;
+
+    #[test]
+    fn two_starved_windows_in_a_row_begin_a_retrial() {
+        let mut r = Retrial::new();
+        assert!(!r.window(20 * MS, true, 0, 0));
+        assert!(!r.window(40 * MS, false, 0, 0), "the row was broken");
+        assert!(!r.window(60 * MS, true, 0, 0));
+        assert!(r.window(80 * MS, true, 1000, 900));
+        assert!(r.running());
+        assert_eq!(r.burst_left(1000), RETRIAL_BYTES);
+        assert_eq!(r.burst_left(1000 + 1024), RETRIAL_BYTES - 1024);
+        assert_eq!(r.burst_left(1000 + 2 * BURST), 0);
+        assert!(!r.window(100 * MS, true, 2000, 900), "one at a time");
+    }
+
+    #[test]
+    fn a_reader_that_takes_the_whole_burst_passes() {
+        let mut r = Retrial::new();
+        r.window(20 * MS, true, 0, 0);
+        r.window(40 * MS, true, 500, 400);
+        assert_eq!(r.verdict(41 * MS, 400 + BURST - 1), None, "1 B short");
+        assert_eq!(r.verdict(42 * MS, 400 + BURST), Some(true));
+        assert!(!r.running());
+        assert_eq!(r.burst_left(1 << 20), 0);
+    }
+
+    #[test]
+    fn a_reader_that_takes_part_of_the_burst_fails_when_its_time_runs_out() {
+        let mut r = Retrial::new();
+        r.window(20 * MS, true, 0, 0);
+        r.window(40 * MS, true, 0, 0);
+        // A 64 KiB/s reader with a 16 KiB allowance: ~19 KiB in 50 ms.
+        assert_eq!(r.verdict(40 * MS + RETRIAL_NS - 1, 19 * 1024), None);
+        assert_eq!(r.verdict(40 * MS + RETRIAL_NS, 19 * 1024), Some(false));
+        assert!(!r.running());
+        assert_eq!(r.burst_left(0), 0, "no burst after it");
+    }
+
+    #[test]
+    fn failed_retrials_back_off_doubling_up_to_the_most() {
+        let mut r = Retrial::new();
+        let mut t = 0;
+        let mut begun_at = Vec::new();
+        for _ in 0..8 {
+            // Starve until a re-trial begins, then let it run out.
+            let begun = loop {
+                t += 20 * MS;
+                if r.window(t, true, 0, 0) {
+                    break t;
+                }
+            };
+            begun_at.push(begun);
+            t = begun + RETRIAL_NS;
+            assert_eq!(r.verdict(t, 10), Some(false));
+        }
+        // Each gap is the re-trial, the backoff and the windows to the next
+        // starved pair (at most 40 ms on this 20 ms grid).
+        let mut want = BACKOFF_FIRST_NS;
+        for g in begun_at.windows(2).map(|w| w[1] - w[0]) {
+            assert!(
+                g >= want + RETRIAL_NS && g <= want + RETRIAL_NS + 60 * MS,
+                "gap {g} ns, backoff {want} ns"
+            );
+            want = (want * 2).min(BACKOFF_MAX_NS);
+        }
+        assert_eq!(want, BACKOFF_MAX_NS, "reached the most");
+    }
+
+    #[test]
+    fn a_pass_resets_the_backoff() {
+        let mut r = Retrial::new();
+        r.window(20 * MS, true, 0, 0);
+        r.window(40 * MS, true, 0, 0);
+        assert_eq!(r.verdict(40 * MS + RETRIAL_NS, 0), Some(false));
+        let mut t = 40 * MS + RETRIAL_NS;
+        while !r.window(t, true, 0, 0) {
+            t += 20 * MS;
+        }
+        assert!(t >= 40 * MS + RETRIAL_NS + BACKOFF_FIRST_NS);
+        assert_eq!(r.verdict(t + MS, BURST), Some(true));
+        // The next one needs no wait.
+        assert!(!r.window(t + 20 * MS, true, 0, 0));
+        assert!(r.window(t + 40 * MS, true, 0, 0));
+    }
+}
