@@ -99,9 +99,9 @@ fn tick_section(series: &[Series]) -> String {
         ] {
             let Some(p) = p else { continue };
             any_freshness |= measure == "freshness";
-            let _ = write!(
+            let _ = writeln!(
                 h,
-                "<tr class=\"{}\" data-class=\"{}\"><td class=\"name\">{}</td><td class=\"name\">{}</td><td>{}</td>{}</tr>\n",
+                "<tr class=\"{}\" data-class=\"{}\"><td class=\"name\">{}</td><td class=\"name\">{}</td><td>{}</td>{}</tr>",
                 measure.replace(' ', "-"),
                 esc(&c.class),
                 esc(&c.class),
