@@ -96,7 +96,7 @@ pub struct DemoArgs {
     #[arg(long)]
     pub keep_nats: bool,
     /// One normal subscriber stops reading for this long, a third into the run (what a stalled reader costs).
-    #[arg(long, value_name = "DURATION", value_parser = super::flags::positive_duration)]
+    #[arg(long, value_name = "DURATION", value_parser = super::flags::positive_duration, conflicts_with = "cluster")]
     pub stall_reader: Option<Duration>,
 }
 
