@@ -6,10 +6,22 @@
 //! ```text
 //!  replay sender ──CSV ticks──▶ engine feed ─▶ slots ─▶ publisher ──RESP──▶ K subscribers ┐ one mio
 //!  (open-loop, --stamp)                                           └──RESP──▶ S slow ones  ┘ thread
-//!        │ send_lag                │ every stage                         │ e2e per class
-//!        ▼                         ▼                                     ▼
-//!   replay.hlog               engine.hlog                          subscribers.hlog ──▶ tickfan report
+//!        │ send_lag, sent ticks    │ every stage                         │ e2e per class; at the end,
+//!        ▼                         ▼                                     ▼ freshness from the sent ticks
+//!   replay.hlog               engine.hlog                 subscribers.hlog, freshness.hlog ──▶ tickfan report
+//!   sent-ticks.csv ─────────────────────────────────────────────▶ (read at the end, then deleted)
 //! ```
+//!
+//! The report leads the tick path with **freshness** (per sent tick, the
+//! time until a reader holds that symbol at that tick or newer), not with
+//! latency over delivered messages: a conflating server supersedes ticks,
+//! and a superseded tick never shows in latency. So the sender always
+//! records what it sent (`replay --record-sent`, the first
+//! [`DEMO_SENT_MAX`] ticks, into `sent-ticks.csv` in the report directory,
+//! deleted once read) and the subscribers always compute freshness from it
+//! (`subscribe --sent`) into `freshness.hlog`. `--stall-reader D` makes
+//! one normal subscriber stop reading for D a third into the run, to see
+//! what the report shows of a reader that stalls.
 //!
 //! Ticks come from `--file` (any tick file, looped) or from `tickfan gen`'s
 //! model over `--symbols` symbols. The sender is `replay`'s open-loop sender
@@ -30,11 +42,12 @@ use tickfan::config::Config;
 use tickfan::metrics::Stage;
 use tickfan::runtime::Engine;
 
+use crate::tools::freshness::DEMO_SENT_MAX;
 use crate::tools::gen::{GenSpec, TickGen};
 use crate::tools::orders::{self, OrdersArgs};
 use crate::tools::replay::{progress_bar, Format, Pace, Sender, SenderSettings};
 use crate::tools::report;
-use crate::tools::subscribe::{run_load, LoadProgress, LoadReport, LoadSpec};
+use crate::tools::subscribe::{run_load, LoadProgress, LoadReport, LoadSpec, Stall};
 use tickfan::error::Failure;
 
 /// Flags of `tickfan demo`.
@@ -82,7 +95,13 @@ pub struct DemoArgs {
     /// With `--cluster`: do not kill a NATS server (for steady-state figures).
     #[arg(long)]
     pub keep_nats: bool,
+    /// One normal subscriber stops reading for this long, a third into the run (what a stalled reader costs).
+    #[arg(long, value_name = "DURATION", value_parser = super::flags::positive_duration, conflicts_with = "cluster")]
+    pub stall_reader: Option<Duration>,
 }
+
+/// The sent record in the report directory (deleted once the subscribers read it).
+const SENT_FILE: &str = "sent-ticks.csv";
 
 /// Ticks held in memory, sent round-robin: one buffer, lines split on `\n`.
 pub(crate) struct TickRing {
@@ -184,6 +203,9 @@ pub fn run(args: &DemoArgs) -> Result<(), Failure> {
     // tick sender; its stages are in the engine's log and final report.
     let stop = Arc::new(AtomicBool::new(false));
     let progress = Arc::new(LoadProgress::default());
+    std::fs::create_dir_all(&dir)
+        .map_err(|e| Failure::Runtime(format!("cannot create {}: {e}", dir.display())))?;
+    let sent_file = dir.join(SENT_FILE);
     let load = {
         let spec = LoadSpec {
             to: engine.subscriber_addr(),
@@ -198,8 +220,14 @@ pub fn run(args: &DemoArgs) -> Result<(), Failure> {
             log_dir: Some(dir.clone()),
             print_intervals: false,
             token: None,
-            sent: None,
+            sent: Some(sent_file.clone()),
+            // A connection receives at most one message per tick sent.
+            held_max: DEMO_SENT_MAX as usize,
             slow_rcvbuf: 0,
+            stall: args.stall_reader.map(|length| Stall {
+                after: args.duration / 3,
+                length,
+            }),
         };
         let (stop, progress) = (Arc::clone(&stop), Arc::clone(&progress));
         std::thread::Builder::new()
@@ -254,7 +282,8 @@ pub fn run(args: &DemoArgs) -> Result<(), Failure> {
             stop: None,
             // The demo's engine runs without a token.
             token: None,
-            record_sent: None,
+            record_sent: Some(sent_file.clone()),
+            record_sent_max: DEMO_SENT_MAX,
         },
         // The engine prints a line per second on stderr; a bar would fight it.
         progress_bar(None, true),
@@ -285,17 +314,38 @@ pub fn run(args: &DemoArgs) -> Result<(), Failure> {
                 && c.published + c.conflated >= c.ticks_valid
         },
     );
-    let published = engine.counters().snapshot().published;
-    let want = published * args.subscribers as u64;
+    // Every frame the engine queued for a normal subscriber, and nothing
+    // still pending for one (a reader that stalled was conflated: it gets
+    // fewer frames than updates published, the latest value of each).
+    let normal: Vec<String> = progress
+        .normal_addrs
+        .get()
+        .map(|a| a.iter().map(|a| a.to_string()).collect())
+        .unwrap_or_default();
     wait_for(
         "the subscribers to read every update",
         Duration::from_secs(10),
-        || progress.messages[0].load(Ordering::Relaxed) >= want,
+        || {
+            let (mut frames, mut pending) = (0, 0);
+            for s in engine
+                .subscribers()
+                .iter()
+                .filter(|s| normal.contains(&s.peer))
+            {
+                frames += s.frames;
+                pending += s.pending_symbols;
+            }
+            pending == 0 && progress.messages[0].load(Ordering::Relaxed) >= frames
+        },
     );
     stop.store(true, Ordering::Release);
-    let subs: LoadReport = load
+    let subs = load
         .join()
-        .map_err(|_| Failure::Runtime("subscriber thread panicked".into()))??;
+        .map_err(|_| Failure::Runtime("subscriber thread panicked".into()));
+    // Read at the end of the subscribers' run; not kept (it is as long as
+    // the run, and freshness.hlog holds what it was for).
+    let _ = std::fs::remove_file(&sent_file);
+    let subs: LoadReport = subs??;
     let engine_report = engine.stop();
 
     println!("{engine_report}");
@@ -307,6 +357,12 @@ pub fn run(args: &DemoArgs) -> Result<(), Failure> {
         sent.max_behind.as_secs_f64() * 1e3
     );
     println!("{subs}");
+    if sent.recorded < sent.lines {
+        println!(
+            "freshness is measured over the first {} ticks sent of {} (the sent record's bound)",
+            sent.recorded, sent.lines
+        );
+    }
     // The run's counts, for `report` (its page shows them), as `serve --log-dir` writes them.
     let p = dir.join("final-report.json");
     let json = serde_json::to_string_pretty(&engine_report).expect("serialises");
@@ -326,12 +382,21 @@ pub fn run(args: &DemoArgs) -> Result<(), Failure> {
             subs.class("normal").map_or(0.0, |c| c.latency.p99_us)
         );
     }
+    for c in &subs.classes {
+        if let Some(f) = &c.freshness {
+            println!(
+                "{} subscribers: freshness p99 {:.1} µs (what a reader waits for), delivered latency p99 {:.1} µs",
+                c.class, f.freshness.p99_us, c.latency.p99_us
+            );
+        }
+    }
     Ok(())
 }
 
 /// Renders the report directory and says where it is.
 fn print_files(dir: &Path) -> Result<(), Failure> {
     let r = report::render(dir, dir)?;
+    print!("{}", report::headline(&r.series));
     println!("percentiles per stage and end to end (from the histogram logs):");
     print!("{}", report::table(&r.series));
     let shown = std::fs::canonicalize(dir).unwrap_or_else(|_| dir.to_path_buf());

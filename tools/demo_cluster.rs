@@ -189,7 +189,9 @@ pub fn run(args: &DemoArgs) -> Result<(), Failure> {
             print_intervals: false,
             token: None,
             sent: None,
+            held_max: 0,
             slow_rcvbuf: 0,
+            stall: None,
         };
         let progress = Arc::new(LoadProgress::default());
         let (stop, p) = (Arc::clone(&stop), Arc::clone(&progress));
@@ -219,6 +221,7 @@ pub fn run(args: &DemoArgs) -> Result<(), Failure> {
             stop: None,
             token: None,
             record_sent: None,
+            record_sent_max: 0,
         },
         progress_bar(None, true),
     )?;

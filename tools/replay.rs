@@ -190,8 +190,8 @@ pub fn leading_ts(line: &[u8]) -> Option<u64> {
 }
 
 /// Appends `ts_ns,symbol` of a stamped tick `line` to the sent record
-/// (nothing for a line that is not a tick).
-fn record_sent(w: &mut impl Write, line: &[u8]) -> std::io::Result<()> {
+/// (nothing for a line that is not a tick). Returns whether it wrote.
+fn record_sent(w: &mut impl Write, line: &[u8]) -> std::io::Result<bool> {
     let mut fields = line.splitn(3, |&b| b == b',');
     if let (Some(ts), Some(sym), Some(_)) = (fields.next(), fields.next(), fields.next()) {
         if tickfan::feed::parse::ascii_u64(ts).is_some() && !sym.is_empty() {
@@ -199,9 +199,10 @@ fn record_sent(w: &mut impl Write, line: &[u8]) -> std::io::Result<()> {
             w.write_all(b",")?;
             w.write_all(sym)?;
             w.write_all(b"\n")?;
+            return Ok(true);
         }
     }
-    Ok(())
+    Ok(false)
 }
 
 /// Unpaced lines stamped with one clock read (~10 µs of lines at full speed).
@@ -224,6 +225,8 @@ pub struct ReplaySummary {
     pub p99_behind: Duration,
     /// Replies received (Redis format only).
     pub replies: u64,
+    /// Ticks written to the sent record (`record_sent`).
+    pub recorded: u64,
 }
 
 /// Settings of one replay, independent of where the lines come from.
@@ -246,6 +249,9 @@ pub struct SenderSettings {
     pub token: Option<Token>,
     /// Record `intended_ns,symbol` of each stamped tick sent here.
     pub record_sent: Option<PathBuf>,
+    /// Record at most this many ticks (the first ones sent): the record
+    /// of a long run stays bounded.
+    pub record_sent_max: u64,
 }
 
 /// The open-loop sender: schedules, stamps, encodes and writes lines.
@@ -277,8 +283,11 @@ pub struct Sender {
     replies: Option<(Arc<AtomicU64>, std::thread::JoinHandle<()>)>,
     progress: ProgressBar,
     since_progress: u64,
-    /// The `--record-sent` file.
+    /// The `--record-sent` file; flushed and closed once it holds
+    /// `record_sent_max` ticks.
     record: Option<std::io::BufWriter<std::fs::File>>,
+    /// Ticks written to `record`.
+    recorded: u64,
 }
 
 impl std::fmt::Debug for Sender {
@@ -393,6 +402,7 @@ impl Sender {
             progress,
             since_progress: 0,
             record,
+            recorded: 0,
         })
     }
 
@@ -449,7 +459,11 @@ impl Sender {
         if n > 0 {
             self.out.write_all(&self.buf).map_err(send_err)?;
             if let Some(r) = &mut self.record {
-                record_sent(r, &self.line).map_err(send_err)?;
+                self.recorded += u64::from(record_sent(r, &self.line).map_err(send_err)?);
+                if self.recorded >= self.s.record_sent_max {
+                    r.flush().map_err(send_err)?;
+                    self.record = None;
+                }
             }
             self.summary.lines += 1;
             self.summary.bytes += n as u64;
@@ -618,6 +632,7 @@ impl Sender {
             self.write_interval(now);
         }
         self.summary.elapsed = self.start.elapsed();
+        self.summary.recorded = self.recorded;
         if let Some((n, h)) = self.replies.take() {
             let end = Instant::now() + Duration::from_secs(10);
             while n.load(Ordering::Relaxed) < self.summary.lines && Instant::now() < end {
@@ -736,6 +751,8 @@ pub fn run(args: &ReplayArgs) -> Result<(), Failure> {
             stop: Some(stop),
             token,
             record_sent: args.record_sent.clone(),
+            // The operator chose the file and the run's length.
+            record_sent_max: u64::MAX,
         },
         pb,
     )?;

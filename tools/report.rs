@@ -1,11 +1,11 @@
 //! `tickfan report DIR`: reads the HdrHistogram interval logs (`*.hlog`)
 //! that the engine (`serve --log-dir`, `demo`) and the tools (`subscribe`,
-//! `replay --log-dir`) wrote into `DIR`, prints a percentile table per
-//! series, and writes beside them:
+//! `replay --log-dir`) wrote into `DIR`, prints the tick path's headline
+//! and a percentile table per series, and writes beside them:
 //!
 //! | file | what |
 //! |---|---|
-//! | `tick-path.svg` | subscribers' and engine end-to-end latency; slow subscribers in their own panel |
+//! | `tick-path.svg` | freshness, subscribers' and engine end-to-end latency; slow subscribers in their own panel |
 //! | `order-path.svg` | order acceptance (queue wait) and completion (end to end), per lane |
 //! | `engine-stages.svg` | the engine's tick stages one by one |
 //! | `report.html` | one self-contained page: the charts, the percentile table, the run's counts |
@@ -17,6 +17,17 @@
 //! by any HdrHistogram implementation works too (an untagged line becomes
 //! tag `default`). An interval shorter than the series' full interval
 //! length is the run's partial last one and is marked `partial`.
+//!
+//! **The tick path leads with freshness.** A series tagged `freshness_<class>`
+//! (`freshness.hlog`, written by `subscribe --sent` and `demo`) is, per
+//! sent tick, the time until a reader of that class holds the symbol at
+//! that tick or newer; `subscribers/e2e_<class>` is latency over the
+//! messages delivered only, which a conflating server's superseded ticks
+//! never enter. The table, the charts, the page and `summary.json`
+//! (`tick_path`) put freshness first, beside the delivered latency, each
+//! with the sentence [`FRESHNESS_MEANS`] / [`LATENCY_MEANS`]. Logs without
+//! freshness series (older runs, `subscribe` without `--sent`) render as
+//! before, with a note that freshness is missing.
 
 use std::path::{Path, PathBuf};
 use std::time::Duration;
@@ -31,12 +42,22 @@ use tickfan::metrics::hlog::EXTENSION;
 use tickfan::metrics::report::{serialize_round3, Percentiles};
 use tickfan::metrics::Stage;
 
-use super::report_charts::{chart, Drawn, Panel};
+use super::freshness::TAG_PREFIX as FRESHNESS_TAG;
+use super::report_charts::{chart, human, Drawn, Panel};
 use super::report_html;
 use tickfan::error::Failure;
 
 /// `schema` of `summary.json`; bumped when a field changes meaning or goes away.
 pub const SUMMARY_SCHEMA: &str = "tickfan-report/2";
+
+/// What freshness is, in one sentence (printed, on the page, in the JSON).
+pub const FRESHNESS_MEANS: &str = "freshness: for every tick sent, the time from its intended send time until the reader holds that symbol at that tick or newer, superseded (conflated) ticks included: what a reader actually waits for";
+
+/// What delivered latency is, in one sentence.
+pub const LATENCY_MEANS: &str = "delivered latency: intended send time to receipt, over the messages delivered only: a superseded tick never shows in it, so it hides staleness";
+
+/// Said when the logs hold latency but no freshness series.
+pub const NO_FRESHNESS: &str = "no freshness series in these logs (freshness.hlog: written by demo, and by subscribe --sent with --log-dir); delivered latency alone hides superseded ticks";
 
 /// Flags of `tickfan report`.
 #[derive(Debug, Clone, Args)]
@@ -207,14 +228,25 @@ pub fn load(dir: &Path) -> Result<Vec<Series>, Failure> {
             }
         }
     }
-    // Per file; engine stages in pipeline order, other tags by name.
+    // The tick path's headline first (freshness, then delivered latency),
+    // then per file; engine stages in pipeline order, other tags by name.
     let rank = |tag: &str| {
         Stage::ALL
             .iter()
             .position(|s| s.as_str() == tag)
             .unwrap_or(usize::MAX)
     };
-    raws.sort_by(|a, b| (a.file, rank(&a.tag), &a.tag).cmp(&(b.file, rank(&b.tag), &b.tag)));
+    let key = |r: &Raw| {
+        let group = if r.tag.starts_with(FRESHNESS_TAG) {
+            0
+        } else if r.source == "subscribers" && r.tag.starts_with("e2e_") {
+            1
+        } else {
+            2
+        };
+        (group, r.file, rank(&r.tag), r.tag.clone())
+    };
+    raws.sort_by_key(key);
     Ok(raws
         .into_iter()
         .map(|r| {
@@ -245,6 +277,110 @@ pub fn load(dir: &Path) -> Result<Vec<Series>, Failure> {
         .collect())
 }
 
+/// One reader class on the tick path: what it waited for, what was delivered.
+#[derive(Debug, Clone, serde::Serialize)]
+pub struct TickClass {
+    /// `normal`, `slow`, …
+    pub class: String,
+    /// Freshness over every sent tick (`freshness_<class>`), if logged.
+    pub freshness: Option<Percentiles>,
+    /// Latency over the messages delivered (`subscribers/e2e_<class>`), if logged.
+    pub delivered_latency: Option<Percentiles>,
+}
+
+/// The tick path's headline: per class, freshness beside delivered latency.
+#[derive(Debug, Clone, serde::Serialize)]
+pub struct TickPath {
+    /// [`FRESHNESS_MEANS`].
+    pub freshness_means: &'static str,
+    /// [`LATENCY_MEANS`].
+    pub delivered_latency_means: &'static str,
+    /// Normal first, then slow, then any other class; empty without subscriber logs.
+    pub classes: Vec<TickClass>,
+}
+
+/// The tick path's classes found in `series`.
+pub fn tick_path(series: &[Series]) -> TickPath {
+    let mut names: Vec<&str> = series
+        .iter()
+        .filter_map(|s| {
+            s.tag.strip_prefix(FRESHNESS_TAG).or_else(|| {
+                (s.source == "subscribers")
+                    .then(|| s.tag.strip_prefix("e2e_"))
+                    .flatten()
+            })
+        })
+        .collect();
+    let order = |c: &str| match c {
+        "normal" => 0,
+        "slow" => 1,
+        _ => 2,
+    };
+    names.sort_by_key(|c| (order(c), c.to_string()));
+    names.dedup();
+    let find = |pred: &dyn Fn(&Series) -> bool| {
+        series
+            .iter()
+            .find(|s| pred(s) && s.pct.count > 0)
+            .map(|s| s.pct)
+    };
+    TickPath {
+        freshness_means: FRESHNESS_MEANS,
+        delivered_latency_means: LATENCY_MEANS,
+        classes: names
+            .into_iter()
+            .map(|c| TickClass {
+                class: c.to_string(),
+                freshness: find(&|s| s.tag.strip_prefix(FRESHNESS_TAG) == Some(c)),
+                delivered_latency: find(&|s| {
+                    s.source == "subscribers" && s.tag.strip_prefix("e2e_") == Some(c)
+                }),
+            })
+            .collect(),
+    }
+}
+
+/// The tick path's headline as printed: per class, freshness then
+/// delivered latency (p50, p99, p99.9, max), and what each means. Empty
+/// when the logs hold no subscriber series.
+pub fn headline(series: &[Series]) -> String {
+    let tp = tick_path(series);
+    if tp.classes.is_empty() {
+        return String::new();
+    }
+    let mut s = format!(
+        "tick path, per reader class:\n  {:<7} {:<18} {:>11} {:>10} {:>10} {:>10} {:>10}\n",
+        "class", "", "count", "p50", "p99", "p99.9", "max"
+    );
+    let mut any_freshness = false;
+    for c in &tp.classes {
+        for (what, p) in [
+            ("freshness", &c.freshness),
+            ("delivered latency", &c.delivered_latency),
+        ] {
+            let Some(p) = p else { continue };
+            any_freshness |= what == "freshness";
+            s.push_str(&format!(
+                "  {:<7} {:<18} {:>11} {:>10} {:>10} {:>10} {:>10}\n",
+                c.class,
+                what,
+                p.count,
+                human(p.p50_us),
+                human(p.p99_us),
+                human(p.p999_us),
+                human(p.max_us)
+            ));
+        }
+    }
+    if any_freshness {
+        s.push_str(&format!("  {FRESHNESS_MEANS}.\n"));
+    } else {
+        s.push_str(&format!("  {NO_FRESHNESS}.\n"));
+    }
+    s.push_str(&format!("  {LATENCY_MEANS}.\n"));
+    s
+}
+
 /// The percentile table.
 pub fn table(series: &[Series]) -> String {
     let mut s = format!(
@@ -266,26 +402,43 @@ pub fn table(series: &[Series]) -> String {
     s
 }
 
-/// The tick-path chart: end to end as subscribers and the engine see it;
-/// the slow subscribers apart (their seconds would squash the rest).
+/// The tick-path chart: freshness first, then end to end as subscribers
+/// and the engine see it; the slow subscribers apart (their seconds would
+/// squash the rest).
 fn tick_panels(series: &[Series]) -> Vec<Panel<'_>> {
     vec![
         panel(
             series,
             "Tick path: end to end",
             &[
-                ("subscribers", "e2e_normal", "subscribers (send → received)"),
+                (
+                    "freshness",
+                    "freshness_normal",
+                    "freshness (sent tick → reader holds it or newer)",
+                ),
+                (
+                    "subscribers",
+                    "e2e_normal",
+                    "delivered latency (send → received)",
+                ),
                 ("engine", "engine_e2e", "engine (received → written)"),
             ],
         ),
         panel(
             series,
             "Slow subscribers",
-            &[(
-                "subscribers",
-                "e2e_slow",
-                "slow subscribers (send → received)",
-            )],
+            &[
+                (
+                    "freshness",
+                    "freshness_slow",
+                    "slow: freshness (sent tick → reader holds it or newer)",
+                ),
+                (
+                    "subscribers",
+                    "e2e_slow",
+                    "slow: delivered latency (send → received)",
+                ),
+            ],
         ),
     ]
 }
@@ -377,6 +530,7 @@ pub fn summary(
         "schema": SUMMARY_SCHEMA,
         "units": { "latency": "µs (fields ending _us)", "time": "s (fields ending _s)" },
         "source_dir": dir,
+        "tick_path": tick_path(series),
         "series": series,
         "run": run,
     })
@@ -430,6 +584,7 @@ pub fn render(dir: &Path, out: &Path) -> Result<Rendered, Failure> {
 pub fn run(args: &ReportArgs) -> Result<(), Failure> {
     let out = args.out.clone().unwrap_or_else(|| args.dir.clone());
     let r = render(&args.dir, &out)?;
+    print!("{}", headline(&r.series));
     print!("{}", table(&r.series));
     println!("report files in {}:", out.display());
     for f in &r.files {

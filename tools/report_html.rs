@@ -1,7 +1,9 @@
 //! `report.html`: one self-contained page (inline CSS, the charts as inline
 //! SVG, no script, no external resource) that a trader opens from a mail or
-//! a shared folder: the charts, the percentile table (each value in its own
-//! unit) and the run's counts.
+//! a shared folder: the tick path's headline (per reader class, freshness
+//! beside delivered latency, each with the sentence saying what it is), the
+//! charts, the percentile table (each value in its own unit) and the run's
+//! counts.
 //!
 //! Every value is in the HTML text itself; nothing is computed by a script,
 //! so what a browser shows is what this file says. Each latency cell also
@@ -10,8 +12,9 @@
 use std::fmt::Write as _;
 use std::path::Path;
 
-use super::report::Series;
+use super::report::{tick_path, Series, NO_FRESHNESS};
 use super::report_charts::human;
+use tickfan::metrics::report::Percentiles;
 
 const STYLE: &str = "
 body { font-family: system-ui, -apple-system, 'Segoe UI', sans-serif; margin: 24px auto; max-width: 1240px; color: #222; }
@@ -23,6 +26,8 @@ th, td { padding: 4px 10px; border-bottom: 1px solid #eee; text-align: right; }
 th { background: #f4f6f8; }
 td.name, th.name { text-align: left; }
 td.p99 { font-weight: 600; }
+tr.freshness td { background: #fff8e6; }
+p.means { margin: 4px 0; max-width: 60em; }
 figure { margin: 12px 0 24px; }
 figure svg { max-width: 100%; height: auto; border: 1px solid #eee; }
 ";
@@ -55,6 +60,7 @@ pub fn page(
         series.len(),
         span
     );
+    h.push_str(&tick_section(series));
     h.push_str("<h2>Percentiles</h2>\n");
     h.push_str(&table(series));
     for (name, title, svg) in charts {
@@ -69,6 +75,76 @@ pub fn page(
     h.push_str("<h2>Counts</h2>\n");
     h.push_str(&counts(series, run));
     h.push_str("</body></html>\n");
+    h
+}
+
+/// The tick path's headline: per class a freshness row and a delivered
+/// latency row, then the two sentences. Nothing when the logs hold no
+/// subscriber series (an engine-only directory).
+fn tick_section(series: &[Series]) -> String {
+    let tp = tick_path(series);
+    if tp.classes.is_empty() {
+        return String::new();
+    }
+    let mut h = String::from(
+        "<h2>Tick path: what a reader waits for</h2>\n<table id=\"tick-path\"><thead><tr>\
+         <th class=\"name\">class</th><th class=\"name\">measure</th><th>count</th>\
+         <th>p50</th><th>p99</th><th>p99.9</th><th>max</th></tr></thead><tbody>\n",
+    );
+    let mut any_freshness = false;
+    for c in &tp.classes {
+        for (measure, p) in [
+            ("freshness", &c.freshness),
+            ("delivered latency", &c.delivered_latency),
+        ] {
+            let Some(p) = p else { continue };
+            any_freshness |= measure == "freshness";
+            let _ = writeln!(
+                h,
+                "<tr class=\"{}\" data-class=\"{}\"><td class=\"name\">{}</td><td class=\"name\">{}</td><td>{}</td>{}</tr>",
+                measure.replace(' ', "-"),
+                esc(&c.class),
+                esc(&c.class),
+                measure,
+                p.count,
+                cells(p, &[("p50", p.p50_us), ("p99", p.p99_us), ("p999", p.p999_us), ("max", p.max_us)])
+            );
+        }
+    }
+    h.push_str("</tbody></table>\n");
+    let first = if any_freshness {
+        tp.freshness_means
+    } else {
+        NO_FRESHNESS
+    };
+    for sentence in [first, tp.delivered_latency_means] {
+        let _ = writeln!(h, "<p class=\"means\">{}.</p>", esc(&capitalised(sentence)));
+    }
+    h
+}
+
+/// `freshness: …` → `Freshness: …`.
+fn capitalised(s: &str) -> String {
+    let mut c = s.chars();
+    c.next()
+        .map_or_else(String::new, |f| f.to_uppercase().chain(c).collect())
+}
+
+/// Latency cells: each value in its own unit, and in µs as `data-us`.
+fn cells(p: &Percentiles, which: &[(&str, f64)]) -> String {
+    let mut h = String::new();
+    for (class, v) in which {
+        let _ = write!(
+            h,
+            "<td class=\"{class}\" data-us=\"{}\">{}</td>",
+            tickfan::metrics::report::round3(*v),
+            if p.count == 0 {
+                "–".into()
+            } else {
+                human(*v)
+            }
+        );
+    }
     h
 }
 
@@ -91,20 +167,16 @@ fn table(series: &[Series]) -> String {
             esc(&s.name()),
             p.count
         );
-        for (class, v) in [
-            ("p50", p.p50_us),
-            ("p90", p.p90_us),
-            ("p99", p.p99_us),
-            ("p999", p.p999_us),
-            ("max", p.max_us),
-        ] {
-            let _ = write!(
-                h,
-                "<td class=\"{class}\" data-us=\"{}\">{}</td>",
-                tickfan::metrics::report::round3(v),
-                if p.count == 0 { "–".into() } else { human(v) }
-            );
-        }
+        h.push_str(&cells(
+            p,
+            &[
+                ("p50", p.p50_us),
+                ("p90", p.p90_us),
+                ("p99", p.p99_us),
+                ("p999", p.p999_us),
+                ("max", p.max_us),
+            ],
+        ));
         h.push_str("</tr>\n");
     }
     h.push_str("</tbody></table>\n");

@@ -34,8 +34,16 @@
 //! connection follows, the time from its intended send time until that
 //! connection first held that symbol at that tick or newer (see
 //! [`super::freshness`]; ticks still unserved at the end count at the
-//! end). `--slow-rcvbuf` gives the slow connections a small kernel
+//! end). With `--log-dir` too, it writes that per class per second of
+//! intended send time into `freshness.hlog` (tags `freshness_normal`,
+//! `freshness_slow`), which `tickfan report` leads the tick path with.
+//! `--slow-rcvbuf` gives the slow connections a small kernel
 //! receive buffer (`SO_RCVBUF`, set before connecting).
+//!
+//! [`LoadSpec::stall`] (the demo's `--stall-reader`) makes the first normal
+//! connection stop reading for a while mid-run: a reader that stalls, so
+//! the report shows what it costs (freshness) and what latency over
+//! delivered messages hides.
 //!
 //! With `--token-file` (a secured engine, or a Redis with `requirepass`),
 //! each connection first sends RESP `AUTH <token>` and reads its `+OK`
@@ -48,6 +56,7 @@ use std::io::{ErrorKind, Read, Write};
 use std::net::SocketAddr;
 use std::path::PathBuf;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::OnceLock;
 use std::time::{Duration, Instant, SystemTime};
 
 use clap::Args;
@@ -148,8 +157,25 @@ pub struct LoadSpec {
     pub token: Option<AuthToken>,
     /// Sent schedule (`replay --record-sent`): compute freshness.
     pub sent: Option<PathBuf>,
+    /// Receive entries kept per connection for freshness (at most
+    /// [`freshness::MAX_HELD`]); past it a connection stops recording.
+    pub held_max: usize,
     /// SO_RCVBUF of slow connections (0 = OS default).
     pub slow_rcvbuf: usize,
+    /// The first normal connection stops reading for a while (a test and
+    /// demo knob: a stalled reader).
+    pub stall: Option<Stall>,
+}
+
+/// A reader that stops reading: from `after` past the moment every
+/// subscription is confirmed, for `length`. Its data waits in its kernel
+/// and in the server meanwhile (or, on a conflating server, is superseded).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Stall {
+    /// From all-subscribed to the start of the stall.
+    pub after: Duration,
+    /// How long it reads nothing.
+    pub length: Duration,
 }
 
 /// Live figures for a caller in the same process (the demo).
@@ -159,6 +185,9 @@ pub struct LoadProgress {
     pub ready: AtomicBool,
     /// Messages received so far, by class (normal, slow).
     pub messages: [AtomicU64; 2],
+    /// Local addresses of the normal connections (set once, before
+    /// `ready`): the server's per-subscriber figures name them as peers.
+    pub normal_addrs: OnceLock<Vec<SocketAddr>>,
 }
 
 /// Latency percentiles, µs.
@@ -204,8 +233,12 @@ pub struct Freshness {
     pub ticks: u64,
     /// Of those, never held by the end (counted at the end).
     pub unserved_at_end: u64,
-    /// Connections whose receive record passed its bound (left out).
+    /// Connections whose receive record reached its bound (they stopped
+    /// recording; see `left_out`).
     pub truncated_connections: u64,
+    /// (connection, sent tick) pairs not measured: sent before the end but
+    /// not covered by a connection's record cut at its bound.
+    pub left_out: u64,
     /// Percentiles, µs.
     pub freshness: Latency,
     /// The same per second of intended send time from the first tick sent
@@ -223,6 +256,8 @@ pub struct LoadReport {
     pub classes: Vec<ClassReport>,
     /// The interval log written, if any.
     pub log: Option<PathBuf>,
+    /// The freshness log written (with a sent schedule and a log dir).
+    pub freshness_log: Option<PathBuf>,
 }
 
 impl LoadReport {
@@ -280,6 +315,13 @@ impl std::fmt::Display for LoadReport {
                     "        freshness (µs, {} ticks × connections, {} unserved at end): p50 {:.1} p99 {:.1} p99.9 {:.1} max {:.1}",
                     fr.ticks, fr.unserved_at_end, p.p50_us, p.p99_us, p.p999_us, p.max_us
                 )?;
+                if fr.left_out > 0 {
+                    writeln!(
+                        f,
+                        "        ({} ticks × connections left out: {} connections' records reached their bound)",
+                        fr.left_out, fr.truncated_connections
+                    )?;
+                }
             }
             if c.untimed > 0 || c.repeats > 0 {
                 writeln!(
@@ -309,13 +351,15 @@ pub fn run(args: &SubscribeArgs) -> Result<(), Failure> {
         print_intervals: !args.quiet,
         token: auth::load(args.token_file.as_deref())?,
         sent: args.sent.clone(),
+        held_max: freshness::MAX_HELD,
         slow_rcvbuf: args.slow_rcvbuf,
+        stall: None,
     };
     let stop = tickfan::sys::signals::stop_flag()
         .map_err(|e| Failure::Runtime(format!("cannot install signal handlers: {e}")))?;
     let report = run_load(&spec, &stop, &LoadProgress::default())?;
     println!("{report}");
-    if let Some(p) = &report.log {
+    for p in report.log.iter().chain(&report.freshness_log) {
         eprintln!("subscribe: histogram log {}", p.display());
     }
     if let Some(path) = &args.json {
@@ -371,10 +415,12 @@ struct Conn {
     /// A message on the `until` channel arrived.
     done: bool,
     opened: Instant,
-    /// Record (stamp, receive ns) per symbol id, for freshness.
+    /// Record (stamp, receive ns) per symbol id, for freshness, up to
+    /// `held_max` entries in all.
     record: bool,
     held: Vec<Vec<(u64, u64)>>,
     held_n: usize,
+    held_max: usize,
 }
 
 /// Per-class counters. Owned by the event loop.
@@ -737,7 +783,7 @@ impl Load {
                                 }
                             }
                             c.last_seq[id] = last.max(seq);
-                            if c.record && c.held_n < freshness::MAX_HELD {
+                            if c.record && c.held_n < c.held_max {
                                 if c.held.len() <= id {
                                     c.held.resize_with(id + 1, Vec::new);
                                 }
@@ -845,8 +891,16 @@ pub fn run_load(
             record: spec.sent.is_some(),
             held: Vec::new(),
             held_n: 0,
+            held_max: spec.held_max.min(freshness::MAX_HELD),
         });
     }
+    let normal_addrs = load
+        .conns
+        .iter()
+        .filter(|c| c.class == NORMAL)
+        .filter_map(|c| c.stream.local_addr().ok())
+        .collect();
+    let _ = progress.normal_addrs.set(normal_addrs);
     let log = match &spec.log_dir {
         Some(dir) => Some(
             HistogramLog::create(
@@ -876,10 +930,12 @@ pub fn run_load(
 
     loop {
         let now = Instant::now();
+        // A stalled reader (see below) is readable but skipped: wake often
+        // enough to notice its stall's end.
         let throttled = load
             .conns
             .iter()
-            .any(|c| c.open && c.readable && c.class == SLOW);
+            .any(|c| c.open && c.readable && (c.class == SLOW || spec.stall.is_some()));
         let mut timeout = load.ivl.next.saturating_duration_since(now);
         if throttled {
             timeout = timeout.min(Duration::from_millis(5));
@@ -899,8 +955,16 @@ pub fn run_load(
             }
         }
         let now = Instant::now();
+        // The stalled reader (connection 0, normal) skips its turns; its
+        // readiness stays set, so it reads again once the stall is over.
+        let stalled = match (spec.stall, ready_at) {
+            (Some(s), Some(r)) if spec.normal > 0 => {
+                now >= r + s.after && now < r + s.after + s.length
+            }
+            _ => false,
+        };
         for i in 0..load.conns.len() {
-            if load.conns[i].readable {
+            if load.conns[i].readable && !(stalled && i == 0) {
                 load.read(i, rate, now, true);
             }
         }
@@ -971,14 +1035,28 @@ pub fn run_load(
     }
     let measured = ready_at.map(|r| r.elapsed()).unwrap_or_default();
     drain_slow(&mut load, &mut poll, &mut events);
+    let mut freshness_log = None;
     let mut fresh = match &spec.sent {
-        Some(p) => Some(freshness_of(
-            &load,
-            &SentSchedule::load(p)?,
-            &patterns,
-            &spec.channels,
-            end_wall,
-        )),
+        Some(p) => {
+            let sent = SentSchedule::load(p)?;
+            let (fresh, seconds) = freshness_of(&load, &sent, &patterns, &spec.channels, end_wall);
+            if let (Some(dir), true) = (&spec.log_dir, sent.ticks > 0) {
+                let classes: Vec<freshness::ClassSeconds<'_>> = (0..2)
+                    .filter(|&k| load.classes[k].connections > 0)
+                    .map(|k| freshness::ClassSeconds {
+                        class: CLASS_NAMES[k],
+                        seconds: &seconds[k],
+                    })
+                    .collect();
+                freshness_log = Some(freshness::write_log(
+                    dir,
+                    sent.first_ns,
+                    sent.last_ns,
+                    &classes,
+                )?);
+            }
+            Some(fresh)
+        }
         None => None,
     };
     let classes = (0..2)
@@ -1014,6 +1092,7 @@ pub fn run_load(
         measured_s: measured.as_secs_f64(),
         classes,
         log: load.ivl.log.as_ref().map(|l| l.path().to_path_buf()),
+        freshness_log,
     })
 }
 
@@ -1033,16 +1112,20 @@ fn connect(to: SocketAddr, rcvbuf: usize) -> std::io::Result<std::net::TcpStream
     Ok(s.into())
 }
 
+/// Per class (normal, slow): histograms of freshness per second of
+/// intended send time since the first tick sent.
+type Seconds = [Vec<Histogram<u64>>; 2];
+
 /// Freshness per class (normal, slow) from what each connection held and
 /// the sent schedule, for the symbols each follows; the run ended at
-/// `end_ns` (wall).
+/// `end_ns` (wall). Also the per-second histograms, for the log.
 fn freshness_of(
     load: &Load,
     sent: &SentSchedule,
     patterns: &[String],
     channels: &[String],
     end_ns: u64,
-) -> [Option<Freshness>; 2] {
+) -> ([Option<Freshness>; 2], Seconds) {
     let follows = |sym: &[u8]| {
         channels.iter().any(|c| c.as_bytes() == sym)
             || patterns
@@ -1050,15 +1133,16 @@ fn freshness_of(
                 .any(|p| tickfan::publish::glob::glob_match(p.as_bytes(), sym))
     };
     let mut out: [Option<Freshness>; 2] = [None, None];
+    let mut seconds: Seconds = [Vec::new(), Vec::new()];
     for (k, slot) in out.iter_mut().enumerate() {
         let mut h = histogram();
         // Bounded by the run: one histogram per second sent.
-        let mut per_s: Vec<Histogram<u64>> = Vec::new();
-        let (mut ticks, mut unserved, mut truncated) = (0, 0, 0);
+        let per_s = &mut seconds[k];
+        let (mut ticks, mut unserved, mut truncated, mut left_out) = (0, 0, 0, 0);
         for c in load.conns.iter().filter(|c| c.class == k) {
-            if c.held_n >= freshness::MAX_HELD {
+            let complete = c.held_n < c.held_max;
+            if !complete {
                 truncated += 1;
-                continue;
             }
             for (sym, stamps) in sent.by_symbol.iter().filter(|(s, _)| follows(s)) {
                 let held = load
@@ -1066,7 +1150,7 @@ fn freshness_of(
                     .get(sym)
                     .and_then(|&id| c.held.get(id as usize))
                     .map_or(&[][..], |v| &v[..]);
-                let n = freshness::record_symbol(stamps, held, end_ns, |t, f| {
+                let n = freshness::record_symbol(stamps, held, end_ns, complete, |t, f| {
                     h.saturating_record(f);
                     let s = (t.saturating_sub(sent.first_ns) / 1_000_000_000) as usize;
                     if s >= per_s.len() {
@@ -1076,17 +1160,19 @@ fn freshness_of(
                 });
                 ticks += n.ticks;
                 unserved += n.unserved;
+                left_out += n.left_out;
             }
         }
         *slot = Some(Freshness {
             ticks,
             unserved_at_end: unserved,
             truncated_connections: truncated,
+            left_out,
             freshness: Latency::of(&h),
             by_second: per_s.iter().map(Latency::of).collect(),
         });
     }
-    out
+    (out, seconds)
 }
 
 /// Merges each class's interval histogram into its total, appends the

@@ -41,7 +41,7 @@
 //! - `metrics`: `promtool check metrics` on a live scrape, `process_*`, series bounded under reconnect loops
 //! - `deploy`: `deploy/` — the example config is the default and names every flag; `systemd-analyze verify`; `promtool` on the alert rules
 //! - `readme_flags`: the README's table of `serve` flags is `serve --help` (headings, flags, values, defaults)
-//! - `report`: exact intervals in the histogram logs at a steady rate; `report.html` in a headless browser
+//! - `report`: exact intervals in the histogram logs at a steady rate; `report.html` in a headless browser; the demo's freshness headline shows a stalled reader that delivered latency hides
 //! - `security`: tokens on every port, per-client limits (connections, subscriptions, order rate), own replies only
 
 mod accounting;

@@ -1,6 +1,8 @@
 //! Reports the operator reads: exact intervals in the engine's and the
-//! tools' histogram logs during a live run at a steady rate, and
-//! `tickfan report`'s page rendered by a real headless browser.
+//! tools' histogram logs during a live run at a steady rate,
+//! `tickfan report`'s page rendered by a real headless browser, and the
+//! demo's tick path led by freshness, which shows a stalled reader that
+//! delivered latency hides (older logs without freshness still render).
 
 use std::path::Path;
 use std::time::Duration;
@@ -380,4 +382,158 @@ fn report_html_shows_the_p99_of_summary_json_in_a_real_browser() {
             .any(|n| n.split_once('.').is_some_and(|(_, d)| d.len() > 3)),
         "more than 3 decimals in summary.json"
     );
+}
+
+/// A normal reader that stops reading for [`STALL`] in a 3 s demo at a
+/// low rate: the engine conflates for it, so most of the ticks sent
+/// meanwhile are superseded and never delivered, while the few frames its
+/// kernel held come late. The report must show the stall in freshness
+/// (every sent tick counts) and not in the delivered latency it leads
+/// (superseded ticks never enter it), on the page, in the printed report
+/// and in `summary.json`; the same directory without `freshness.hlog` (an
+/// older run) still renders, and says freshness is missing.
+///
+/// The figures are relations to the stall, not speeds: 10 readers dilute
+/// the ~200 late frames to well under 1 % of the messages, while the
+/// stalled reader's ~7,500 stale ticks are 5 % of the sent ticks × readers.
+#[test]
+fn the_demo_report_shows_a_stalled_readers_staleness_that_delivered_latency_hides() {
+    const STALL_US: f64 = 1_500_000.0;
+    let dir = tempfile::tempdir().unwrap();
+    let rd = dir.path().join("report");
+    let out = tickfan(&[
+        "demo",
+        "--duration",
+        "3s",
+        "--rate",
+        "5000",
+        "--symbols",
+        "50",
+        "--subscribers",
+        "10",
+        "--slow",
+        "0",
+        "--order-rate",
+        "0",
+        "--stall-reader",
+        "1500ms",
+        "--report-dir",
+        rd.to_str().unwrap(),
+    ]);
+    ok(&out);
+    let stdout = text(&out.stdout);
+    let summary: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(rd.join("summary.json")).unwrap()).unwrap();
+    let normal = &summary["tick_path"]["classes"][0];
+    assert_eq!(normal["class"], "normal", "{summary}");
+    let fresh = normal["freshness"]["p99_us"]
+        .as_f64()
+        .expect("freshness p99");
+    let delivered = normal["delivered_latency"]["p99_us"]
+        .as_f64()
+        .expect("delivered latency p99");
+    assert!(
+        fresh >= STALL_US / 2.0,
+        "freshness p99 {fresh} µs does not show a {STALL_US} µs stall:\n{stdout}"
+    );
+    assert!(
+        delivered <= STALL_US / 5.0,
+        "delivered latency p99 {delivered} µs: the stall was not hidden from it (the test's premise):\n{stdout}"
+    );
+    // Every sent tick × reader is measured, none left out.
+    let sent: u64 = stdout
+        .lines()
+        .find_map(|l| l.strip_prefix("sender: ")?.split(' ').next()?.parse().ok())
+        .expect("the sender's line");
+    assert_eq!(normal["freshness"]["count"], sent * 10, "{summary}");
+    // The series lead summary.json, and the interval plot's freshness
+    // rises in the seconds the stall covered.
+    let series = summary["series"].as_array().unwrap();
+    assert_eq!(series[0]["source"], "freshness");
+    assert_eq!(series[0]["tag"], "freshness_normal");
+    assert_eq!(series[1]["tag"], "e2e_normal");
+    let per_second: Vec<f64> = series[0]["intervals"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|i| i["p99_us"].as_f64().unwrap())
+        .collect();
+    assert!(
+        per_second.iter().any(|&p| p >= STALL_US / 2.0),
+        "no second of send time shows the stall: {per_second:?}"
+    );
+    assert!(
+        summary["tick_path"]["freshness_means"]
+            .as_str()
+            .unwrap()
+            .contains("superseded"),
+        "{summary}"
+    );
+    // The printed report leads with the headline, freshness first.
+    let head = stdout
+        .find("tick path, per reader class")
+        .expect("headline");
+    let table = stdout.find("percentiles per stage").expect("table");
+    assert!(head < table, "{stdout}");
+    let rows: Vec<&str> = stdout[head..table].lines().skip(2).take(2).collect();
+    assert!(rows[0].contains("normal  freshness"), "{rows:?}");
+    assert!(rows[1].contains("normal  delivered latency"), "{rows:?}");
+    assert!(stdout.contains("hides staleness"), "{stdout}");
+    // The page: the headline table above the percentiles, a freshness row
+    // then a delivered one, each value as in summary.json; the curve.
+    let html = std::fs::read_to_string(rd.join("report.html")).unwrap();
+    let at = html.find("id=\"tick-path\"").expect("tick-path table");
+    assert!(at < html.find("id=\"percentiles\"").unwrap());
+    let f_row = html
+        .find("<tr class=\"freshness\" data-class=\"normal\">")
+        .unwrap();
+    let d_row = html
+        .find("<tr class=\"delivered-latency\" data-class=\"normal\">")
+        .unwrap();
+    assert!(at < f_row && f_row < d_row);
+    assert!(html[f_row..].contains(&format!("class=\"p99\" data-us=\"{fresh}\"")));
+    assert!(html[d_row..].contains(&format!("class=\"p99\" data-us=\"{delivered}\"")));
+    assert!(html.contains("Freshness: for every tick sent"), "sentence");
+    assert!(
+        html.contains("Delivered latency: intended send time"),
+        "sentence"
+    );
+    let svg = std::fs::read_to_string(rd.join("tick-path.svg")).unwrap();
+    assert!(svg.contains("freshness (sent tick"), "freshness curve");
+    // The sent record was read and deleted; its result is in the log.
+    assert!(!rd.join("sent-ticks.csv").exists());
+    assert!(rd.join("freshness.hlog").exists());
+
+    // `report` over the same logs prints the same headline…
+    let again = tickfan(&["report", rd.to_str().unwrap()]);
+    ok(&again);
+    let printed = text(&again.stdout);
+    assert!(
+        printed.starts_with("tick path, per reader class"),
+        "{printed}"
+    );
+    assert!(printed.contains("freshness/freshness_normal"), "{printed}");
+    // …and over an older run's logs, without freshness, still renders,
+    // saying what is missing.
+    let old = dir.path().join("old");
+    std::fs::create_dir(&old).unwrap();
+    for f in ["engine.hlog", "subscribers.hlog", "replay.hlog"] {
+        std::fs::copy(rd.join(f), old.join(f)).unwrap();
+    }
+    let older = tickfan(&["report", old.to_str().unwrap()]);
+    ok(&older);
+    let printed = text(&older.stdout);
+    assert!(printed.contains("no freshness series"), "{printed}");
+    assert!(!printed.contains("freshness/"), "{printed}");
+    let summary: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(old.join("summary.json")).unwrap()).unwrap();
+    let normal = &summary["tick_path"]["classes"][0];
+    assert!(normal["freshness"].is_null(), "{summary}");
+    assert_eq!(
+        normal["delivered_latency"]["p99_us"].as_f64(),
+        Some(delivered)
+    );
+    let html = std::fs::read_to_string(old.join("report.html")).unwrap();
+    assert!(html.contains("No freshness series in these logs"), "note");
+    assert!(html.contains("<tr class=\"delivered-latency\" data-class=\"normal\">"));
 }
