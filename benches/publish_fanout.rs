@@ -8,10 +8,14 @@
 //! same with every subscriber under a `TICKFAN.THROTTLE` cap, its window
 //! open at each update (the check and the bookkeeping of a frame that
 //! goes) or closed (the symbol held, then conflated while pending).
+//! `fanout_unit_per_subscriber/N`: the whole step with 10, 100 and 1,000
+//! subscribers, as throughput in delivered messages, so criterion reports
+//! the cost per subscriber per update: it should be flat in N (each offer
+//! is a bit test, a limit check and a copy into that subscriber's buffer).
 
 use std::hint::black_box;
 
-use criterion::{criterion_group, criterion_main, Criterion};
+use criterion::{criterion_group, criterion_main, BenchmarkId, Criterion, Throughput};
 use tickfan::model::decimal::Decimal;
 use tickfan::model::tick::{Quote, SlotValue};
 use tickfan::protocol::resp;
@@ -132,6 +136,35 @@ fn bench(c: &mut Criterion) {
             black_box(fanout.publish(1, black_box(&update), &routes, &mut throttled, 0));
         })
     });
+    g.finish();
+
+    let mut g = c.benchmark_group("publish/fanout_unit_per_subscriber");
+    for n in [10usize, 100, 1000] {
+        let mut routes = Routes::new();
+        routes.add_symbol(0, b"GBPUSD");
+        routes.add_symbol(1, b"EURUSD");
+        for sub in 0..n {
+            routes.subscribe(sub, b"EURUSD");
+        }
+        let mut fanout = Fanout::new(1024);
+        fanout.learn(b"GBPUSD");
+        fanout.learn(b"EURUSD");
+        // A 256 KiB mark: 1,000 buffers stay within a few hundred MiB.
+        let mut outlets = PlainOutlets::new(n, 256 * 1024, 1024);
+        let mut update = v;
+        g.throughput(Throughput::Elements(n as u64));
+        g.bench_function(BenchmarkId::from_parameter(n), |b| {
+            b.iter(|| {
+                update.seq += 1;
+                black_box(fanout.publish(1, black_box(&update), &routes, &mut outlets, 0));
+                if outlets.buffers[0].buffered() > (1 << 17) {
+                    for buf in outlets.buffers.iter_mut() {
+                        buf.write_to(&mut sink, |_| {}).unwrap();
+                    }
+                }
+            })
+        });
+    }
     g.finish();
 }
 

@@ -27,7 +27,8 @@
 #
 # Usage: bash perf/keeping_up.sh   (DUR=20 REPS=3; OUT=perf/out/keepup-<date>;
 #        LOADS="L1 L2 L3"; SERVERS="forward redis tickfan tickfan-slow tickfan-slow50";
-#        BEFORE_BIN=path adds server tickfan-before: another build's defaults)
+#        BEFORE_BIN=path adds servers tickfan-before, tickfan-before-slow and
+#        tickfan-before-slow50: another build's defaults, e.g. main's)
 # Every process it starts is stopped by its pid, also on Ctrl-C.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -71,7 +72,7 @@ run() { # load server rep
   case $server in
     tickfan*)
       local bin=$BIN
-      [ "$server" = tickfan-before ] && bin=${BEFORE_BIN:?tickfan-before needs BEFORE_BIN}
+      case $server in tickfan-before*) bin=${BEFORE_BIN:?tickfan-before needs BEFORE_BIN} ;; esac
       "${SRV[@]}" "$bin" serve --no-journal --data-dir "$logs/data" --feed-listen "127.0.0.1:$pport" \
         --sub-listen "127.0.0.1:$sport" --order-listen 127.0.0.1:0 --admin-listen 127.0.0.1:0 \
         --dedup-capacity 1000 --quiet --report-json "$logs/engine.json" \
@@ -91,13 +92,13 @@ run() { # load server rep
   wait_port "$sport"
   local common=(--to "127.0.0.1:$sport" --duration "$((DUR + 2))s" --quiet --sent "$logs/sent.csv")
   local slow=0 subpid2=""
-  [ "$server" = tickfan-slow ] && slow=2
+  case $server in *-slow) slow=2 ;; esac
   "${CLI[@]}" "$BIN" subscribe "${common[@]}" -k "$k" --slow "$slow" --slow-bytes-per-sec "$SLOW_RATE" \
     --json "$logs/sub.json" > "$logs/sub.out" 2> "$logs/sub.err" &
   local subpid=$!
   PIDS+=("$subpid")
   wait_line "$logs/sub.err" "subscribed to"
-  if [ "$server" = tickfan-slow50 ]; then
+  if [[ $server == *-slow50 ]]; then
     "${CLI[@]}" "$BIN" subscribe "${common[@]}" -k 0 --slow 2 --slow-bytes-per-sec "$SLOW_RATE" \
       --channel "$SYMS50" --json "$logs/sub50.json" > "$logs/sub50.out" 2> "$logs/sub50.err" &
     subpid2=$!
@@ -115,8 +116,10 @@ run() { # load server rep
   kill "$spid" 2>/dev/null || true
   wait "$spid" 2>/dev/null || true
   local slowjson=""
-  [ "$server" = tickfan-slow ] && slowjson=$logs/sub.json
-  [ "$server" = tickfan-slow50 ] && slowjson=$logs/sub50.json
+  case $server in
+    *-slow) slowjson=$logs/sub.json ;;
+    *-slow50) slowjson=$logs/sub50.json ;;
+  esac
   python3 - "$logs/sub.json" "$slowjson" "$load" "$server" "$rep" "$rss0" "$rss1" >> "$ROWS" <<'PY'
 import json, sys
 sub, slow, load, server, rep, rss0, rss1 = sys.argv[1:]
@@ -140,7 +143,7 @@ PY
 for rep in $(seq 1 "$REPS"); do
   for load in $LOADS; do
     for server in $SERVERS; do
-      case $server in tickfan-slow*) [ "$load" = L1 ] || continue ;; esac
+      case $server in *-slow*) [ "$load" = L1 ] || continue ;; esac
       run "$load" "$server" "$rep"
     done
   done

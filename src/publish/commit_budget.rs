@@ -21,8 +21,10 @@
 //!
 //! - **When pacing starts.** A subscriber starts unpaced (the budget is the
 //!   high-water mark). Two things start pacing ([`CommitBudget::start`];
-//!   the caller then sets `TCP_NOTSENT_LOWAT`): a write that would block
-//!   with [`UNPACED_LOWAT`] bytes still in its buffer, or — during its
+//!   the caller then sets `TCP_NOTSENT_LOWAT`): writes that stay blocked
+//!   with [`UNPACED_LOWAT`] bytes still in its buffer for the lag
+//!   ([`CommitBudget::blocked`]: a client thread away for a few
+//!   milliseconds is not a slow reader), or — during its
 //!   first [`WATCH_BYTES`] — its reader holding [`WATCH_HELD`] by its
 //!   window ([`CommitBudget::watch`]): a reader slow from its first message
 //!   is caught before it fills a default-sized receive buffer (~2 s at
@@ -78,11 +80,10 @@
 //!   conflate.
 //! - **Ends** once its measured rate covers the mark within the lag and
 //!   nothing waits, in its trial, or in a re-trial ([`super::retrial`]):
-//!   a paced reader that took everything it was given while symbols
-//!   waited, two windows in a row, is offered a burst on top of its
-//!   budget, and one that takes it all at once keeps up and is unpaced
-//!   (a reader that keeps up wins over a slow one's cost: the module
-//!   docs there).
+//!   a paced reader that showed it keeps up before ([`KEPT_UP_BYTES`])
+//!   and took everything it was given while symbols waited, two windows
+//!   in a row, is offered a burst on top of its budget, and one that
+//!   takes it all at once is unpaced.
 //! - Pure: times and kernel figures are passed in, so the estimator and the
 //!   budget are tested with injected values.
 //!
@@ -140,6 +141,12 @@ const CAP_GAIN: f64 = 1.1;
 /// bytes out, so it is written in segments of about this size, not frame
 /// by frame (the module docs: why).
 const SEGMENT: usize = 1024;
+/// Bytes a reader must have taken while unpaced (at least half of what
+/// was written to it) to be one that keeps up: a reader slow from its
+/// first message is paced by the watch after ~26 KB written, ~18 KB of
+/// them taken (its 16 KiB burst allowance and the window's blind zone),
+/// and never gets a re-trial, whose burst would cost it ~0.5 s.
+pub const KEPT_UP_BYTES: u64 = 64 * 1024;
 /// Held bytes under this count as none for "the pipe ran empty": the
 /// coarsest window step seen on loopback (window scale 10).
 const HELD_SLACK: usize = 1024;
@@ -190,6 +197,21 @@ pub struct CommitBudget {
     trend_window: Option<u32>,
     /// The way back for a reader that keeps up (its re-trials).
     retrial: Retrial,
+    /// The reader showed it keeps up: while unpaced it took
+    /// [`KEPT_UP_BYTES`] in all, at least half of what was written to it
+    /// then. Only such a reader gets re-trials (sticky).
+    kept_up: bool,
+    /// Bytes written and taken when pacing last ended (0, 0 at first).
+    unpaced_at: (u64, u64),
+    /// Bytes written and taken while unpaced, over all its unpaced
+    /// stretches (a reader that keeps up may be paced and let go every
+    /// few tens of KiB at its start).
+    unpaced_sum: (u64, u64),
+    /// Since when its socket has been blocked with [`UNPACED_LOWAT`] or
+    /// more waiting (unpaced), if it is.
+    blocked_since_ns: Option<u64>,
+    /// It was paced at least once.
+    ever_paced: bool,
 }
 
 impl CommitBudget {
@@ -219,6 +241,11 @@ impl CommitBudget {
             trend_ns: 0,
             trend_window: None,
             retrial: Retrial::new(),
+            kept_up: false,
+            unpaced_at: (0, 0),
+            unpaced_sum: (0, 0),
+            blocked_since_ns: None,
+            ever_paced: false,
         }
     }
 
@@ -254,6 +281,25 @@ impl CommitBudget {
         self.peer.held() >= WATCH_HELD
     }
 
+    /// Whether its socket is `blocked` with [`UNPACED_LOWAT`] or more
+    /// waiting at `now_ns`, `written` bytes written so far; returns `true`
+    /// when the caller starts pacing. A reader that showed it keeps up (or
+    /// took its first [`WATCH_BYTES`] without being paced) gets a grace of
+    /// the lag (`--sub-max-lag`) without a break: one whose client thread
+    /// was away for a few milliseconds blocks and drains again, and
+    /// meanwhile its buffer conflates past its mark, as with no lag. Any
+    /// other is paced at once (a reader with a small receive buffer, slow
+    /// from its first message, whose window the watch cannot read).
+    pub fn blocked(&mut self, now_ns: u64, blocked: bool, written: u64) -> bool {
+        if !blocked || !self.may_start() {
+            self.blocked_since_ns = None;
+            return false;
+        }
+        let grace = self.kept_up || (written >= WATCH_BYTES && !self.ever_paced);
+        let since = *self.blocked_since_ns.get_or_insert(now_ns);
+        !grace || now_ns.saturating_sub(since) >= self.max_lag_ns
+    }
+
     /// Pacing is on for this subscriber.
     #[inline]
     pub fn paced(&self) -> bool {
@@ -270,6 +316,11 @@ impl CommitBudget {
     #[inline]
     pub fn budget(&self) -> usize {
         self.budget
+    }
+
+    /// A re-trial runs ([`super::retrial`]).
+    pub fn retrial_running(&self) -> bool {
+        self.retrial.running()
     }
 
     /// Smoothed drain rate, bytes/s (0 until measured).
@@ -305,14 +356,15 @@ impl CommitBudget {
         } else {
             0
         };
-        // A re-trial's burst goes on top of the budget and the cap.
-        let burst = engine + self.retrial.burst_left(written + engine as u64);
-        self.budget
+        let mut limit = self
+            .budget
             .saturating_sub(self.kernel_bound(written))
-            .min(cap)
-            .max(burst)
-            .min(self.hwm)
-            .max(probe)
+            .min(cap);
+        if self.retrial.running() {
+            // A re-trial's burst goes on top of the budget and the cap.
+            limit = limit.max(engine + self.retrial.burst_left(written + engine as u64));
+        }
+        limit.min(self.hwm).max(probe)
     }
 
     /// Most bytes the engine committed over the budget (engine bytes plus
@@ -340,15 +392,25 @@ impl CommitBudget {
     /// and windows in which the pipe runs empty raise it. On trial until
     /// [`TRIAL_NS`] later.
     pub fn start(&mut self, now_ns: u64, written: u64, kernel: usize, window: Option<u32>) {
+        self.peer.observe(now_ns, window, kernel > 0);
+        let took = written.saturating_sub((kernel + self.peer.held()) as u64);
+        let (w0, t0) = self.unpaced_at;
+        self.unpaced_sum.0 += written.saturating_sub(w0);
+        self.unpaced_sum.1 += took.saturating_sub(t0);
+        let (w, t) = self.unpaced_sum;
+        if t >= KEPT_UP_BYTES && 2 * t >= w {
+            self.kept_up = true;
+        }
         self.paced = true;
+        self.ever_paced = true;
+        self.blocked_since_ns = None;
         self.rate = 0.0;
         self.budget = FLOOR.min(self.hwm);
         self.kernel = kernel;
-        self.peer.observe(now_ns, window, kernel > 0);
         self.held = self.peer.held();
         self.written_at_sample = written;
         self.window_ns = now_ns;
-        self.drained = written.saturating_sub((kernel + self.held) as u64);
+        self.drained = took;
         self.window_drained = self.drained;
         self.window_held = self.held;
         self.trial_until_ns = now_ns + TRIAL_NS;
@@ -360,6 +422,7 @@ impl CommitBudget {
 
     /// Back to unpaced.
     fn end(&mut self) {
+        self.unpaced_at = (self.written_at_sample, self.drained);
         self.paced = false;
         self.budget = self.hwm;
         self.held = 0;
@@ -537,7 +600,8 @@ impl CommitBudget {
             // Starved: symbols wait and the reader holds nothing, with at
             // most a segment or two just written (a sample follows each
             // write, so an exact empty pipe is seen rarely).
-            let starved = waiting
+            let starved = self.kept_up
+                && waiting
                 && self.held < HELD_SLACK
                 && kernel + engine <= 2 * SEGMENT
                 && now_ns >= self.trial_until_ns;
@@ -651,19 +715,19 @@ mod tests {
         b.sample(40 * MS, 2000, 0, None, 0, true);
         assert!(b.rate() > r1);
         // The peer is fast: it takes at once all the engine may send (the
-        // budget, the cap and a re-trial allow), every ms, symbols always
-        // waiting. Its rate rises ×1.1 per window at most (~50× per
-        // second); a re-trial's burst, taken at once, lets it go sooner.
+        // budget and the cap allow), every ms; symbols wait for 2 s, then
+        // none do. (It rises ×1.1 per window at most: ~50× per second; a
+        // reader paced before it showed it keeps up gets no re-trial.)
         let (mut written, mut ended_at) = (2000u64, None);
         for k in 1..=3000u64 {
             written += b.engine_limit(written, 0) as u64;
-            if b.sample(40 * MS + k * MS, written, 0, None, 0, true) {
+            if b.sample(40 * MS + k * MS, written, 0, None, 0, k < 2000) {
                 ended_at = Some(k);
                 break;
             }
         }
         let k = ended_at.expect("unpaced");
-        assert!(k <= 100, "unpaced at {k} ms");
+        assert!((2000..2100).contains(&k), "unpaced at {k} ms");
         assert!(!b.paced());
         assert_eq!(b.engine_limit(0, 0), hwm);
     }
@@ -718,6 +782,36 @@ mod tests {
             sent >= super::super::retrial::RETRIAL_BYTES as u64,
             "{sent} B"
         );
+    }
+
+    #[test]
+    fn a_reader_that_kept_up_blocked_for_less_than_the_lag_is_not_paced() {
+        let mut b = CommitBudget::new(50 * MS, 256 * 1024);
+        let w = WATCH_BYTES + 1;
+        // Its first 256 KiB taken unpaced; blocked for 49 ms, drained
+        // once, blocked again: no pacing.
+        for t in 0..50 {
+            assert!(!b.blocked(t * MS, true, w), "at {t} ms");
+        }
+        assert!(!b.blocked(50 * MS, false, w));
+        assert!(!b.blocked(51 * MS, true, w));
+        assert!(!b.blocked(100 * MS, true, w));
+        // Blocked for the whole lag without a break: pace it.
+        assert!(b.blocked(101 * MS, true, w));
+        b.start(101 * MS, w, 64 * 1024, None);
+        assert!(!b.blocked(200 * MS, true, w), "paced already");
+        assert!(
+            !CommitBudget::new(0, 1024).blocked(10_000 * MS, true, w),
+            "0 = off"
+        );
+    }
+
+    #[test]
+    fn a_reader_blocked_in_its_first_bytes_is_paced_at_once() {
+        // A small receive buffer: its window shows nothing to the watch,
+        // and its first write that blocks is the first sign.
+        let mut b = CommitBudget::new(50 * MS, 256 * 1024);
+        assert!(b.blocked(0, true, 16 * 1024));
     }
 
     #[test]

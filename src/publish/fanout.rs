@@ -203,13 +203,18 @@ impl Fanout {
                 }
             };
             let buf = out.buffer();
-            if buf.buffered() + frame_len > buf.limit() {
+            let offer = if buf.buffered() + frame_len <= buf.limit() {
+                // The common case: it fits (the limit asked once).
+                buf.append_frame(&d.prefix, tail);
+                Offer::Appended
+            } else {
                 // Past the mark in user space: hand what we have to the
                 // kernel first; only a subscriber whose socket is full too
                 // is slow.
                 out.make_room();
-            }
-            match out.buffer().offer_fresh(id, &d.prefix, tail, now_ns) {
+                out.buffer().offer_fresh(id, &d.prefix, tail, now_ns)
+            };
+            match offer {
                 Offer::Appended => {
                     done.frames += 1;
                     if capped {

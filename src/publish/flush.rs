@@ -8,8 +8,10 @@
 //! Pacing (`--sub-max-lag`, [`crate::publish::commit_budget`]): a
 //! subscriber's first write sets its socket's `TCP_NOTSENT_LOWAT` (4 KiB);
 //! a write that would block with 4 KiB more still in its buffer (the
-//! kernel holds all it will) starts pacing it (the mark drops to 2 KiB), so
-//! a reader that only pauses now and then is not paced. During a
+//! kernel holds all it will) starts pacing it (the mark drops to 2 KiB) —
+//! for a reader that kept up, only once its writes stayed blocked for the
+//! lag, so one that only pauses now and then is not paced (the attention
+//! list's revisits check it while its buffer conflates past the mark). During a
 //! subscriber's first 256 KiB its reader's window is read after each write
 //! too, and a reader that holds 8 KiB starts pacing then, before it fills a
 //! default-sized receive buffer ([`watch_new_reader`]; a reader that only
@@ -143,14 +145,16 @@ fn write_session(
     Ok(n)
 }
 
-/// Starts pacing `conn` at `now_ns` when its socket is blocked with
+/// Starts pacing `conn` at `now_ns` when its socket has been blocked with
 /// [`UNPACED_LOWAT`] bytes more waiting in its buffer (the kernel holds all
-/// it will take). Returns whether it started.
-fn maybe_start_pacing(conn: &mut Conn<Session>, now_ns: u64) -> bool {
-    let s = &conn.state;
-    if s.write_state() != WriteState::Blocked
-        || s.buf.buffered() < UNPACED_LOWAT
-        || !s.buf.budget.may_start()
+/// it will take) for the lag. Returns whether it started.
+pub(super) fn maybe_start_pacing(conn: &mut Conn<Session>, now_ns: u64) -> bool {
+    let s = &mut conn.state;
+    let blocked = s.write_state() == WriteState::Blocked && s.buf.buffered() >= UNPACED_LOWAT;
+    if !s
+        .buf
+        .budget
+        .blocked(now_ns, blocked, s.buf.stats.bytes_written)
     {
         return false;
     }
@@ -211,9 +215,24 @@ pub(super) fn sample_pacing(conn: &mut Conn<Session>, now_ns: u64) {
     let window = tcp_signals::peer_window(&conn.stream).ok().flatten();
     let b = &mut conn.state.buf;
     let (written, engine, waiting) = (b.stats.bytes_written, b.buffered(), b.pending_len() > 0);
-    if b.budget
-        .sample(now_ns, written, kernel, window, engine, waiting)
-    {
+    let retrial = b.budget.retrial_running();
+    let ended = b
+        .budget
+        .sample(now_ns, written, kernel, window, engine, waiting);
+    if retrial != b.budget.retrial_running() && !ended {
+        log::debug!(
+            "subscriber {}: {} (rate {:.0} B/s, held {} B)",
+            conn.peer,
+            if retrial {
+                "re-trial failed"
+            } else {
+                "re-trial"
+            },
+            b.budget.rate(),
+            b.budget.held()
+        );
+    }
+    if ended {
         log::debug!(
             "subscriber {}: unpaced (rate {:.0} B/s)",
             conn.peer,

@@ -12,7 +12,7 @@
 //! Single owner: the publisher thread.
 
 use crate::metrics::counters::bump;
-use crate::publish::flush::sample_pacing;
+use crate::publish::flush::{maybe_start_pacing, sample_pacing};
 use crate::publish::publisher::Publisher;
 
 impl Publisher {
@@ -37,7 +37,11 @@ impl Publisher {
                 self.attention.swap_remove(i);
                 continue;
             };
-            sample_pacing(conn, now);
+            // A subscriber past its mark whose socket stays blocked may
+            // be due for pacing (its grace of the lag over).
+            if !maybe_start_pacing(conn, now) {
+                sample_pacing(conn, now);
+            }
             let sess = &mut conn.state;
             if !sess.buf.budget.paced() && sess.buf.buffered() > low_water {
                 i += 1;
