@@ -11,8 +11,10 @@
 #   sampler: GET /metrics every 100 ms ─▶ samples.csv (workers, depth, rates, drain estimate)
 #
 # Reports (summary.txt): worker counts over time; small-order completion
-# p99 per phase (each phase is its own `tickfan orders` run: sent → terminal)
-# against --order-slo (1 s); the drain-time estimate 0.5 s after the step
+# p99 and p99.9 per phase (each phase is its own `tickfan orders` run: sent → terminal)
+# against --order-slo (1 s); the engine's whole-run order_e2e and
+# order_queue_wait p99/p99.9 per lane (small, large: "-" without large
+# orders; --report-json); the drain-time estimate 0.5 s after the step
 # down against the measured drain (step down → first empty queue).
 #
 # Usage: bash perf/order_capacity.sh   (OUT=perf/out/order-capacity-<date>; RUNS=1)
@@ -43,7 +45,7 @@ run_once() {
     --order-workers-min 2 --order-workers-max 16 --order-worker-idle 3s --order-slo 1s \
     --bridge "name=v1,latency=fixed:2ms,transient=0,fills=1,reorder=0,dup=0,max_inflight=4" \
     --bridge "name=v2,latency=fixed:2ms,transient=0,fills=1,reorder=0,dup=0,max_inflight=4" \
-    --report-interval 1s --duration 40s > "$D/engine.out" 2> "$D/engine.err" &
+    --report-interval 1s --report-json "$D/engine.json" --duration 40s > "$D/engine.out" 2> "$D/engine.err" &
   local ENG=$!; PIDS+=("$ENG")
   wait_port $ORD; wait_port $ADM
   python3 - "$ADM" "$D/samples.csv" 32 <<'PY' &
@@ -103,12 +105,28 @@ PY
 for r in $(seq 1 "$RUNS"); do run_once "$r"; done
 
 python3 - "$OUT" "$RUNS" <<'PY' | tee "$OUT/summary.txt"
-import csv, re, statistics, sys, os
+import csv, json, re, statistics, sys, os
 out, runs = sys.argv[1], int(sys.argv[2])
-def p99(path):
+def completion(path):
+    """(p99, p99.9) ms of the completion line of `tickfan orders`:
+    "p50 X ms  p99 Y ms  p99.9 Z ms  max W ms  (n N)" (or "n/a")."""
     text = open(path).read()
-    m = re.search(r"completion \(due → terminal\):\s+p50 ([\d.]+) ms\s+p99 ([\d.]+) ms", text)
-    return float(m.group(2)) if m else float("nan")
+    m = re.search(r"completion \(due → terminal\):\s+p50 ([\d.]+) ms\s+p99 ([\d.]+) ms\s+p99\.9 ([\d.]+) ms", text)
+    return (float(m.group(2)), float(m.group(3))) if m else (float("nan"), float("nan"))
+def engine_lanes(path):
+    """The engine's whole-run p99 / p99.9 ms per lane from --report-json; "-" for a
+    lane (or a file) with no value."""
+    try:
+        st = {s["stage"]: s for s in json.load(open(path))["stages"]}
+    except (OSError, ValueError, KeyError):
+        st = {}
+    def pq(name):
+        s = st.get(name)
+        if not s or not s.get("count"):
+            return "- / -"
+        return f"{s['p99_us'] / 1000:.1f} / {s['p999_us'] / 1000:.1f}"
+    return {stage: {lane: pq(f"{stage}_{lane}") for lane in ("small", "large")}
+            for stage in ("order_e2e", "order_queue_wait")}
 print("order capacity load step: 1k/s 5 s → 5k/s 5 s → 1k/s 10 s; 2 venues 2 ms, max_inflight=4 each; small lane 2..16 workers; SLO 1 s")
 est_err = []
 for r in range(1, runs + 1):
@@ -121,8 +139,13 @@ for r in range(1, runs + 1):
         f"{float(x['t_s']):.0f}:{x['workers']}" for x in rows if abs(float(x['t_s']) % 1) < 0.1))
     print("  max workers: %d" % max(int(float(x["workers"] or 0)) for x in rows))
     for ph, name in ((1, "1k/s"), (2, "5k/s"), (3, "1k/s after")):
-        v = p99(f"{d}/phase{ph}.txt")
-        print(f"  phase {ph} ({name}): small-order completion p99 {v:.1f} ms  ({'within' if v <= 1000 else 'OVER'} the 1 s SLO)")
+        v, v999 = completion(f"{d}/phase{ph}.txt")
+        print(f"  phase {ph} ({name}): small-order completion p99 {v:.1f} ms  p99.9 {v999:.1f} ms  ({'within' if v <= 1000 else 'OVER'} the 1 s SLO)")
+    eng = engine_lanes(f"{d}/engine.json")
+    print("  engine, whole run, p99 / p99.9 ms: order_e2e (received → terminal) small %s, large %s;"
+          " order_queue_wait small %s, large %s" % (
+              eng["order_e2e"]["small"], eng["order_e2e"]["large"],
+              eng["order_queue_wait"]["small"], eng["order_queue_wait"]["large"]))
     peak = max(num(x["depth"]) for x in rows)
     after = [x for x in rows if float(x["t_s"]) >= step]
     probe = next((x for x in after if float(x["t_s"]) >= step + 0.5), None)

@@ -17,11 +17,13 @@
 #        1.0 (due retries always first, the rule before the quota).
 # The run sends for SECS seconds from ~0.3 s after the engine starts, so the
 # outage (1 s .. 6 s) covers most of it. Figures per run:
-#   client: completion (due → terminal) p50/p99 of every order, and of the
-#           orders DONE at their first attempt (the new orders) (tickfan orders);
-#   engine (--report-json): order_queue_wait_small p99 (new orders: queued →
-#   taken by a worker), order_retry_wait p99 (retries: due → taken),
-#   order_e2e_small p99 (line received → terminal reply, every order).
+#   client: completion (due → terminal) p50/p99/p99.9 of every order, and of
+#           the orders DONE at their first attempt (the new orders) (tickfan orders);
+#   engine (--report-json), p99 and p99.9 each: order_queue_wait_small (new
+#   orders: queued → taken by a worker), order_retry_wait (retries: due →
+#   taken), order_e2e_small (line received → terminal reply, every order),
+#   and the large lane's order_queue_wait_large / order_e2e_large ("-" when
+#   no large order ran).
 # Runs alternate quota, noquota, … (ROUNDS rounds); the summary gives medians.
 #
 # Usage: bash perf/order_retry_storm.sh   (ROUNDS=3, RATE=1200, SECS=6,
@@ -86,18 +88,27 @@ run() { # mode round
 import json, re, sys
 logs, mode, rnd = sys.argv[1:]
 out = open(f"{logs}/orders.out").read()
-m = re.search(r"completion \(due → terminal\):\s+p50 ([\d.]+) ms\s+p99 ([\d.]+) ms", out)
-c50, c99 = (float(x) for x in m.groups()) if m else (float("nan"),) * 2
-f = re.search(r"DONE at the first attempt:\s+p50 ([\d.]+) ms\s+p99 ([\d.]+) ms", out)
-f50, f99 = (float(x) for x in f.groups()) if f else (float("nan"),) * 2
+# tickfan orders prints "p50 X ms  p99 Y ms  p99.9 Z ms  max W ms  (n N)" (or "n/a").
+PCT = r":\s+p50 ([\d.]+) ms\s+p99 ([\d.]+) ms\s+p99\.9 ([\d.]+) ms"
+m = re.search(r"completion \(due → terminal\)" + PCT, out)
+c50, c99, c999 = (float(x) for x in m.groups()) if m else (float("nan"),) * 3
+f = re.search(r"DONE at the first attempt" + PCT, out)
+f50, f99, f999 = (float(x) for x in f.groups()) if f else (float("nan"),) * 3
 once = "exactly one terminal reply" in out
 eng = json.load(open(f"{logs}/engine.json"))
 st = {s["stage"]: s for s in eng["stages"]}
-p99 = lambda name: st.get(name, {}).get("p99_us", float("nan")) / 1000
+pq = lambda name, key: round(st.get(name, {}).get(key, float("nan")) / 1000, 2)
+p99 = lambda name: pq(name, "p99_us")
+p999 = lambda name: pq(name, "p999_us")
 n = lambda name: st.get(name, {}).get("count", 0)
-print("\t".join(map(str, [mode, rnd, c50, c99, round(p99("order_queue_wait_small"), 2),
-    round(p99("order_retry_wait"), 2), n("order_retry_wait"), round(p99("order_e2e_small"), 2), once,
-    f50, f99])))
+# The large lane: "-" when no large order ran (stage absent or empty).
+lg = lambda name, key: pq(name, key) if n(name) > 0 else "-"
+print("\t".join(map(str, [mode, rnd, c50, c99, p99("order_queue_wait_small"),
+    p99("order_retry_wait"), n("order_retry_wait"), p99("order_e2e_small"), once,
+    f50, f99,
+    c999, f999, p999("order_queue_wait_small"), p999("order_retry_wait"), p999("order_e2e_small"),
+    lg("order_queue_wait_large", "p99_us"), lg("order_queue_wait_large", "p999_us"),
+    lg("order_e2e_large", "p99_us"), lg("order_e2e_large", "p999_us")])))
 PY
   tail -1 "$ROWS" >&2
 }
@@ -112,16 +123,24 @@ echo "load after: $(cut -d' ' -f1-3 /proc/loadavg)" | tee -a "$OUT/machine.txt" 
 python3 - "$ROWS" > "$OUT/summary.md" <<'PY'
 import statistics, sys
 rows = [l.rstrip("\n").split("\t") for l in open(sys.argv[1]) if l.strip()]
-print("| mode | runs | completion p50 / p99 ms (all orders) | **new-order completion p50 / p99 ms** (DONE at the first attempt) | new-order queue wait p99 ms | retry wait p99 ms (retries) | order_e2e_small p99 ms | one terminal each |")
-print("|---|---:|---|---|---:|---:|---:|---|")
+print("| mode | runs | completion p50 / p99 / p99.9 ms (all orders) | **new-order completion p50 / p99 / p99.9 ms** (DONE at the first attempt) | new-order queue wait p99 / p99.9 ms | retry wait p99 / p99.9 ms (retries) | order_e2e_small p99 / p99.9 ms | large-lane queue wait p99 / p99.9 ms | order_e2e_large p99 / p99.9 ms | one terminal each |")
+print("|---|---:|---|---|---:|---:|---:|---:|---:|---|")
 for mode in ("quota", "noquota"):
     g = [r for r in rows if r[0] == mode]
     if not g:
         continue
     med = lambda i: statistics.median(float(r[i]) for r in g)
-    print(f"| {mode} | {len(g)} | {med(2):.2f} / {med(3):.2f} | {med(9):.2f} / {med(10):.2f} | {med(4):.2f} | {med(5):.2f} ({med(6):.0f}) | {med(7):.2f} | {all(r[8] == 'True' for r in g)} |")
+    # Large-lane columns hold "-" in runs with no large order.
+    def medl(i):
+        v = [float(r[i]) for r in g if len(r) > i and r[i] != "-"]
+        return f"{statistics.median(v):.2f}" if v else "-"
+    print(f"| {mode} | {len(g)} | {med(2):.2f} / {med(3):.2f} / {med(11):.2f} | {med(9):.2f} / {med(10):.2f} / {med(12):.2f}"
+          f" | {med(4):.2f} / {med(13):.2f} | {med(5):.2f} / {med(14):.2f} ({med(6):.0f}) | {med(7):.2f} / {med(15):.2f}"
+          f" | {medl(16)} / {medl(17)} | {medl(18)} / {medl(19)} | {all(r[8] == 'True' for r in g)} |")
 print()
-print("raw rows (mode round c50_ms c99_ms queue_wait_p99_ms retry_wait_p99_ms retries e2e_p99_ms one_terminal first_try_c50_ms first_try_c99_ms):")
+print("raw rows (mode round c50_ms c99_ms queue_wait_p99_ms retry_wait_p99_ms retries e2e_p99_ms one_terminal first_try_c50_ms first_try_c99_ms"
+      " c999_ms first_try_c999_ms queue_wait_p999_ms retry_wait_p999_ms e2e_p999_ms"
+      " large_queue_wait_p99_ms large_queue_wait_p999_ms large_e2e_p99_ms large_e2e_p999_ms):")
 for r in rows:
     print("  " + "  ".join(r))
 PY

@@ -11,6 +11,9 @@
 # tool exits 1 unless every order got exactly one terminal reply); the
 # accounting balanced at the end (ticks received = valid + poison;
 # published + conflated = valid; orders accepted = done + dead + expired).
+# Prints p99 / p99.9 per minute of engine_e2e and order_e2e (all, small and
+# large lanes; "-" for a lane with none), and per subscriber class (normal,
+# slow) the whole run's e2e p50/p99/p99.9/max.
 #
 # Usage: bash perf/soak.sh      (DUR=600 seconds by default; OUT=perf/out/soak-<date>)
 # Needs: cargo, python3, ../shared/data/fx-quotes.csv. Every process it
@@ -91,13 +94,30 @@ print(f"orders accepted {o['accepted']} = done {o['done_total']} + dead {o['dead
 print(f"orders tool exit {orders_rc} (0 = every order got exactly one terminal reply)")
 print("RSS (MiB) per minute: " + " ".join(f"{t}s:{k/1024:.1f}" for t, k in rows if t % 60 == 0))
 try:
-    for s in json.load(open(f"{out}/summary.json"))["series"]:
-        if s["source"] == "engine" and s["tag"] in ("engine_e2e", "order_e2e"):
-            unit, div = ("ms", 1000) if s["tag"] == "order_e2e" else ("µs", 1)
-            full = [i for i in s["intervals"] if i["length_s"] >= 30]
-            print(f"{s['tag']} p99 per minute ({unit}): " + ", ".join(f"{i['p99_us'] / div:.0f}" for i in full))
+    eng = {s["tag"]: s for s in json.load(open(f"{out}/summary.json"))["series"] if s["source"] == "engine"}
+    for tag in ("engine_e2e", "order_e2e", "order_e2e_small", "order_e2e_large"):
+        unit, div = ("ms", 1000) if tag.startswith("order_e2e") else ("µs", 1)
+        s = eng.get(tag)
+        if not s or not s.get("count"):
+            print(f"{tag} p99 / p99.9 per minute ({unit}): -")
+            continue
+        full = [i for i in s["intervals"] if i["length_s"] >= 30]
+        print(f"{tag} p99 / p99.9 per minute ({unit}): "
+              + ", ".join(f"{i['p99_us'] / div:.0f} / {i['p999_us'] / div:.0f}" for i in full))
 except (OSError, KeyError, ValueError) as e:
-    print(f"per-minute p99 not available: {e}")
+    print(f"per-minute p99 / p99.9 not available: {e}")
+try:
+    cls = {c["class"]: c for c in json.load(open(f"{out}/subscribers.json"))["classes"]}
+    for name in ("normal", "slow"):
+        c = cls.get(name)
+        if c is None:
+            print(f"subscribers {name}: e2e p50 / p99 / p99.9 / max µs: -")
+            continue
+        l = c["latency"]
+        print(f"subscribers {name}: e2e p50 / p99 / p99.9 / max µs: {l['p50_us']:.0f} / {l['p99_us']:.0f} / "
+              f"{l['p999_us']:.0f} / {l['max_us']:.0f} ({c['messages']} msgs, {c['disconnects']} disconnects)")
+except (OSError, KeyError, ValueError) as e:
+    print(f"subscriber p99 / p99.9 not available: {e}")
 PY
-grep -E "engine/engine_e2e|engine/order_e2e|subscribers/e2e" "$OUT/report.txt" || true
+grep -E "^series |engine/engine_e2e|engine/order_e2e|subscribers/e2e" "$OUT/report.txt" || true
 echo "files in $OUT"

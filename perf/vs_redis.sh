@@ -15,10 +15,10 @@
 #   b) the same + 2 slow subscribers (64 KiB/s each)       [no floor: its writes block]
 #   c) maximum rate (replay unpaced), 4 subscribers
 # Per run: delivered messages/s (all normal subscribers together), end-to-end
-# p50/p99/p99.9/max, the server's RSS (at load start, at the end, peak =
-# VmHWM) and CPU seconds (utime+stime from /proc/PID/stat), slow-subscriber
-# disconnects (seen by the client; for Redis also the closes its log reports,
-# normal subscribers included).
+# p50/p99/p99.9/max (normal) and p99/p99.9 (slow; "-" without), the server's
+# RSS (at load start, at the end, peak = VmHWM) and CPU seconds (utime+stime
+# from /proc/PID/stat), slow-subscriber disconnects (seen by the client; for
+# Redis also the closes its log reports, normal subscribers included).
 #
 # Usage: bash perf/vs_redis.sh            (DUR=10 by default; OUT=perf/out/<date>)
 # Needs: cargo, redis-server (Debian package), python3 (to read the JSON).
@@ -145,7 +145,8 @@ mib = lambda kib: float(kib or 0) / 1024
 row = [scen, server, sent, n["messages"], round(n["delivered_per_s"]), l["p50_us"], l["p99_us"], l["p999_us"], l["max_us"],
        round(mib(rss0), 1), round(mib(rssmax), 1), round(mib(rss1), 1), round(mib(hwm), 1),
        round(float(cpu1) - float(cpu0), 2), round(float(cpu1), 2), n["gaps"], n["disconnects"],
-       s["messages"] if s else "-", s["disconnects"] if s else "-", disc_log or "-"]
+       s["messages"] if s else "-", s["latency"]["p99_us"] if s else "-", s["latency"]["p999_us"] if s else "-",
+       s["disconnects"] if s else "-", disc_log or "-"]
 print("\t".join(str(x) for x in row))
 EOF
   echo "vs_redis: $name done" >&2
@@ -159,8 +160,8 @@ for scen in $SCENARIOS; do
 done
 
 {
-  echo "| scenario | server | ticks sent | msgs delivered (normal subs) | delivered msg/s | e2e p50 µs | p99 µs | p99.9 µs | max µs | RSS at load start MiB | RSS max sampled MiB | RSS at end MiB | peak RSS (VmHWM) MiB | CPU s under load | CPU s total | seq gaps (conflated) | normal disconnects | slow msgs | slow disconnects (client) | slow disconnects (redis log) |"
-  echo "|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|"
+  echo "| scenario | server | ticks sent | msgs delivered (normal subs) | delivered msg/s | e2e p50 µs | p99 µs | p99.9 µs | max µs | RSS at load start MiB | RSS max sampled MiB | RSS at end MiB | peak RSS (VmHWM) MiB | CPU s under load | CPU s total | seq gaps (conflated) | normal disconnects | slow msgs | slow e2e p99 µs | slow e2e p99.9 µs | slow disconnects (client) | slow disconnects (redis log) |"
+  echo "|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|"
   awk -F'\t' '{ printf "|"; for (i = 1; i <= NF; i++) printf " %s |", $i; print "" }' "$ROWS"
 } > "$OUT/results.md"
 
