@@ -45,9 +45,9 @@ trap cleanup EXIT INT TERM
 
 
 TICKS=$OUT/ticks.csv
-"$BIN" gen --symbols 1000 --ticks 1000000 --burst-factor 1 --seed 1 -o "$TICKS" 2>/dev/null
+gen_ticks "$BIN" "$TICKS"
 # 50 symbols for the s50 readers: the first 50 distinct ones of the file.
-SYMS50=$(awk -F, 'NR>1 && !($2 in s) {s[$2]=1; print $2; if (++n==50) exit}' "$TICKS" | paste -sd, -)
+SYMS50=$(first_symbols "$TICKS" 50)
 
 ROWS=$OUT/rows.tsv
 : > "$ROWS"
@@ -69,11 +69,10 @@ run() { # server scenario rcvbuf
         > "$logs/server.out" 2> "$logs/server.err" &
       spid=$!; fmt=csv ;;
     redis)
-      "${SRV[@]}" redis-server --port "$pport" --bind 127.0.0.1 --save '' --appendonly no \
-        --logfile "$logs/redis.log" > /dev/null 2>&1 &
-      spid=$!; fmt=redis-publish ;;
+      start_redis "$pport" "$logs/redis.log" SRV
+      spid=$REDIS_PID; fmt=redis-publish ;;
   esac
-  PIDS+=("$spid")
+  [ "$server" = redis ] || PIDS+=("$spid")
   wait_port "$sport"
   local common=(--to "127.0.0.1:$sport" --duration "$((DUR + 2))s" --quiet --sent "$logs/sent.csv")
   local sub2=""

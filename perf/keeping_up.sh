@@ -53,8 +53,8 @@ fi
 trap stop_pids EXIT INT TERM
 
 TICKS=$OUT/ticks.csv
-"$BIN" gen --symbols 1000 --ticks 1000000 --burst-factor 1 --seed 1 -o "$TICKS" 2>/dev/null
-SYMS50=$(awk -F, 'NR>1 && !($2 in s) {s[$2]=1; print $2; if (++n==50) exit}' "$TICKS" | paste -sd, -)
+gen_ticks "$BIN" "$TICKS"
+SYMS50=$(first_symbols "$TICKS" 50)
 
 ROWS=$OUT/rows.tsv
 : > "$ROWS"
@@ -80,15 +80,14 @@ run() { # load server rep
       spid=$!; fmt=csv ;;
     redis)
       sport=$pport
-      "${SRV[@]}" redis-server --port "$pport" --bind 127.0.0.1 --save '' --appendonly no \
-        --logfile "$logs/redis.log" > /dev/null 2>&1 &
-      spid=$!; fmt=redis-publish ;;
+      start_redis "$pport" "$logs/redis.log" SRV
+      spid=$REDIS_PID; fmt=redis-publish ;;
     forward)
       "${SRV[@]}" "$BIN" forward --feed-listen "127.0.0.1:$pport" --sub-listen "127.0.0.1:$sport" \
         > "$logs/server.out" 2> "$logs/server.err" &
       spid=$!; fmt=pmessage ;;
   esac
-  PIDS+=("$spid")
+  [ "$server" = redis ] || PIDS+=("$spid")
   wait_port "$sport"
   local common=(--to "127.0.0.1:$sport" --duration "$((DUR + 2))s" --quiet --sent "$logs/sent.csv")
   local slow=0 subpid2=""

@@ -35,3 +35,25 @@ wait_line() { # file text
 
 rss_kib() { awk '/^VmRSS:/ {print $2}' "/proc/$1/status"; }
 hwm_kib() { awk '/^VmHWM:/ {print $2}' "/proc/$1/status"; }
+
+# The benchmarks' tick file: 1,000,000 ticks over 1,000 Zipf symbols, no
+# bursts, seed 1, written to FILE by BIN.
+gen_ticks() { # bin file
+  "$1" gen --symbols 1000 --ticks 1000000 --burst-factor 1 --seed 1 -o "$2" 2>/dev/null
+}
+
+# The first N distinct symbols of a tick file, comma-separated.
+first_symbols() { # file n
+  awk -F, -v n="$2" 'NR>1 && !($2 in s) {s[$2]=1; print $2; if (++k==n) exit}' "$1" | paste -sd, -
+}
+
+# Starts redis-server on 127.0.0.1:PORT (no persistence, log in LOGFILE)
+# under the prefix command in the array named by PREFIX (e.g. SRV, for
+# taskset); its pid is in REDIS_PID and in PIDS.
+start_redis() { # port logfile prefix-array-name
+  local -n prefix=$3
+  "${prefix[@]}" redis-server --port "$1" --bind 127.0.0.1 --save '' --appendonly no \
+    --logfile "$2" > /dev/null 2>&1 &
+  REDIS_PID=$!
+  PIDS+=("$REDIS_PID")
+}

@@ -60,7 +60,7 @@ cpu_s() { # utime + stime in seconds
 }
 
 echo "vs_redis: generating ticks (1,000 symbols, seed 1)" >&2
-"$BIN" gen --symbols 1000 --ticks 1000000 --burst-factor 1 --seed 1 -o "$OUT/ticks.csv" 2>/dev/null
+gen_ticks "$BIN" "$OUT/ticks.csv"
 
 ROWS="$OUT/rows.tsv"
 : > "$ROWS"
@@ -92,16 +92,15 @@ run() { # server scenario
         ${TICKFAN_FLAGS:-} > "$logs/server.out" 2> "$logs/server.err" &
       spid=$!; fmt=csv ;;
     redis)
-      "${SRV[@]}" redis-server --port "$pport" --bind 127.0.0.1 --save '' --appendonly no \
-        --logfile "$logs/redis.log" > /dev/null 2>&1 &
-      spid=$!; fmt=redis-publish ;;
+      start_redis "$pport" "$logs/redis.log" SRV
+      spid=$REDIS_PID; fmt=redis-publish ;;
     floor)
       sport=$(free_port)
       "${SRV[@]}" "$BIN" forward --feed-listen "127.0.0.1:$pport" --sub-listen "127.0.0.1:$sport" \
         > "$logs/server.out" 2> "$logs/server.err" &
       spid=$!; fmt=pmessage ;;
   esac
-  PIDS+=("$spid")
+  [ "$server" = redis ] || PIDS+=("$spid")
   wait_port "$sport"
   "${CLI[@]}" "$BIN" subscribe --to "127.0.0.1:$sport" -k "$k" --slow "$slow" --slow-bytes-per-sec "$SLOW_RATE" \
     --duration "$((DUR + 2))s" --log-dir "$logs" --json "$logs/sub.json" --quiet \

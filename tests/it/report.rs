@@ -393,9 +393,13 @@ fn report_html_shows_the_p99_of_summary_json_in_a_real_browser() {
 /// and in `summary.json`; the same directory without `freshness.hlog` (an
 /// older run) still renders, and says freshness is missing.
 ///
-/// The figures are relations to the stall, not speeds: 10 readers dilute
-/// the ~200 late frames to well under 1 % of the messages, while the
-/// stalled reader's ~7,500 stale ticks are 5 % of the sent ticks × readers.
+/// The figures are relations to the stall, not speeds. The late frames
+/// are what the stalled reader's own kernel held when it stopped (~2,000
+/// of ~100 B once its receive buffer has grown, as it does for a reader
+/// that keeps up and is not paced): 15 readers at 10,000 ticks/s dilute
+/// them to ~0.5 % of the messages, while the ticks sent in the stall's
+/// first half (7,500, each waiting 0.75–1.5 s) are ~1.7 % of the sent
+/// ticks × readers.
 #[test]
 fn the_demo_report_shows_a_stalled_readers_staleness_that_delivered_latency_hides() {
     const STALL_US: f64 = 1_500_000.0;
@@ -406,11 +410,11 @@ fn the_demo_report_shows_a_stalled_readers_staleness_that_delivered_latency_hide
         "--duration",
         "3s",
         "--rate",
-        "5000",
+        "10000",
         "--symbols",
         "50",
         "--subscribers",
-        "10",
+        "15",
         "--slow",
         "0",
         "--order-rate",
@@ -445,7 +449,7 @@ fn the_demo_report_shows_a_stalled_readers_staleness_that_delivered_latency_hide
         .lines()
         .find_map(|l| l.strip_prefix("sender: ")?.split(' ').next()?.parse().ok())
         .expect("the sender's line");
-    assert_eq!(normal["freshness"]["count"], sent * 10, "{summary}");
+    assert_eq!(normal["freshness"]["count"], sent * 15, "{summary}");
     // The series lead summary.json, and the interval plot's freshness
     // rises in the seconds the stall covered.
     let series = summary["series"].as_array().unwrap();
