@@ -148,9 +148,11 @@ const SEGMENT: usize = 1024;
 /// and never gets a re-trial, whose burst would cost it ~0.5 s.
 pub const KEPT_UP_BYTES: u64 = 64 * 1024;
 /// Most bytes a subscriber's buffer holds during its grace (blocked, not
-/// yet paced: [`CommitBudget::blocked`]). Filled to the mark instead, a
-/// reader stopped for 1.5 s at 500 kB/s got ~2,600 frames 1.2 s old when
-/// it read again, instead of the latest value of each symbol.
+/// yet paced: [`CommitBudget::blocked`]). Left to fill to the mark
+/// (256 KiB: up to 40 ms of a 6 MB/s reader, half a second of a 500 kB/s
+/// one), the buffer would be a FIFO of frames all stale by the time the
+/// reader reads again; held to this, the rest waits as pending marks and
+/// goes out as each symbol's latest value.
 pub const GRACE_BUFFER: usize = 16 * 1024;
 /// Held bytes under this count as none for "the pipe ran empty": the
 /// coarsest window step seen on loopback (window scale 10).
