@@ -147,13 +147,6 @@ const SEGMENT: usize = 1024;
 /// them taken (its 16 KiB burst allowance and the window's blind zone),
 /// and never gets a re-trial, whose burst would cost it ~0.5 s.
 pub const KEPT_UP_BYTES: u64 = 64 * 1024;
-/// Most bytes a subscriber's buffer holds during its grace (blocked, not
-/// yet paced: [`CommitBudget::blocked`]). Left to fill to the mark
-/// (256 KiB: up to 40 ms of a 6 MB/s reader, half a second of a 500 kB/s
-/// one), the buffer would be a FIFO of frames all stale by the time the
-/// reader reads again; held to this, the rest waits as pending marks and
-/// goes out as each symbol's latest value.
-pub const GRACE_BUFFER: usize = 16 * 1024;
 /// Held bytes under this count as none for "the pipe ran empty": the
 /// coarsest window step seen on loopback (window scale 10).
 const HELD_SLACK: usize = 1024;
@@ -354,13 +347,7 @@ impl CommitBudget {
     #[inline]
     pub fn engine_limit(&self, written: u64, engine: usize) -> usize {
         if !self.paced {
-            // In its grace (blocked, not yet paced) a reader's buffer holds
-            // little: what it misses meanwhile waits as pending marks and
-            // goes out as latest values, not as a FIFO of stale frames.
-            return match self.blocked_since_ns {
-                Some(_) => GRACE_BUFFER.min(self.hwm),
-                None => self.hwm,
-            };
+            return self.hwm;
         }
         let cap = self.cap.allows(written);
         let cap = if engine == 0 && cap < SEGMENT { 0 } else { cap };
@@ -816,20 +803,6 @@ mod tests {
         assert!(
             !CommitBudget::new(0, 1024).blocked(10_000 * MS, true, w),
             "0 = off"
-        );
-    }
-
-    #[test]
-    fn in_its_grace_a_buffer_holds_little() {
-        let mut b = CommitBudget::new(50 * MS, 256 * 1024);
-        assert_eq!(b.engine_limit(0, 0), 256 * 1024);
-        assert!(!b.blocked(0, true, WATCH_BYTES));
-        assert_eq!(b.engine_limit(WATCH_BYTES, 20_000), GRACE_BUFFER);
-        assert!(!b.blocked(MS, false, WATCH_BYTES));
-        assert_eq!(
-            b.engine_limit(WATCH_BYTES, 0),
-            256 * 1024,
-            "drained: the mark"
         );
     }
 

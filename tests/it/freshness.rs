@@ -23,7 +23,7 @@ use tickfan::client::resp::{as_message, command, read_frame};
 use tickfan::metrics::report::SubscriberStats;
 use tickfan::runtime::Engine;
 
-use crate::util::{engine_with, send_round, wait_until, Feed, Sub, DEADLINE};
+use crate::util::{engine_with, payload_seq, send_round, wait_until, Feed, Sub, DEADLINE};
 
 const SYMBOLS: u64 = 200;
 /// The reader's byte rate.
@@ -110,13 +110,7 @@ fn spawn_paced_reader(
                 continue;
             };
             messages += 1;
-            let seq: u64 = std::str::from_utf8(payload)
-                .unwrap()
-                .split(',')
-                .nth(6)
-                .unwrap()
-                .parse()
-                .unwrap();
+            let seq = payload_seq(payload);
             let prev = last.insert(ch.to_vec(), seq);
             assert!(
                 prev.is_none_or(|p| p < seq),

@@ -16,7 +16,7 @@ use tickfan::client::resp::{as_message, command, read_frame};
 use tickfan::config::Config;
 use tickfan::metrics::report::SubscriberStats;
 
-use crate::util::{engine_with, send_round, wait_until, Feed, DEADLINE};
+use crate::util::{engine_with, payload_seq, send_round, wait_until, Feed, DEADLINE};
 
 const SYMBOLS: usize = 500;
 /// How long the reader stops reading (the 200 ms stall).
@@ -52,13 +52,7 @@ impl Reader {
                     continue;
                 };
                 let i: usize = std::str::from_utf8(&ch[3..]).unwrap().parse().unwrap();
-                let seq: u64 = std::str::from_utf8(payload)
-                    .unwrap()
-                    .split(',')
-                    .nth(6)
-                    .unwrap()
-                    .parse()
-                    .unwrap();
+                let seq = payload_seq(payload);
                 let prev = v[i].swap(seq, Ordering::AcqRel);
                 assert!(prev < seq, "an older or repeated value on SYM{i:03}");
                 k.fetch_add(seq - prev - 1, Ordering::AcqRel);

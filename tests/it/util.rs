@@ -87,6 +87,17 @@ pub fn send_round(feed: &mut Feed, names: &[String], round: u64) {
     feed.lines(&refs);
 }
 
+/// The update sequence number (field 6) of a message payload.
+pub fn payload_seq(payload: &[u8]) -> u64 {
+    std::str::from_utf8(payload)
+        .expect("UTF-8 payload")
+        .split(',')
+        .nth(6)
+        .expect("a seq field")
+        .parse()
+        .expect("a numeric seq")
+}
+
 /// A subscriber connection speaking RESP.
 pub struct Sub {
     writer: TcpStream,
