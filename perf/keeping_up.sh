@@ -83,11 +83,10 @@ run() { # load server rep
       start_redis "$pport" "$logs/redis.log" SRV
       spid=$REDIS_PID; fmt=redis-publish ;;
     forward)
-      "${SRV[@]}" "$BIN" forward --feed-listen "127.0.0.1:$pport" --sub-listen "127.0.0.1:$sport" \
-        > "$logs/server.out" 2> "$logs/server.err" &
-      spid=$!; fmt=pmessage ;;
+      start_forward "$BIN" "$pport" "$sport" "$logs" SRV
+      spid=$FORWARD_PID; fmt=pmessage ;;
   esac
-  [ "$server" = redis ] || PIDS+=("$spid")
+  case $server in redis|forward|floor) ;; *) PIDS+=("$spid") ;; esac
   wait_port "$sport"
   local common=(--to "127.0.0.1:$sport" --duration "$((DUR + 2))s" --quiet --sent "$logs/sent.csv")
   local slow=0 subpid2=""

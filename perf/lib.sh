@@ -57,3 +57,14 @@ start_redis() { # port logfile prefix-array-name
   REDIS_PID=$!
   PIDS+=("$REDIS_PID")
 }
+
+# Starts the raw forwarder (`BIN forward`) with its publisher port PPORT and
+# subscriber port SPORT, output in LOGDIR/server.{out,err}, under the prefix
+# command in the array named by PREFIX; its pid is in FORWARD_PID and PIDS.
+start_forward() { # bin pport sport logdir prefix-array-name
+  local -n prefix=$5
+  "${prefix[@]}" "$1" forward --feed-listen "127.0.0.1:$2" --sub-listen "127.0.0.1:$3" \
+    > "$4/server.out" 2> "$4/server.err" &
+  FORWARD_PID=$!
+  PIDS+=("$FORWARD_PID")
+}

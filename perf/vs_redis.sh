@@ -96,11 +96,10 @@ run() { # server scenario
       spid=$REDIS_PID; fmt=redis-publish ;;
     floor)
       sport=$(free_port)
-      "${SRV[@]}" "$BIN" forward --feed-listen "127.0.0.1:$pport" --sub-listen "127.0.0.1:$sport" \
-        > "$logs/server.out" 2> "$logs/server.err" &
-      spid=$!; fmt=pmessage ;;
+      start_forward "$BIN" "$pport" "$sport" "$logs" SRV
+      spid=$FORWARD_PID; fmt=pmessage ;;
   esac
-  [ "$server" = redis ] || PIDS+=("$spid")
+  case $server in redis|forward|floor) ;; *) PIDS+=("$spid") ;; esac
   wait_port "$sport"
   "${CLI[@]}" "$BIN" subscribe --to "127.0.0.1:$sport" -k "$k" --slow "$slow" --slow-bytes-per-sec "$SLOW_RATE" \
     --duration "$((DUR + 2))s" --log-dir "$logs" --json "$logs/sub.json" --quiet \

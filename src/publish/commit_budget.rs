@@ -80,8 +80,8 @@
 //!   conflate.
 //! - **Ends** once its measured rate covers the mark within the lag and
 //!   nothing waits, in its trial, or in a re-trial ([`super::retrial`]):
-//!   a paced reader that showed it keeps up before ([`KEPT_UP_BYTES`])
-//!   and took everything it was given while symbols waited, two windows
+//!   a paced reader that showed it keeps up before
+//!   ([`super::retrial::KEPT_UP_BYTES`]) and took everything it was given while symbols waited, two windows
 //!   in a row, is offered a burst on top of its budget, and one that
 //!   takes it all at once is unpaced.
 //! - Pure: times and kernel figures are passed in, so the estimator and the
@@ -90,7 +90,7 @@
 //! Single owner: the publisher thread.
 
 use super::peer_window::PeerWindow;
-use super::retrial::Retrial;
+use super::retrial::{KeptUp, Retrial};
 use super::send_cap::SendCap;
 
 /// Smallest budget, bytes: a few frames, so a paced subscriber always
@@ -141,12 +141,6 @@ const CAP_GAIN: f64 = 1.1;
 /// bytes out, so it is written in segments of about this size, not frame
 /// by frame (the module docs: why).
 const SEGMENT: usize = 1024;
-/// Bytes a reader must have taken while unpaced (at least half of what
-/// was written to it) to be one that keeps up: a reader slow from its
-/// first message is paced by the watch after ~26 KB written, ~18 KB of
-/// them taken (its 16 KiB burst allowance and the window's blind zone),
-/// and never gets a re-trial, whose burst would cost it ~0.5 s.
-pub const KEPT_UP_BYTES: u64 = 64 * 1024;
 /// Held bytes under this count as none for "the pipe ran empty": the
 /// coarsest window step seen on loopback (window scale 10).
 const HELD_SLACK: usize = 1024;
@@ -197,21 +191,11 @@ pub struct CommitBudget {
     trend_window: Option<u32>,
     /// The way back for a reader that keeps up (its re-trials).
     retrial: Retrial,
-    /// The reader showed it keeps up: while unpaced it took
-    /// [`KEPT_UP_BYTES`] in all, at least half of what was written to it
-    /// then. Only such a reader gets re-trials (sticky).
-    kept_up: bool,
-    /// Bytes written and taken when pacing last ended (0, 0 at first).
-    unpaced_at: (u64, u64),
-    /// Bytes written and taken while unpaced, over all its unpaced
-    /// stretches (a reader that keeps up may be paced and let go every
-    /// few tens of KiB at its start).
-    unpaced_sum: (u64, u64),
+    /// Whether the reader showed it keeps up (re-trials and the grace).
+    kept_up: KeptUp,
     /// Since when its socket has been blocked with [`UNPACED_LOWAT`] or
     /// more waiting (unpaced), if it is.
     blocked_since_ns: Option<u64>,
-    /// It was paced at least once.
-    ever_paced: bool,
 }
 
 impl CommitBudget {
@@ -241,11 +225,8 @@ impl CommitBudget {
             trend_ns: 0,
             trend_window: None,
             retrial: Retrial::new(),
-            kept_up: false,
-            unpaced_at: (0, 0),
-            unpaced_sum: (0, 0),
+            kept_up: KeptUp::new(),
             blocked_since_ns: None,
-            ever_paced: false,
         }
     }
 
@@ -295,7 +276,7 @@ impl CommitBudget {
             self.blocked_since_ns = None;
             return false;
         }
-        let grace = self.kept_up || (written >= WATCH_BYTES && !self.ever_paced);
+        let grace = self.kept_up.grace(written, WATCH_BYTES);
         let since = *self.blocked_since_ns.get_or_insert(now_ns);
         !grace || now_ns.saturating_sub(since) >= self.max_lag_ns
     }
@@ -394,15 +375,8 @@ impl CommitBudget {
     pub fn start(&mut self, now_ns: u64, written: u64, kernel: usize, window: Option<u32>) {
         self.peer.observe(now_ns, window, kernel > 0);
         let took = written.saturating_sub((kernel + self.peer.held()) as u64);
-        let (w0, t0) = self.unpaced_at;
-        self.unpaced_sum.0 += written.saturating_sub(w0);
-        self.unpaced_sum.1 += took.saturating_sub(t0);
-        let (w, t) = self.unpaced_sum;
-        if t >= KEPT_UP_BYTES && 2 * t >= w {
-            self.kept_up = true;
-        }
+        self.kept_up.paced(written, took);
         self.paced = true;
-        self.ever_paced = true;
         self.blocked_since_ns = None;
         self.rate = 0.0;
         self.budget = FLOOR.min(self.hwm);
@@ -422,7 +396,7 @@ impl CommitBudget {
 
     /// Back to unpaced.
     fn end(&mut self) {
-        self.unpaced_at = (self.written_at_sample, self.drained);
+        self.kept_up.unpaced(self.written_at_sample, self.drained);
         self.paced = false;
         self.budget = self.hwm;
         self.held = 0;
@@ -600,7 +574,7 @@ impl CommitBudget {
             // Starved: symbols wait and the reader holds nothing, with at
             // most a segment or two just written (a sample follows each
             // write, so an exact empty pipe is seen rarely).
-            let starved = self.kept_up
+            let starved = self.kept_up.proven()
                 && waiting
                 && self.held < HELD_SLACK
                 && kernel + engine <= 2 * SEGMENT

@@ -8,7 +8,7 @@
 //! conflated: 0.6–2 s of freshness p99 for a reader that keeps up.
 //!
 //! So a paced reader that kept up before it was paced
-//! ([`super::commit_budget::KEPT_UP_BYTES`]) and now *starves* — it took
+//! ([`KEPT_UP_BYTES`]) and now *starves* — it took
 //! all it was given (nothing held, at most a segment or two in flight or
 //! waiting in the engine) while symbols were waiting, for
 //! [`STARVED_WINDOWS`] measuring windows in a row — is offered
@@ -46,6 +46,73 @@ pub const RETRIAL_NS: u64 = 50_000_000;
 pub const BACKOFF_FIRST_NS: u64 = 250_000_000;
 /// Longest wait between re-trials.
 pub const BACKOFF_MAX_NS: u64 = 8_000_000_000;
+
+/// Bytes a reader must have taken while unpaced (at least half of what
+/// was written to it) to be one that keeps up: a reader slow from its
+/// first message is paced by the watch after 20–60 KB written, most of
+/// them "taken" by its kernel (its 16 KiB burst allowance and the window's
+/// blind zone), and never gets a re-trial, whose burst would cost it
+/// ~0.3 s.
+pub const KEPT_UP_BYTES: u64 = 64 * 1024;
+
+/// Whether a reader showed it keeps up: while unpaced it took
+/// [`KEPT_UP_BYTES`] in all, at least half of what was written to it then,
+/// summed over its unpaced stretches (a reader that keeps up may be paced
+/// and let go every few tens of KiB at its start). Sticky. Only such a
+/// reader gets re-trials and, once blocked, the grace of the lag
+/// ([`super::commit_budget::CommitBudget::blocked`]).
+#[derive(Debug, Clone, Default)]
+pub struct KeptUp {
+    /// Bytes written and taken when pacing last ended (0, 0 at first).
+    unpaced_at: (u64, u64),
+    /// Bytes written and taken while unpaced, over all its stretches.
+    sum: (u64, u64),
+    proven: bool,
+    /// It was paced at least once.
+    paced_once: bool,
+}
+
+impl KeptUp {
+    /// Never paced, nothing shown.
+    pub const fn new() -> Self {
+        KeptUp {
+            unpaced_at: (0, 0),
+            sum: (0, 0),
+            proven: false,
+            paced_once: false,
+        }
+    }
+
+    /// Pacing starts with `written` bytes written and `took` taken: the
+    /// stretch since pacing last ended counts.
+    pub fn paced(&mut self, written: u64, took: u64) {
+        let (w0, t0) = self.unpaced_at;
+        self.sum.0 += written.saturating_sub(w0);
+        self.sum.1 += took.saturating_sub(t0);
+        let (w, t) = self.sum;
+        self.proven |= t >= KEPT_UP_BYTES && 2 * t >= w;
+        self.paced_once = true;
+    }
+
+    /// Pacing ended with `written` bytes written and `took` taken.
+    pub fn unpaced(&mut self, written: u64, took: u64) {
+        self.unpaced_at = (written, took);
+    }
+
+    /// It showed it keeps up.
+    #[inline]
+    pub fn proven(&self) -> bool {
+        self.proven
+    }
+
+    /// It gets the grace of the lag once blocked, `written` bytes written:
+    /// it showed it keeps up, or took its `first` bytes without ever
+    /// being paced.
+    #[inline]
+    pub fn grace(&self, written: u64, first: u64) -> bool {
+        self.proven || (written >= first && !self.paced_once)
+    }
+}
 
 /// The re-trial state of one paced subscriber.
 #[derive(Debug, Clone)]
@@ -153,6 +220,38 @@ mod tests {
 
     const MS: u64 = 1_000_000;
     const BURST: u64 = RETRIAL_BYTES as u64;
+
+    #[test]
+    fn a_reader_shows_it_keeps_up_over_its_unpaced_stretches_summed() {
+        let mut k = KeptUp::new();
+        assert!(
+            k.grace(256 * 1024, 256 * 1024),
+            "its first bytes taken unpaced"
+        );
+        assert!(!k.grace(1024, 256 * 1024));
+        // Three stretches of 30 KB written, 25 KB taken each: none alone
+        // shows it, the sum does.
+        let (mut w, mut t) = (0, 0);
+        for i in 0..3 {
+            w += 30_000;
+            t += 25_000;
+            k.paced(w, t);
+            assert_eq!(k.proven(), i == 2, "stretch {i}");
+            k.unpaced(w, t);
+        }
+        assert!(k.grace(w, 256 * 1024));
+    }
+
+    #[test]
+    fn a_reader_that_took_less_than_half_is_not_shown_to_keep_up() {
+        let mut k = KeptUp::new();
+        // A slow reader's kernel took 26 KB of 40 KB, then it held.
+        k.paced(40_000, 26_000);
+        k.unpaced(40_000, 30_000);
+        k.paced(400_000, 120_000);
+        assert!(!k.proven());
+        assert!(!k.grace(400_000, 256 * 1024), "paced before: no grace");
+    }
 
     #[test]
     fn two_starved_windows_in_a_row_begin_a_retrial() {
