@@ -26,9 +26,10 @@
 //!   ([`CommitBudget::blocked`]: a client thread away for a few
 //!   milliseconds is not a slow reader), or — during its
 //!   first [`WATCH_BYTES`] — its reader holding [`WATCH_HELD`] by its
-//!   window ([`CommitBudget::watch`]): a reader slow from its first message
-//!   is caught before it fills a default-sized receive buffer (~2 s at
-//!   64 KiB/s), which it would read before anything newer.
+//!   window before it took [`WATCH_TOOK`] ([`CommitBudget::watch`]): a
+//!   reader slow from its first message is caught before it fills a
+//!   default-sized receive buffer (~2 s at 64 KiB/s), which it would read
+//!   before anything newer.
 //! - **Trial.** Every pacing start is on trial for [`TRIAL_NS`]: a reader
 //!   that takes what was outstanding within it only paused (a client
 //!   thread not scheduled) and is unpaced at once: nothing in flight,
@@ -108,6 +109,10 @@ pub const WATCH_BYTES: u64 = 256 * 1024;
 /// 64 KiB/s of a slow reader; a reader that only paused is let go by the
 /// trial).
 pub const WATCH_HELD: usize = 8 * 1024;
+/// Bytes a watched reader must have taken to be past the watch: twice the
+/// most a default receive window hides (its blind zone, up to ~64 KiB),
+/// so such a reader read at least half of what was written to it.
+pub const WATCH_TOOK: u64 = 128 * 1024;
 /// How long a pacing start is on trial.
 pub const TRIAL_NS: u64 = 30_000_000;
 /// During the trial, at most one probe frame this often, and only while
@@ -254,12 +259,19 @@ impl CommitBudget {
         self.armed && self.max_lag_ns > 0 && !self.paced && written < WATCH_BYTES
     }
 
-    /// A watched subscriber's window `window` at `now_ns` (`in_flight` =
-    /// bytes unacknowledged). Returns `true` when its reader holds
-    /// [`WATCH_HELD`] or more: the caller starts pacing.
-    pub fn watch(&mut self, now_ns: u64, window: Option<u32>, in_flight: bool) -> bool {
-        self.peer.observe(now_ns, window, in_flight);
-        self.peer.held() >= WATCH_HELD
+    /// A watched subscriber's window `window` at `now_ns`, `kernel` bytes
+    /// unacknowledged and `written` written so far. Returns `true` when
+    /// its reader holds [`WATCH_HELD`] or more and has not yet taken
+    /// [`WATCH_TOOK`]: the caller starts pacing. One that took that much
+    /// read at least half its stream whatever its window hid, so it only
+    /// paused (500 readers on one client thread fall 20–80 ms behind at
+    /// times); it is paced, if ever, once its writes block for the lag
+    /// ([`Self::blocked`]).
+    pub fn watch(&mut self, now_ns: u64, window: Option<u32>, kernel: usize, written: u64) -> bool {
+        self.peer.observe(now_ns, window, kernel > 0);
+        let held = self.peer.held();
+        let took = written.saturating_sub((kernel + held) as u64);
+        held >= WATCH_HELD && took < WATCH_TOOK
     }
 
     /// Whether its socket is `blocked` with [`UNPACED_LOWAT`] or more
@@ -797,13 +809,45 @@ mod tests {
         assert!(b.watching(0) && !b.watching(WATCH_BYTES));
         // The window grows as the receiver learns (its cap rises), then
         // shrinks by what the reader holds.
-        assert!(!b.watch(MS, Some(100 * 1024), false));
-        assert!(!b.watch(2 * MS, Some(100 * 1024 - WATCH_HELD as u32 + 1024), false));
-        assert!(b.watch(3 * MS, Some(100 * 1024 - WATCH_HELD as u32), false));
+        assert!(!b.watch(MS, Some(100 * 1024), 0, 20_000));
+        assert!(!b.watch(
+            2 * MS,
+            Some(100 * 1024 - WATCH_HELD as u32 + 1024),
+            0,
+            30_000
+        ));
+        assert!(b.watch(3 * MS, Some(100 * 1024 - WATCH_HELD as u32), 0, 40_000));
         b.start(3 * MS, 40_000, 0, Some(100 * 1024 - WATCH_HELD as u32));
         assert!(b.paced() && !b.watching(40_000));
         assert_eq!(b.held(), WATCH_HELD);
         assert!(!CommitBudget::new(0, 1024).watching(0), "no lag: never");
+    }
+
+    #[test]
+    fn a_new_reader_that_took_its_first_128_kib_and_then_pauses_is_left_to_the_lag() {
+        // 500 readers on one client thread at 352 kB/s each: 0.5 s in,
+        // 176 kB written, the thread falls 23 ms behind and every reader
+        // holds 8 KiB. Pacing them all then cost seconds of freshness.
+        let mut b = CommitBudget::new(50 * MS, 256 * 1024);
+        assert!(b.arm());
+        b.first_window(0, Some(100 * 1024));
+        let held_window = Some(100 * 1024 - WATCH_HELD as u32);
+        assert!(b.watching(176_000));
+        assert!(!b.watch(500 * MS, held_window, 2_000, 176_000));
+        assert!(!b.paced());
+        // The same hold before it took WATCH_TOOK: paced (a slow reader
+        // whose window hid up to 64 KiB looks like this).
+        let mut b = CommitBudget::new(50 * MS, 256 * 1024);
+        assert!(b.arm());
+        b.first_window(0, Some(100 * 1024));
+        let written = WATCH_TOOK + WATCH_HELD as u64 - 1;
+        assert!(b.watch(500 * MS, held_window, 0, written));
+        // Once past the watch, only a write blocked for the lag paces it.
+        let mut b = CommitBudget::new(50 * MS, 256 * 1024);
+        assert!(b.arm());
+        assert!(!b.blocked(MS, true, 256 * 1024));
+        assert!(!b.blocked(50 * MS, true, 256 * 1024));
+        assert!(b.blocked(51 * MS, true, 256 * 1024));
     }
 
     /// Paced by the watch at t = 0 with its window 9 KiB under its peak and
@@ -1075,7 +1119,7 @@ mod tests {
         // Caught by the watch once the window shows WATCH_HELD.
         let (mut kernel, mut held, mut read) = (0u64, blind + WATCH_HELD as u64, 0u64);
         let mut written = held;
-        assert!(b.watch(0, window(0, held), false));
+        assert!(b.watch(0, window(0, held), 0, written));
         b.start(0, written, kernel as usize, window(0, held));
         let (mut settled, mut after_jump) = (0, 0);
         for t in 1..=10_000u64 {

@@ -176,7 +176,8 @@ fn watch_new_reader(conn: &mut Conn<Session>, now_ns: u64) -> bool {
     }
     let kernel = tcp_signals::send_queue_bytes(&conn.stream).unwrap_or(0);
     let window = tcp_signals::peer_window(&conn.stream).ok().flatten();
-    if !conn.state.buf.budget.watch(now_ns, window, kernel > 0) {
+    let written = conn.state.buf.stats.bytes_written;
+    if !conn.state.buf.budget.watch(now_ns, window, kernel, written) {
         return false;
     }
     start_pacing(conn, now_ns, kernel, window);
