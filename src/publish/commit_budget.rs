@@ -90,6 +90,7 @@
 //!
 //! Single owner: the publisher thread.
 
+use super::backlog::BacklogCheck;
 use super::peer_window::PeerWindow;
 use super::retrial::{KeptUp, Retrial};
 use super::send_cap::SendCap;
@@ -201,6 +202,8 @@ pub struct CommitBudget {
     /// Since when its socket has been blocked with [`UNPACED_LOWAT`] or
     /// more waiting (unpaced), if it is.
     blocked_since_ns: Option<u64>,
+    /// Whether an unpaced reader is seconds behind in its own kernel.
+    backlog: BacklogCheck,
 }
 
 impl CommitBudget {
@@ -232,6 +235,7 @@ impl CommitBudget {
             retrial: Retrial::new(),
             kept_up: KeptUp::new(),
             blocked_since_ns: None,
+            backlog: BacklogCheck::new(),
         }
     }
 
@@ -272,6 +276,30 @@ impl CommitBudget {
         let held = self.peer.held();
         let took = written.saturating_sub((kernel + held) as u64);
         held >= WATCH_HELD && took < WATCH_TOOK
+    }
+
+    /// Unpaced (a lag is configured) and due for a backlog check at
+    /// `now_ns` ([`super::backlog`]).
+    #[inline]
+    pub fn backlog_due(&self, now_ns: u64) -> bool {
+        self.armed && self.may_start() && self.backlog.due(now_ns, self.max_lag_ns)
+    }
+
+    /// The backlog check at `now_ns` of an unpaced reader: its window
+    /// `window`, `kernel` bytes unacknowledged, `written` written so far.
+    /// Returns `true` when it holds more than a few lags of its stream
+    /// unread: the caller starts pacing.
+    pub fn backlog(
+        &mut self,
+        now_ns: u64,
+        window: Option<u32>,
+        kernel: usize,
+        written: u64,
+    ) -> bool {
+        self.peer.observe(now_ns, window, kernel > 0);
+        let committed = (kernel + self.peer.held()) as u64;
+        self.backlog
+            .check(now_ns, written, committed, self.max_lag_ns)
     }
 
     /// Whether its socket is `blocked` with [`UNPACED_LOWAT`] or more
@@ -388,6 +416,7 @@ impl CommitBudget {
         self.peer.observe(now_ns, window, kernel > 0);
         let took = written.saturating_sub((kernel + self.peer.held()) as u64);
         self.kept_up.paced(written, took);
+        self.backlog.reset();
         self.paced = true;
         self.blocked_since_ns = None;
         self.rate = 0.0;
@@ -409,6 +438,7 @@ impl CommitBudget {
     /// Back to unpaced.
     fn end(&mut self) {
         self.kept_up.unpaced(self.written_at_sample, self.drained);
+        self.backlog.reset();
         self.paced = false;
         self.budget = self.hwm;
         self.held = 0;
@@ -848,6 +878,49 @@ mod tests {
         assert!(!b.blocked(MS, true, 256 * 1024));
         assert!(!b.blocked(50 * MS, true, 256 * 1024));
         assert!(b.blocked(51 * MS, true, 256 * 1024));
+    }
+
+    #[test]
+    fn an_unpaced_reader_falling_seconds_behind_in_its_own_kernel_is_paced_within_a_few_lags() {
+        // Past its watch, its receive buffer grown to 6 MiB by auto-tuning:
+        // its client starved of CPU takes 35 kB/s of a 352 kB/s stream. Its
+        // writes would not block for 19 s.
+        let mut b = CommitBudget::new(50 * MS, 256 * 1024);
+        assert!(b.arm());
+        let buffer = 6u64 << 20;
+        b.first_window(0, Some(buffer as u32));
+        let start = WATCH_BYTES;
+        let (mut written, mut read) = (start, start);
+        let mut paced_at = None;
+        for t in 1..=3_000u64 {
+            written += 352;
+            read += 35;
+            let window = Some((buffer - (written - read)) as u32);
+            assert!(!b.blocked(t * MS, false, written), "its writes never block");
+            if b.backlog_due(t * MS) && b.backlog(t * MS, window, 0, written) {
+                paced_at = Some(t);
+                break;
+            }
+        }
+        let t = paced_at.expect("never seen behind");
+        let held = written - read;
+        assert!(t <= 300, "seen behind only at {t} ms");
+        assert!(held <= 128 * 1024, "it holds {held} B by then");
+        b.start(t * MS, written, 0, Some((buffer - held) as u32));
+        assert!(b.paced() && !b.backlog_due((t + 100) * MS), "no check while paced");
+        // A reader a lag behind is left alone.
+        let mut b = CommitBudget::new(50 * MS, 256 * 1024);
+        assert!(b.arm());
+        b.first_window(0, Some(buffer as u32));
+        let mut written = start;
+        for t in 1..=3_000u64 {
+            written += 352;
+            // It holds what came in its last 50 ms.
+            let window = Some((buffer - 352 * 50) as u32);
+            if b.backlog_due(t * MS) {
+                assert!(!b.backlog(t * MS, window, 0, written), "paced at {t} ms");
+            }
+        }
     }
 
     /// Paced by the watch at t = 0 with its window 9 KiB under its peak and

@@ -139,10 +139,39 @@ fn write_session(
     })?;
     sess.wrote(blocked);
     bump(&counters.publish.bytes_written, n as u64);
-    if !maybe_start_pacing(conn, t) && !watch_new_reader(conn, t) {
+    if !maybe_start_pacing(conn, t) && !watch_new_reader(conn, t) && !check_backlog(conn, t) {
         sample_pacing(conn, t);
     }
     Ok(n)
+}
+
+/// An unpaced subscriber, at most once per lag: reads its kernel queue and
+/// its reader's window and starts pacing it when it holds more than a few
+/// lags of its own stream unread ([`crate::publish::backlog`]): a client
+/// starved of CPU whose kernel grows its receive buffer never blocks a
+/// write. Returns whether it started.
+fn check_backlog(conn: &mut Conn<Session>, now_ns: u64) -> bool {
+    if !conn.state.buf.budget.backlog_due(now_ns) {
+        return false;
+    }
+    let kernel = tcp_signals::send_queue_bytes(&conn.stream).unwrap_or(0);
+    let window = tcp_signals::peer_window(&conn.stream).ok().flatten();
+    let b = &mut conn.state.buf;
+    if !b
+        .budget
+        .backlog(now_ns, window, kernel, b.stats.bytes_written)
+    {
+        return false;
+    }
+    start_pacing(conn, now_ns, kernel, window);
+    log::debug!(
+        "subscriber {}: paced (backlog: its reader holds {} B, {} B in flight, {} B written)",
+        conn.peer,
+        conn.state.buf.budget.held(),
+        kernel,
+        conn.state.buf.stats.bytes_written
+    );
+    true
 }
 
 /// Starts pacing `conn` at `now_ns` when its socket has been blocked with

@@ -7,7 +7,7 @@
 //! | loop | [`publisher`] | the event-loop turn and the state the parts share |
 //! | slots | [`slot_drain`], [`rate`] | learning symbols, taking dirty updates, the rate cap |
 //! | fan-out | [`fanout`], [`encode`], [`routes`], [`glob`] | one update encoded once and offered to each subscriber (socket-free); who receives what |
-//! | sessions | [`session`], [`outbuf`], [`commit_budget`], [`retrial`], [`peer_window`], [`send_cap`], [`pending_order`], [`slow_revisit`] | one connection's state, its bounded buffer and own conflation, its commit budget (`--sub-max-lag`) and its way back to unpaced, the bytes its reader's kernel holds (its advertised window) and its send-rate cap, which pending symbol goes next, the slow-subscriber refill |
+//! | sessions | [`session`], [`outbuf`], [`commit_budget`], [`retrial`], [`backlog`], [`peer_window`], [`send_cap`], [`pending_order`], [`slow_revisit`] | one connection's state, its bounded buffer and own conflation, its commit budget (`--sub-max-lag`), its way back to unpaced and the check that an unpaced reader is not seconds behind, the bytes its reader's kernel holds (its advertised window) and its send-rate cap, which pending symbol goes next, the slow-subscriber refill |
 //! | commands | [`input`], [`commands`], [`housekeeping`], [`client_cmd`] | reading a subscriber's input and answering it as Redis 7 does |
 //! | control | [`sub_control`], [`throttle`], [`history`] | tickfan's own commands: a subscriber's caps (`TICKFAN.THROTTLE`) and catch-up from a sequence (`TICKFAN.SINCE`) over the history ring |
 //! | sockets | [`intake`], [`flush`], [`closing`] | admission and auth expiry, writing buffers, closing — over the connection kit ([`crate::net`]: listener, connection slab, auth deadlines, input buffer, flush/attention lists, loop context) |
@@ -16,6 +16,7 @@
 //!
 //! Single owner of everything here: the publisher thread.
 
+pub mod backlog;
 pub(crate) mod client_cmd;
 pub(crate) mod closing;
 pub(crate) mod commands;
