@@ -180,6 +180,17 @@ impl Config {
         }
     }
 
+    /// The data directory this engine writes into, and so holds locked
+    /// for its life ([`crate::sys::dir_lock`]): `order.data_dir` when the
+    /// journal is on or the dead-letter file lies in it (its default).
+    /// `None`: nothing of this engine goes there, so it takes no lock and
+    /// another engine may use the directory.
+    pub fn data_dir_in_use(&self) -> Option<&std::path::Path> {
+        let dir = self.order.data_dir.as_path();
+        let dlq_inside = self.dlq_file.as_ref().is_some_and(|f| f.starts_with(dir));
+        (self.order.journal || dlq_inside).then_some(dir)
+    }
+
     /// Checks every value.
     ///
     /// # Errors

@@ -3,8 +3,9 @@
 //! exit code.
 //!
 //! Exit codes: 0 success; 1 runtime failure (cannot bind, I/O error);
-//! 2 usage error (bad flag or value); 3 an engine thread died (panicked):
-//! the engine stopped after syncing what is durable.
+//! 2 usage error (bad flag or value, or a `--data-dir` another engine
+//! holds); 3 an engine thread died (panicked): the engine stopped after
+//! syncing what is durable.
 
 use std::process::ExitCode;
 use std::sync::atomic::Ordering;
@@ -116,9 +117,14 @@ fn serve(args: &ServeArgs) -> Result<(), Failure> {
         fault,
         ..Default::default()
     };
-    let engine = Engine::start_with(&config, injected).map_err(|e| match e {
-        tickfan::error::StartError::Config(c) => Failure::Usage(c.to_string()),
-        other => Failure::Runtime(other.to_string()),
+    let engine = Engine::start_with(&config, injected).map_err(|e| {
+        use tickfan::error::StartError as E;
+        use tickfan::sys::dir_lock::DirLockError;
+        match e {
+            // Both are fixed by changing a flag, not by retrying.
+            E::Config(_) | E::DataDir(DirLockError::Held { .. }) => Failure::Usage(e.to_string()),
+            other => Failure::Runtime(other.to_string()),
+        }
     })?;
     let journal = if config.order.journal {
         format!("journal {}", config.order.data_dir.display())

@@ -1,6 +1,10 @@
-//! Wiring: binds the listeners, creates the slots, the queues and the
-//! threads, pins them, and stops them in order. Nothing imports this module
-//! but the binary, the tools and the tests.
+//! Wiring: locks the data directory, binds the listeners, creates the
+//! slots, the queues and the threads, pins them, and stops them in order.
+//! Nothing imports this module but the binary, the tools and the tests.
+//!
+//! The data directory's lock ([`crate::sys::dir_lock`]) is taken before
+//! anything else, so a second engine on a held directory stops having bound
+//! and opened nothing; the [`Engine`] releases it only once stopped.
 //!
 //! Threads (each named `tickfan-…`): `feed` (ingest loop), `publish`
 //! (publisher loop), `reporter` (histogram merge + report lines), `dlq`
@@ -55,6 +59,7 @@ use crate::slots::slots;
 use crate::symbols::{SymbolInterner, SymbolTable};
 use crate::sys::affinity::pin_and_log;
 use crate::sys::clock::MonoClock;
+use crate::sys::dir_lock::DirLock;
 use crate::sys::watch::{Fault, Watch};
 
 /// Parts a test or a tool may put in place of the defaults.
@@ -98,6 +103,10 @@ pub struct Engine {
     totals: Arc<Totals>,
     admin: Option<AdminServer>,
     watch: Arc<Watch>,
+    /// The data directory's lock ([`Config::data_dir_in_use`]). Declared
+    /// last and never taken: it is released only after [`Engine::stop`]
+    /// (or the drop) has stopped every thread that writes there.
+    _data_lock: Option<DirLock>,
 }
 
 fn bind(what: &'static str, addr: SocketAddr) -> Result<mio::net::TcpListener, StartError> {
@@ -124,6 +133,9 @@ impl Engine {
     /// As [`start`](Self::start).
     pub fn start_with(config: &Config, injected: Injected) -> Result<Engine, StartError> {
         config.validate()?;
+        // First, before a port is bound or a file opened: a second engine
+        // on this directory stops here, having touched nothing.
+        let data_lock = config.data_dir_in_use().map(DirLock::acquire).transpose()?;
         for (what, addr) in [
             ("feed", config.feed_addr),
             ("subscriber", config.sub_addr),
@@ -428,6 +440,7 @@ impl Engine {
             totals,
             admin: Some(admin),
             watch,
+            _data_lock: data_lock,
         })
     }
 

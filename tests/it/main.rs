@@ -16,6 +16,7 @@
 //! - `cli`: flags, exit codes, clap's errors, help headings, the banner, JSON logs
 //! - `cluster`: the NATS backbone: 3 real `nats-server`s, ingests and edges; last values, globs, `kill -9` of a server / an edge / the active ingest of an A/B pair, garbage on the backbone
 //! - `partition`: one edge partitioned from the NATS cluster (network namespaces, root): stale, still serving, recovered
+//! - `data_dir`: one engine per `--data-dir`: a second one on it exits 2 with one line naming the directory, the holder's pid and the flag; the first keeps serving
 //! - `cli_env`: `TICKFAN_<FLAG>` variables; command line > environment > `--config` file > default
 //! - `tools`: gen, replay, subscribe, report and demo as an operator runs them
 //! - `tool_flags`: `--to localhost:PORT`, zero durations refused, `--bridge` errors that name the key and its forms
@@ -50,6 +51,7 @@ mod cli;
 mod cli_env;
 mod clients;
 mod cluster;
+mod data_dir;
 mod deploy;
 mod fanout;
 mod faults;
