@@ -181,14 +181,17 @@ impl Config {
     }
 
     /// The data directory this engine writes into, and so holds locked
-    /// for its life ([`crate::sys::dir_lock`]): `order.data_dir` when the
-    /// journal is on or the dead-letter file lies in it (its default).
-    /// `None`: nothing of this engine goes there, so it takes no lock and
-    /// another engine may use the directory.
+    /// for its life ([`crate::sys::dir_lock`]): `order.data_dir` when it
+    /// journals orders (a role that takes orders, journal on) or the
+    /// dead-letter file lies in it (its default where orders are taken).
+    /// `None`: nothing of this engine goes there (an edge, or `--no-journal`
+    /// with the file elsewhere), so it takes no lock and another engine may
+    /// use the directory.
     pub fn data_dir_in_use(&self) -> Option<&std::path::Path> {
         let dir = self.order.data_dir.as_path();
+        let journal = self.order.journal && self.cluster.role.takes_orders();
         let dlq_inside = self.dlq_file.as_ref().is_some_and(|f| f.starts_with(dir));
-        (self.order.journal || dlq_inside).then_some(dir)
+        (journal || dlq_inside).then_some(dir)
     }
 
     /// Checks every value.
@@ -269,7 +272,9 @@ impl Config {
         }
         self.order.validate()?;
         self.cluster.validate()?;
-        for (flag, a) in [("--order-listen", self.order_addr)] {
+        // An edge binds no order port, so its address cannot clash.
+        if self.cluster.role.takes_orders() {
+            let (flag, a) = ("--order-listen", self.order_addr);
             if a.port() != 0 && (a == self.feed_addr || a == self.sub_addr) {
                 return Err(E::Invalid {
                     flag,

@@ -126,10 +126,15 @@ fn serve(args: &ServeArgs) -> Result<(), Failure> {
             other => Failure::Runtime(other.to_string()),
         }
     })?;
-    let journal = if config.order.journal {
-        format!("journal {}", config.order.data_dir.display())
-    } else {
-        "journal: off (orders are lost on a crash)".to_owned()
+    let takes_orders = config.cluster.role.takes_orders();
+    let journal = match (takes_orders, config.order.journal) {
+        (false, _) => "journal: none (an edge takes no orders)".to_owned(),
+        (true, true) => format!("journal {}", config.order.data_dir.display()),
+        (true, false) => "journal: off (orders are lost on a crash)".to_owned(),
+    };
+    let orders = match takes_orders {
+        true => engine.order_addr().to_string(),
+        false => "none".to_owned(),
     };
     let feed = match config.cluster.role {
         tickfan::cluster::role::Role::Edge => {
@@ -141,7 +146,7 @@ fn serve(args: &ServeArgs) -> Result<(), Failure> {
         "tickfan serving: feed {feed} · subscribers {} (redis-cli -p {} psubscribe '*') · orders {} · admin http://{} (/health /metrics /report /dlq) · {journal}",
         engine.subscriber_addr(),
         engine.subscriber_addr().port(),
-        engine.order_addr(),
+        orders,
         engine.admin_addr()
     );
     let started = Instant::now();

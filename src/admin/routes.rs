@@ -118,6 +118,9 @@ pub(crate) fn route(req: &Request, sh: &Shared) -> Routed {
                 "records": page,
             }))
         }
+        ("POST", "/dlq/replay") if st.order_addr.is_none() => {
+            Response::text(404, "not found: no order path\n")
+        }
         ("POST", "/dlq/replay") => return Routed::Replay(req.query("id").map(str::to_string)),
         (
             _,
