@@ -22,6 +22,12 @@ pub(crate) const DEFAULT_ADMIN_ADDR: &str = "127.0.0.1:9104";
 /// slot) may take.
 pub(crate) const HISTORY_MAX_BYTES: u64 = 1 << 30;
 
+/// What a stop has beyond `--shutdown-deadline` (the order path's own
+/// deadline) before the process exits regardless: the feed, the
+/// publisher's last drain, the backbone (which gives up on an absent NATS
+/// server within 2 s), the dead-letter file and the final report.
+pub const STOP_MARGIN: Duration = Duration::from_secs(5);
+
 /// Which core each hot thread is pinned to (none = unpinned).
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, serde::Serialize)]
 pub struct PinPlan {
@@ -178,6 +184,15 @@ impl Config {
             dlq_file: None,
             ..Config::default()
         }
+    }
+
+    /// From the first stop signal (or the end of `--duration`), the time by
+    /// which the process exits whatever NATS, a venue or a client does:
+    /// `--shutdown-deadline` plus [`STOP_MARGIN`], 10 s by default. The
+    /// binary enforces it (exit 4, after syncing what the journal holds);
+    /// a graceful stop normally ends well before.
+    pub fn stop_deadline(&self) -> Duration {
+        self.order.shutdown_deadline.saturating_add(STOP_MARGIN)
     }
 
     /// The data directory this engine writes into, and so holds locked

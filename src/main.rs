@@ -5,7 +5,9 @@
 //! Exit codes: 0 success; 1 runtime failure (cannot bind, I/O error);
 //! 2 usage error (bad flag or value, or a `--data-dir` another engine
 //! holds); 3 an engine thread died (panicked): the engine stopped after
-//! syncing what is durable.
+//! syncing what is durable; 4 the graceful stop had not ended by its
+//! deadline (`Config::stop_deadline`): the process exited after syncing
+//! what the journal holds; 130 a second signal during the stop.
 
 use std::process::ExitCode;
 use std::sync::atomic::Ordering;
@@ -101,6 +103,35 @@ fn usage_error(e: clap::Error) -> ExitCode {
     }
 }
 
+/// Stops `engine` gracefully, or ends the process at `deadline` from now
+/// whatever the stop waits for (a venue that never answers, a client): the
+/// on-fatal hooks make durable what the journal and the dead-letter file
+/// hold (each bounded), then exit [`STOP_DEADLINE_EXIT`]. Every `ACK`ed
+/// order is already durable by then; an `ACK` follows its sync.
+fn stop_within(engine: Engine, deadline: Duration) -> tickfan::metrics::report::FinalReport {
+    use std::sync::mpsc::{channel, RecvTimeoutError};
+    use tickfan::sys::signals::STOP_DEADLINE_EXIT;
+    let watch = std::sync::Arc::clone(engine.watch());
+    let (done, stopped) = channel::<()>();
+    let watchdog = std::thread::Builder::new()
+        .name("tickfan-stop-deadline".into())
+        .spawn(move || {
+            if let Err(RecvTimeoutError::Timeout) = stopped.recv_timeout(deadline) {
+                watch.run_fatal_hooks();
+                eprintln!(
+                    "tickfan: the stop had not ended {deadline:?} after it began (see the log for what it waited for); exited with what is durable"
+                );
+                std::process::exit(STOP_DEADLINE_EXIT);
+            }
+        });
+    if let Err(e) = &watchdog {
+        log::error!("cannot start the stop's deadline thread ({e}); stopping without a deadline");
+    }
+    let report = engine.stop();
+    drop(done);
+    report
+}
+
 fn serve(args: &ServeArgs) -> Result<(), Failure> {
     let config = args
         .to_config()
@@ -164,7 +195,7 @@ fn serve(args: &ServeArgs) -> Result<(), Failure> {
         }
         std::thread::sleep(Duration::from_millis(50));
     }
-    let report = engine.stop();
+    let report = stop_within(engine, config.stop_deadline());
     println!("{report}");
     if let Some(dir) = &config.log_dir {
         // The final report beside the interval log, as text and JSON.

@@ -5,6 +5,7 @@
 //! - `fanout`: ticks in → latest value per symbol out; snapshot; patterns; unsubscribe
 //! - `poison`: bad lines dead-lettered and counted while good ones flow
 //! - `feed_conflation`: a flood fills the feed's reads: the newest line per symbol of each read applied, the rest counted as conflated, poison still poison
+//! - `shutdown`: SIGTERM ends an ingest and an edge whose NATS server is gone (exit 0); a venue that never answers is cut at the stop deadline (exit 4) with every ACKed order journaled and known after a restart; a venue that answers: exit 0, every order ended in the journal
 //! - `slow_subscriber`: a subscriber that never reads does not hold up the others
 //! - `sub_control`: `TICKFAN.THROTTLE` caps per symbol and per byte (simulated window clock), never reorders; `TICKFAN.SINCE` fills a gap exactly or names the oldest held seq; bad input
 
@@ -84,6 +85,7 @@ mod readme_flags;
 mod recorded_data;
 mod report;
 mod security;
+mod shutdown;
 mod slow_subscriber;
 mod sub_control;
 mod tool_flags;
