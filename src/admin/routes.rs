@@ -92,6 +92,7 @@ pub(crate) fn route(req: &Request, sh: &Shared) -> Routed {
                 uptime_s: st.started.elapsed().as_secs_f64(),
                 process,
                 admin: &sh.counters,
+                warnings: crate::logging::repeat::totals(),
             });
             Response::with_type(200, METRICS_TYPE, body)
         }

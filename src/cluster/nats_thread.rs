@@ -40,8 +40,10 @@ use tokio::sync::{mpsc, watch, Notify};
 use super::edge_node::EdgeNode;
 use super::ingest_node::IngestNode;
 use super::role::ClusterConfig;
+use crate::logging::repeat::warn_repeating;
 use crate::metrics::counters::{bump, set};
 use crate::metrics::Counters;
+use crate::model::warning::WarnKind;
 use crate::sys::watch::Beat;
 
 /// Client events waiting for the loop.
@@ -197,7 +199,10 @@ async fn run(
             let tx = ev_tx.clone();
             async move {
                 if let Err(e) = tx.try_send(ev) {
-                    log::warn!("nats: event channel full, dropped: {e}");
+                    warn_repeating!(
+                        WarnKind::NatsEventsDropped,
+                        "nats: event channel full, dropped: {e}"
+                    );
                 }
             }
         });
@@ -235,7 +240,10 @@ async fn run(
                     }
                     Some(Event::SlowConsumer(sid)) => {
                         bump(&c.slow_consumer_events, 1);
-                        log::warn!("nats: slow consumer on subscription {sid}: re-seeding");
+                        warn_repeating!(
+                            WarnKind::NatsSlowConsumer,
+                            "nats: slow consumer on subscription {sid}: re-seeding"
+                        );
                         link = Some(Link::SlowConsumer);
                     }
                     Some(other) => log::info!("nats: {other}"),

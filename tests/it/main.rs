@@ -41,7 +41,7 @@
 //! - `accounting`: after mixed traffic every tick, update and order is counted exactly once
 //! - `health`: a thread that panics or stalls: `/health` 503 naming it; the binary exits 3 with one line
 //! - `admin`: `/metrics` (parsed as Prometheus text), `/report`, `/health`, `/dlq`, alerts; stalled clients cannot freeze it
-//! - `metrics`: `promtool check metrics` on a live scrape, `process_*`, series bounded under reconnect loops
+//! - `metrics`: `promtool check metrics` on a live scrape, `process_*`, series bounded under reconnect loops; a repeating warning written once per 10 s and counted in `tickfan_warnings_total{kind}`
 //! - `deploy`: `deploy/` — the example config is the default and names every flag; `systemd-analyze verify`; `promtool` on the alert rules
 //! - `readme_flags`: the README's table of `serve` flags is `serve --help` (headings, flags, values, defaults)
 //! - `report`: exact intervals in the histogram logs at a steady rate; `report.html` in a headless browser; the demo's freshness headline shows a stalled reader that delivered latency hides
