@@ -196,7 +196,7 @@ pub struct ServeArgs {
     /// Log lines on stderr: `text`, or `json` (one object per line: time, level, target, message); RUST_LOG sets the level.
     #[arg(long, value_enum, default_value_t = LogFormat::Text, help_heading = "Reporting")]
     pub log_format: LogFormat,
-    /// This node's role: `single` (no backbone), `ingest` (feeds in, updates out to NATS) or `edge` (updates in from NATS, subscribers out; no feed port).
+    /// This node's role: `single` (no backbone), `ingest` (feeds in, updates out to NATS) or `edge` (updates in from NATS, subscribers out; no feed port, no orders).
     #[arg(long, value_enum, default_value_t = Role::Single, help_heading = "Backbone")]
     pub role: Role,
     /// NATS servers of the backbone, comma-separated (`nats://127.0.0.1:4222,nats://…`); needed by ingest and edge.
@@ -293,11 +293,14 @@ impl ServeArgs {
     /// The first invalid value, naming its flag.
     pub fn to_config(&self) -> Result<Config, ConfigError> {
         let (order_addr, order) = self.order.to_config()?;
-        // Durable by default: in the data directory unless named.
-        let dlq_file = self
-            .dlq_file
-            .clone()
-            .unwrap_or_else(|| order.data_dir.join(crate::dlq::DLQ_FILE_NAME));
+        // Durable by default: in the data directory unless named. An edge
+        // has no producer of dead letters (no feed port, no orders), so no
+        // file by default: it leaves the data directory to an ingest.
+        let dlq_file = self.dlq_file.clone().or_else(|| {
+            self.role
+                .takes_orders()
+                .then(|| order.data_dir.join(crate::dlq::DLQ_FILE_NAME))
+        });
         let c = Config {
             order_addr,
             order,
@@ -330,7 +333,7 @@ impl ServeArgs {
             report_interval: self.report_interval,
             print_intervals: !self.quiet,
             dlq_capacity: self.dlq_capacity,
-            dlq_file: Some(dlq_file),
+            dlq_file,
             dlq_max_bytes: self.dlq_max_bytes,
             alert_staleness: self.alert_staleness,
             alert_dlq_rate: self.alert_dlq_rate,
@@ -409,5 +412,33 @@ mod tests {
         let c = config_of(&["--data-dir", "d", "--dlq-file", "elsewhere.jsonl"]);
         assert_eq!(c.dlq_file, Some(PathBuf::from("elsewhere.jsonl")));
         assert!(config_of(&["--dlq-max-bytes", "4096"]).dlq_max_bytes == 4096);
+    }
+
+    #[test]
+    fn only_a_role_that_takes_orders_uses_the_data_dir() {
+        use std::path::Path;
+        let nats = ["--nats", "nats://127.0.0.1:4222"];
+        let single = config_of(&[]);
+        assert_eq!(single.data_dir_in_use(), Some(Path::new("tickfan-data")));
+        let ingest = config_of(&[&["--role", "ingest"][..], &nats].concat());
+        assert_eq!(ingest.data_dir_in_use(), Some(Path::new("tickfan-data")));
+        // The README's one-host pair: the edge writes nothing there.
+        let edge = config_of(&[&["--role", "edge"][..], &nats].concat());
+        assert_eq!(
+            (edge.dlq_file.as_deref(), edge.data_dir_in_use()),
+            (None, None)
+        );
+        // Unless told to put its (empty) dead-letter file there.
+        let edge = config_of(
+            &[
+                &["--role", "edge", "--dlq-file", "tickfan-data/d.jsonl"][..],
+                &nats,
+            ]
+            .concat(),
+        );
+        assert_eq!(edge.data_dir_in_use(), Some(Path::new("tickfan-data")));
+        // Nothing journaled and the file elsewhere: no lock either.
+        let memory = config_of(&["--no-journal", "--dlq-file", "/tmp/x.jsonl"]);
+        assert_eq!(memory.data_dir_in_use(), None);
     }
 }

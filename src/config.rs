@@ -22,6 +22,12 @@ pub(crate) const DEFAULT_ADMIN_ADDR: &str = "127.0.0.1:9104";
 /// slot) may take.
 pub(crate) const HISTORY_MAX_BYTES: u64 = 1 << 30;
 
+/// What a stop has beyond `--shutdown-deadline` (the order path's own
+/// deadline) before the process exits regardless: the feed, the
+/// publisher's last drain, the backbone (which gives up on an absent NATS
+/// server within 2 s), the dead-letter file and the final report.
+pub const STOP_MARGIN: Duration = Duration::from_secs(5);
+
 /// Which core each hot thread is pinned to (none = unpinned).
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, serde::Serialize)]
 pub struct PinPlan {
@@ -180,6 +186,29 @@ impl Config {
         }
     }
 
+    /// From the first stop signal (or the end of `--duration`), the time by
+    /// which the process exits whatever NATS, a venue or a client does:
+    /// `--shutdown-deadline` plus [`STOP_MARGIN`], 10 s by default. The
+    /// binary enforces it (exit 4, after syncing what the journal holds);
+    /// a graceful stop normally ends well before.
+    pub fn stop_deadline(&self) -> Duration {
+        self.order.shutdown_deadline.saturating_add(STOP_MARGIN)
+    }
+
+    /// The data directory this engine writes into, and so holds locked
+    /// for its life ([`crate::sys::dir_lock`]): `order.data_dir` when it
+    /// journals orders (a role that takes orders, journal on) or the
+    /// dead-letter file lies in it (its default where orders are taken).
+    /// `None`: nothing of this engine goes there (an edge, or `--no-journal`
+    /// with the file elsewhere), so it takes no lock and another engine may
+    /// use the directory.
+    pub fn data_dir_in_use(&self) -> Option<&std::path::Path> {
+        let dir = self.order.data_dir.as_path();
+        let journal = self.order.journal && self.cluster.role.takes_orders();
+        let dlq_inside = self.dlq_file.as_ref().is_some_and(|f| f.starts_with(dir));
+        (journal || dlq_inside).then_some(dir)
+    }
+
     /// Checks every value.
     ///
     /// # Errors
@@ -258,7 +287,9 @@ impl Config {
         }
         self.order.validate()?;
         self.cluster.validate()?;
-        for (flag, a) in [("--order-listen", self.order_addr)] {
+        // An edge binds no order port, so its address cannot clash.
+        if self.cluster.role.takes_orders() {
+            let (flag, a) = ("--order-listen", self.order_addr);
             if a.port() != 0 && (a == self.feed_addr || a == self.sub_addr) {
                 return Err(E::Invalid {
                     flag,

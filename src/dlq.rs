@@ -45,7 +45,9 @@ use std::thread::JoinHandle;
 use crossbeam_channel::{Receiver, Sender, TrySendError};
 use parking_lot::Mutex;
 
+use crate::logging::repeat::error_repeating;
 use crate::metrics::counters::{bump, Counters};
+use crate::model::warning::WarnKind;
 use crate::sys::watch::Watch;
 use file::DlqFile;
 use replay_index::ReplayIndex;
@@ -449,7 +451,8 @@ fn run(
                 if let Err(e) = f.write(&rec) {
                     batch_ok = false;
                     if !failed {
-                        log::error!(
+                        error_repeating!(
+                            WarnKind::DlqFileFailed,
                             "dead-letter file write failed: {e}; records stay in memory only"
                         );
                         failed = true;
@@ -480,7 +483,8 @@ fn run(
             if let Err(e) = f.sync() {
                 batch_ok = false;
                 if !failed {
-                    log::error!(
+                    error_repeating!(
+                        WarnKind::DlqFileFailed,
                         "dead-letter file sync failed: {e}; records may not survive a crash"
                     );
                     failed = true;

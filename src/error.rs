@@ -91,6 +91,11 @@ pub enum StartError {
         /// The OS error.
         source: std::io::Error,
     },
+    /// The data directory is held by another engine, or cannot be locked
+    /// (see [`crate::sys::dir_lock`]). A held directory is the operator's
+    /// to fix (another `--data-dir`): the binary exits 2 for it.
+    #[error(transparent)]
+    DataDir(#[from] crate::sys::dir_lock::DirLockError),
     /// The dead-letter file cannot be opened.
     #[error("cannot open dead-letter file {path}: {source}")]
     DlqFile {

@@ -21,6 +21,8 @@
 //!  net        the connection kit under the three TCP ports (feed, publish, gateway)
 //!  protocol   the RESP server codec;  client: the client side, for tools and tests
 //!  metrics, admin, sys: telemetry and the OS, importing no stage
+//!  logging    log lines, and the repeated-warning log (one line per kind per interval)
+//!  rate_limit the GCRA limiter under the order gateway and the warning log
 //!  model      the vocabulary at the bottom: tick, decimal, units, reasons, lanes
 //! ```
 //!
@@ -70,6 +72,7 @@ pub mod net;
 pub mod order;
 pub mod protocol;
 pub mod publish;
+pub(crate) mod rate_limit;
 pub mod retry;
 pub mod runtime;
 pub mod slots;

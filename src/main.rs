@@ -3,8 +3,11 @@
 //! exit code.
 //!
 //! Exit codes: 0 success; 1 runtime failure (cannot bind, I/O error);
-//! 2 usage error (bad flag or value); 3 an engine thread died (panicked):
-//! the engine stopped after syncing what is durable.
+//! 2 usage error (bad flag or value, or a `--data-dir` another engine
+//! holds); 3 an engine thread died (panicked): the engine stopped after
+//! syncing what is durable; 4 the graceful stop had not ended by its
+//! deadline (`Config::stop_deadline`): the process exited after syncing
+//! what the journal holds; 130 a second signal during the stop.
 
 use std::process::ExitCode;
 use std::sync::atomic::Ordering;
@@ -100,6 +103,35 @@ fn usage_error(e: clap::Error) -> ExitCode {
     }
 }
 
+/// Stops `engine` gracefully, or ends the process at `deadline` from now
+/// whatever the stop waits for (a venue that never answers, a client): the
+/// on-fatal hooks make durable what the journal and the dead-letter file
+/// hold (each bounded), then exit [`STOP_DEADLINE_EXIT`]. Every `ACK`ed
+/// order is already durable by then; an `ACK` follows its sync.
+fn stop_within(engine: Engine, deadline: Duration) -> tickfan::metrics::report::FinalReport {
+    use std::sync::mpsc::{channel, RecvTimeoutError};
+    use tickfan::sys::signals::STOP_DEADLINE_EXIT;
+    let watch = std::sync::Arc::clone(engine.watch());
+    let (done, stopped) = channel::<()>();
+    let watchdog = std::thread::Builder::new()
+        .name("tickfan-stop-deadline".into())
+        .spawn(move || {
+            if let Err(RecvTimeoutError::Timeout) = stopped.recv_timeout(deadline) {
+                watch.run_fatal_hooks();
+                eprintln!(
+                    "tickfan: the stop had not ended {deadline:?} after it began (see the log for what it waited for); exited with what is durable"
+                );
+                std::process::exit(STOP_DEADLINE_EXIT);
+            }
+        });
+    if let Err(e) = &watchdog {
+        log::error!("cannot start the stop's deadline thread ({e}); stopping without a deadline");
+    }
+    let report = engine.stop();
+    drop(done);
+    report
+}
+
 fn serve(args: &ServeArgs) -> Result<(), Failure> {
     let config = args
         .to_config()
@@ -116,14 +148,24 @@ fn serve(args: &ServeArgs) -> Result<(), Failure> {
         fault,
         ..Default::default()
     };
-    let engine = Engine::start_with(&config, injected).map_err(|e| match e {
-        tickfan::error::StartError::Config(c) => Failure::Usage(c.to_string()),
-        other => Failure::Runtime(other.to_string()),
+    let engine = Engine::start_with(&config, injected).map_err(|e| {
+        use tickfan::error::StartError as E;
+        use tickfan::sys::dir_lock::DirLockError;
+        match e {
+            // Both are fixed by changing a flag, not by retrying.
+            E::Config(_) | E::DataDir(DirLockError::Held { .. }) => Failure::Usage(e.to_string()),
+            other => Failure::Runtime(other.to_string()),
+        }
     })?;
-    let journal = if config.order.journal {
-        format!("journal {}", config.order.data_dir.display())
-    } else {
-        "journal: off (orders are lost on a crash)".to_owned()
+    let takes_orders = config.cluster.role.takes_orders();
+    let journal = match (takes_orders, config.order.journal) {
+        (false, _) => "journal: none (an edge takes no orders)".to_owned(),
+        (true, true) => format!("journal {}", config.order.data_dir.display()),
+        (true, false) => "journal: off (orders are lost on a crash)".to_owned(),
+    };
+    let orders = match takes_orders {
+        true => engine.order_addr().to_string(),
+        false => "none".to_owned(),
     };
     let feed = match config.cluster.role {
         tickfan::cluster::role::Role::Edge => {
@@ -135,7 +177,7 @@ fn serve(args: &ServeArgs) -> Result<(), Failure> {
         "tickfan serving: feed {feed} · subscribers {} (redis-cli -p {} psubscribe '*') · orders {} · admin http://{} (/health /metrics /report /dlq) · {journal}",
         engine.subscriber_addr(),
         engine.subscriber_addr().port(),
-        engine.order_addr(),
+        orders,
         engine.admin_addr()
     );
     let started = Instant::now();
@@ -153,7 +195,7 @@ fn serve(args: &ServeArgs) -> Result<(), Failure> {
         }
         std::thread::sleep(Duration::from_millis(50));
     }
-    let report = engine.stop();
+    let report = stop_within(engine, config.stop_deadline());
     println!("{report}");
     if let Some(dir) = &config.log_dir {
         // The final report beside the interval log, as text and JSON.

@@ -1,11 +1,16 @@
-//! Wiring: binds the listeners, creates the slots, the queues and the
-//! threads, pins them, and stops them in order. Nothing imports this module
-//! but the binary, the tools and the tests.
+//! Wiring: locks the data directory, binds the listeners, creates the
+//! slots, the queues and the threads, pins them, and stops them in order.
+//! Nothing imports this module but the binary, the tools and the tests.
+//!
+//! The data directory's lock ([`crate::sys::dir_lock`]) is taken before
+//! anything else, so a second engine on a held directory stops having bound
+//! and opened nothing; the [`Engine`] releases it only once stopped.
 //!
 //! Threads (each named `tickfan-…`): `feed` (ingest loop), `publish`
 //! (publisher loop), `reporter` (histogram merge + report lines), `dlq`
 //! (dead-letter store), the admin endpoint (`admin-io`, its workers and
-//! `admin-replay`; see [`crate::admin`]), and the order path (`order-gw`
+//! `admin-replay`; see [`crate::admin`]), and, on a role that takes
+//! orders (not an edge), the order path (`order-gw`
 //! gateway, `order-wN`/`order-LN` small/large-lane workers, `order-scale`
 //! their scaler, `retry` timer,
 //! `fills` fill thread; see [`crate::order::wiring`]). Shutdown order: the
@@ -55,6 +60,7 @@ use crate::slots::slots;
 use crate::symbols::{SymbolInterner, SymbolTable};
 use crate::sys::affinity::pin_and_log;
 use crate::sys::clock::MonoClock;
+use crate::sys::dir_lock::DirLock;
 use crate::sys::watch::{Fault, Watch};
 
 /// Parts a test or a tool may put in place of the defaults.
@@ -79,8 +85,10 @@ pub struct Injected {
 pub struct Engine {
     feed_addr: SocketAddr,
     sub_addr: SocketAddr,
+    /// `0.0.0.0:0` on an edge, which has no order path.
     order_addr: SocketAddr,
-    order: OrderPath,
+    /// The order path (`None`: an edge, see `Role::takes_orders`).
+    order: Option<OrderPath>,
     counters: Arc<Counters>,
     symbols: Arc<SymbolTable>,
     subscribers: Arc<Mutex<Vec<SubscriberStats>>>,
@@ -98,6 +106,10 @@ pub struct Engine {
     totals: Arc<Totals>,
     admin: Option<AdminServer>,
     watch: Arc<Watch>,
+    /// The data directory's lock ([`Config::data_dir_in_use`]). Declared
+    /// last and never taken: it is released only after [`Engine::stop`]
+    /// (or the drop) has stopped every thread that writes there.
+    _data_lock: Option<DirLock>,
 }
 
 fn bind(what: &'static str, addr: SocketAddr) -> Result<mio::net::TcpListener, StartError> {
@@ -124,27 +136,38 @@ impl Engine {
     /// As [`start`](Self::start).
     pub fn start_with(config: &Config, injected: Injected) -> Result<Engine, StartError> {
         config.validate()?;
-        for (what, addr) in [
-            ("feed", config.feed_addr),
-            ("subscriber", config.sub_addr),
-            ("admin", config.admin_addr),
-            ("order", config.order_addr),
+        // First, before a port is bound or a file opened: a second engine
+        // on this directory stops here, having touched nothing.
+        let data_lock = config.data_dir_in_use().map(DirLock::acquire).transpose()?;
+        // An edge has no feed port (its slots are written from the
+        // backbone) and no order path (see `Role::takes_orders`).
+        let is_edge = config.cluster.role == Role::Edge;
+        let takes_orders = config.cluster.role.takes_orders();
+        for (what, addr, bound) in [
+            ("feed", config.feed_addr, !is_edge),
+            ("subscriber", config.sub_addr, true),
+            ("admin", config.admin_addr, true),
+            ("order", config.order_addr, takes_orders),
         ] {
-            if !addr.ip().is_loopback() && config.token.is_none() {
+            if bound && !addr.ip().is_loopback() && config.token.is_none() {
                 log::warn!(
                     "{what} listener on {addr} is reachable beyond this host and no --token-file is set: anyone who can connect can use it"
                 );
             }
         }
-        // An edge has no feed port: its slots are written from the backbone.
-        let is_edge = config.cluster.role == Role::Edge;
         let feed_listener = match is_edge {
             true => None,
             false => Some(bind("feed", config.feed_addr)?),
         };
         let sub_listener = bind("subscribers", config.sub_addr)?;
-        let order_listener = bind("orders", config.order_addr)?;
-        let order_addr = order_listener.local_addr().map_err(os("order listener"))?;
+        let order_listener = match takes_orders {
+            true => Some(bind("orders", config.order_addr)?),
+            false => None,
+        };
+        let order_addr = match &order_listener {
+            Some(l) => l.local_addr().map_err(os("order listener"))?,
+            None => SocketAddr::from(([0, 0, 0, 0], 0)),
+        };
         let feed_addr = match &feed_listener {
             Some(l) => l.local_addr().map_err(os("feed listener"))?,
             None => SocketAddr::from(([0, 0, 0, 0], 0)),
@@ -229,10 +252,12 @@ impl Engine {
                 dlq: Arc::clone(&dlq_store),
                 alerts: alert_gauges,
                 token: config.token.clone(),
-                order_addr,
+                order_addr: order_listener.is_some().then_some(order_addr),
                 started: std::time::Instant::now(),
                 watch: Arc::clone(&watch),
-                orders: Some(Arc::clone(&halt) as Arc<dyn OrdersSwitch>),
+                orders: order_listener
+                    .is_some()
+                    .then(|| Arc::clone(&halt) as Arc<dyn OrdersSwitch>),
             },
         )
         .map_err(|source| StartError::Bind {
@@ -240,24 +265,28 @@ impl Engine {
             addr: config.admin_addr,
             source,
         })?;
-        let order = OrderPath::start(OrderPathInputs {
-            listener: order_listener,
-            config: config.order.clone(),
-            max_conns: config.max_conns_per_port,
-            idle: config.idle,
-            counters: Arc::clone(&counters),
-            dlq_store: Arc::clone(&dlq_store),
-            dlq: dlq_tx.clone(),
-            link: link.clone(),
-            mono: clock,
-            clock: injected.clock.unwrap_or_else(|| Arc::new(clock)),
-            bridges: injected.bridges,
-            token: config.token.clone(),
-            auth_timeout: config.auth_timeout,
-            watch: Arc::clone(&watch),
-            halt,
-        })
-        .map_err(os("order path"))?;
+        let order = order_listener
+            .map(|listener| {
+                OrderPath::start(OrderPathInputs {
+                    listener,
+                    config: config.order.clone(),
+                    max_conns: config.max_conns_per_port,
+                    idle: config.idle,
+                    counters: Arc::clone(&counters),
+                    dlq_store: Arc::clone(&dlq_store),
+                    dlq: dlq_tx.clone(),
+                    link: link.clone(),
+                    mono: clock,
+                    clock: injected.clock.unwrap_or_else(|| Arc::new(clock)),
+                    bridges: injected.bridges,
+                    token: config.token.clone(),
+                    auth_timeout: config.auth_timeout,
+                    watch: Arc::clone(&watch),
+                    halt,
+                })
+            })
+            .transpose()
+            .map_err(os("order path"))?;
 
         let (interner, symbols) = SymbolInterner::new(config.max_symbols);
         let (slot_writer, slot_reader) = slots(config.max_symbols);
@@ -428,6 +457,7 @@ impl Engine {
             totals,
             admin: Some(admin),
             watch,
+            _data_lock: data_lock,
         })
     }
 
@@ -449,14 +479,15 @@ impl Engine {
         self.sub_addr
     }
 
-    /// Where order clients connect.
+    /// Where order clients connect (`0.0.0.0:0` on an edge, which takes
+    /// no orders).
     pub fn order_addr(&self) -> SocketAddr {
         self.order_addr
     }
 
     /// Orders in the retry stage now (waiting for a retry or just due).
     pub fn retry_waiting(&self) -> usize {
-        self.order.retry_in_use()
+        self.order.as_ref().map_or(0, OrderPath::retry_in_use)
     }
 
     /// Live counters.
@@ -499,7 +530,9 @@ impl Engine {
         if let Some(a) = self.admin.take() {
             a.stop();
         }
-        self.order.stop();
+        if let Some(o) = &mut self.order {
+            o.stop();
+        }
         self.feed_stop.store(true, Ordering::Release);
         let _ = self.feed_waker.wake();
         if let Some(h) = self.feed.take() {

@@ -31,6 +31,8 @@ use slab::Slab;
 use super::conn::{Conn, Next};
 use super::counters::AdminCounters;
 use super::http::{Limits, Request, Response};
+use crate::logging::repeat::warn_repeating;
+use crate::model::warning::WarnKind;
 use crate::sys::net::{accept_one, poll_events, Accepted, Polled};
 
 /// The listener's token.
@@ -184,7 +186,10 @@ impl LoopState {
                         token,
                         Interest::READABLE | Interest::WRITABLE,
                     ) {
-                        log::warn!("admin endpoint: cannot register a connection: {e}");
+                        warn_repeating!(
+                            WarnKind::RegisterFailed,
+                            "admin endpoint: cannot register a connection: {e}"
+                        );
                         continue;
                     }
                     self.next_id += 1;
@@ -193,7 +198,7 @@ impl LoopState {
                 }
                 Accepted::Drained => return,
                 Accepted::Failed(e) => {
-                    log::warn!("admin endpoint: accept failed: {e}");
+                    warn_repeating!(WarnKind::AcceptFailed, "admin endpoint: accept failed: {e}");
                     return;
                 }
             }

@@ -30,6 +30,7 @@ pub(crate) mod replay;
 pub(crate) mod routes;
 pub(crate) mod server;
 pub mod subscriber_series;
+pub(crate) mod warning_series;
 
 pub use http::Limits;
 pub use server::{AdminServer, AdminState};

@@ -17,6 +17,7 @@ use crate::metrics::capacity_counters::{CapacitySnapshot, LaneCapacity};
 use crate::metrics::report::SubscriberStats;
 use crate::metrics::{CountersSnapshot, Stage};
 use crate::model::lane::Lane;
+use crate::model::warning::WarnKind;
 use crate::sys::process::ProcessStats;
 
 /// Everything one scrape shows.
@@ -38,6 +39,8 @@ pub(crate) struct Scrape<'a> {
     pub process: Option<ProcessStats>,
     /// The admin endpoint's own counters.
     pub admin: &'a AdminCounters,
+    /// Repeating warnings by kind (by `WarnKind::index`), this process.
+    pub warnings: [u64; WarnKind::COUNT],
 }
 
 /// Renders one scrape.
@@ -495,6 +498,7 @@ pub(crate) fn render(s: &Scrape<'_>) -> String {
     subscriber_series::render(&mut o, s.subscribers);
     stages(&mut o, s.stages);
     super::cluster_series::render(&mut o, &c.cluster);
+    super::warning_series::render(&mut o, &s.warnings);
     admin(&mut o, s.admin);
     o.finish()
 }

@@ -35,7 +35,10 @@ pub(crate) fn replay(st: &AdminState, id: Option<String>) -> std::io::Result<ser
     if ids.is_empty() {
         return Ok(serde_json::json!({"requested": 0, "replayed": 0, "refused": []}));
     }
-    let stream = std::net::TcpStream::connect_timeout(&st.order_addr, Duration::from_secs(5))?;
+    let Some(order_addr) = st.order_addr else {
+        return Err(std::io::Error::other("no order path"));
+    };
+    let stream = std::net::TcpStream::connect_timeout(&order_addr, Duration::from_secs(5))?;
     stream.set_read_timeout(Some(Duration::from_secs(10)))?;
     stream.set_write_timeout(Some(Duration::from_secs(10)))?;
     let mut reader = BufReader::new(stream.try_clone()?);

@@ -92,6 +92,7 @@ pub(crate) fn route(req: &Request, sh: &Shared) -> Routed {
                 uptime_s: st.started.elapsed().as_secs_f64(),
                 process,
                 admin: &sh.counters,
+                warnings: crate::logging::repeat::totals(),
             });
             Response::with_type(200, METRICS_TYPE, body)
         }
@@ -117,6 +118,9 @@ pub(crate) fn route(req: &Request, sh: &Shared) -> Routed {
                 "counts_by_reason": st.dlq.counts_by_reason(),
                 "records": page,
             }))
+        }
+        ("POST", "/dlq/replay") if st.order_addr.is_none() => {
+            Response::text(404, "not found: no order path\n")
         }
         ("POST", "/dlq/replay") => return Routed::Replay(req.query("id").map(str::to_string)),
         (

@@ -44,8 +44,9 @@ pub struct AdminState {
     pub alerts: Arc<AlertGauges>,
     /// Bearer token every route but `/health` requires, if any.
     pub token: Option<Token>,
-    /// The order port, where `POST /dlq/replay` sends `REPLAY` lines.
-    pub order_addr: SocketAddr,
+    /// The order port, where `POST /dlq/replay` sends `REPLAY` lines
+    /// (`None`: no order path, an edge).
+    pub order_addr: Option<SocketAddr>,
     /// Engine start.
     pub started: Instant,
     /// The engine's threads: `/health` answers 503 when one died or stalled.

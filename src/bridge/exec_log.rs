@@ -35,7 +35,9 @@ use std::path::{Path, PathBuf};
 use std::sync::Mutex;
 
 use super::{Outcome, VenueFill};
+use crate::logging::repeat::error_repeating;
 use crate::model::units::{Amount, Lots, Price};
+use crate::model::warning::WarnKind;
 
 /// Most order ids one venue remembers (oldest forgotten first).
 pub const MEMORY_IDS: usize = 1_000_000;
@@ -209,7 +211,8 @@ impl ExecRecord {
                 line.push('\n');
                 if let Err(e) = file.write_all(line.as_bytes()) {
                     // Not recorded, so not executed: the engine retries it.
-                    log::error!(
+                    error_repeating!(
+                        WarnKind::ExecLogFailed,
                         "exec_log {}: {e}: attempt answered transient",
                         path.display()
                     );

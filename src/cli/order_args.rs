@@ -169,7 +169,7 @@ pub struct OrderArgs {
     /// How long one bridge call may go unanswered; then it is abandoned and the order retried on the next bridge with a new fencing token (`lease_expired`).
     #[arg(long, value_name = "DURATION", value_parser = humantime::parse_duration, default_value = "10s", help_heading = "Orders")]
     pub bridge_lease: Duration,
-    /// Directory for the order journal and the dead-letter file (created when missing).
+    /// Directory for the order journal and the dead-letter file (created when missing); locked while the engine runs: one engine per directory.
     #[arg(
         long,
         value_name = "DIR",

@@ -36,9 +36,11 @@ use super::seed::{self, SeedOutcome};
 use super::stale::StaleLink;
 use super::subjects::symbol_of;
 use super::wire::{parse_update, Update, EPOCH_HEADER};
+use crate::logging::repeat::warn_repeating;
 use crate::metrics::cluster_counters::BackboneDrop;
 use crate::metrics::counters::{bump, set};
 use crate::metrics::Counters;
+use crate::model::warning::WarnKind;
 
 /// Messages (updates and seed outcomes) waiting for the loop.
 pub(crate) const INBOX: usize = 4096;
@@ -239,7 +241,10 @@ impl EdgeNode {
                     });
                     self.subs.insert(subject, (count, task));
                 }
-                Err(e) => log::warn!("nats: cannot subscribe to {subject}: {e}"),
+                Err(e) => warn_repeating!(
+                    WarnKind::NatsSubscribeFailed,
+                    "nats: cannot subscribe to {subject}: {e}"
+                ),
             }
         }
         set(&self.counters.cluster.subjects, self.subs.len() as u64);

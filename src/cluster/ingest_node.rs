@@ -20,8 +20,10 @@ use super::ingest_out::Outbox;
 use super::nats_thread::{Input, Link};
 use super::subjects::{md_subject, snap_wildcard, symbol_of};
 use super::wire::{encode_none, encode_snap, EPOCH_HEADER};
+use crate::logging::repeat::{error_repeating, warn_repeating};
 use crate::metrics::counters::bump;
 use crate::metrics::Counters;
+use crate::model::warning::WarnKind;
 use crate::symbols::{SymbolId, SymbolTable};
 
 /// An ingest's job.
@@ -70,7 +72,10 @@ impl IngestNode {
     pub(crate) async fn start(&mut self, client: &Client) {
         match client.subscribe(snap_wildcard(&self.prefix)).await {
             Ok(s) => self.snaps = Some(s),
-            Err(e) => log::error!("nats: cannot subscribe to snapshot requests: {e}"),
+            Err(e) => error_repeating!(
+                WarnKind::NatsSubscribeFailed,
+                "nats: cannot subscribe to snapshot requests: {e}"
+            ),
         }
     }
 
@@ -112,7 +117,10 @@ impl IngestNode {
         }
         let body = bytes::Bytes::copy_from_slice(&self.reply);
         if let Err(e) = client.publish(reply_to, body).await {
-            log::warn!("nats: snapshot reply not sent: {e}");
+            warn_repeating!(
+                WarnKind::NatsSendFailed,
+                "nats: snapshot reply not sent: {e}"
+            );
         }
         bump(&self.counters.cluster.snapshots_served, 1);
     }
@@ -146,7 +154,7 @@ impl IngestNode {
                 .await
             {
                 Ok(()) => bump(&self.counters.cluster.published, 1),
-                Err(e) => log::warn!("nats: update not sent: {e}"),
+                Err(e) => warn_repeating!(WarnKind::NatsSendFailed, "nats: update not sent: {e}"),
             }
         }
     }

@@ -17,26 +17,47 @@
 //! The client reconnects by itself (every server of `--nats`, forever,
 //! 50 ms × attempts up to 500 ms between rounds) and re-subscribes; this
 //! thread re-seeds. Its beat in the thread watch is `tickfan-nats`.
+//!
+//! **Stopping never waits for a server.** With no server to talk to, the
+//! client's calls wait: a publish once its command buffer is full, a
+//! subscribe, and a flush until a server answers, which may be never (an
+//! edge and an ingest whose server had gone ran on for 14 minutes after
+//! SIGTERM, issue 26). So: the loop sees the stop between any two steps;
+//! its last flush waits at most [`FLUSH_AT_STOP`]; and whatever call the
+//! loop is inside when the stop comes, the whole job is dropped
+//! [`STOP_GRACE`] after the stop (its unsent updates with it: market data
+//! is absolute, the next start re-seeds), and the runtime with it.
+//! [`NatsThread::stop`] therefore returns within about [`STOP_GRACE`].
 
-use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 use std::thread::JoinHandle;
 use std::time::Duration;
 
 use async_nats::{ConnectOptions, Event, ServerAddr};
-use tokio::sync::{mpsc, Notify};
+use crossbeam_channel::RecvTimeoutError;
+use tokio::sync::{mpsc, watch, Notify};
 
 use super::edge_node::EdgeNode;
 use super::ingest_node::IngestNode;
 use super::role::ClusterConfig;
+use crate::logging::repeat::warn_repeating;
 use crate::metrics::counters::{bump, set};
 use crate::metrics::Counters;
+use crate::model::warning::WarnKind;
 use crate::sys::watch::Beat;
 
 /// Client events waiting for the loop.
 pub(crate) const EVENTS: usize = 64;
 /// How often the loop beats, retries seeds and looks for lost wakes.
 pub(crate) const TICK: Duration = Duration::from_millis(50);
+/// Longest the loop's last flush waits for a server at the stop.
+pub(crate) const FLUSH_AT_STOP: Duration = Duration::from_secs(1);
+/// From the stop, how long the loop has to end by itself before it is
+/// dropped wherever it waits.
+pub(crate) const STOP_GRACE: Duration = Duration::from_secs(2);
+/// Longest [`NatsThread::stop`] waits for the thread beyond [`STOP_GRACE`]
+/// (the runtime's own shutdown) before leaving it behind.
+const JOIN_MARGIN: Duration = Duration::from_secs(1);
 
 /// What this node's loop does.
 #[derive(Debug)]
@@ -51,8 +72,10 @@ pub(crate) enum Job {
 #[derive(Debug)]
 pub(crate) struct NatsThread {
     handle: Option<JoinHandle<()>>,
-    stop: Arc<Notify>,
-    stopping: Arc<AtomicBool>,
+    /// `true` once stopping; dropping it stops the thread too.
+    stop: watch::Sender<bool>,
+    /// Disconnected when the thread has ended (it holds the sender).
+    ended: crossbeam_channel::Receiver<()>,
 }
 
 impl NatsThread {
@@ -67,18 +90,18 @@ impl NatsThread {
         counters: Arc<Counters>,
         beat: Beat,
     ) -> std::io::Result<NatsThread> {
-        let stop = Arc::new(Notify::new());
-        let stopping = Arc::new(AtomicBool::new(false));
+        let (stop, stop_rx) = watch::channel(false);
+        let (ended_tx, ended) = crossbeam_channel::bounded::<()>(0);
         let urls: Vec<ServerAddr> = cfg
             .nats
             .iter()
             .filter_map(|u| u.trim().parse().ok())
             .collect();
         let name = format!("tickfan-{}", cfg.role.as_str());
-        let (stop2, stopping2) = (Arc::clone(&stop), Arc::clone(&stopping));
         let handle = std::thread::Builder::new()
             .name("tickfan-nats".into())
             .spawn(move || {
+                let _ended = ended_tx;
                 let rt = match tokio::runtime::Builder::new_current_thread()
                     .enable_all()
                     .build()
@@ -89,21 +112,44 @@ impl NatsThread {
                         return;
                     }
                 };
-                rt.block_on(run(urls, name, job, wake, counters, beat, stop2, stopping2));
+                let mut stopped = stop_rx.clone();
+                rt.block_on(async move {
+                    tokio::select! {
+                        () = run(urls, name, job, wake, counters, beat, stop_rx) => {}
+                        () = async {
+                            // Err: the handle was dropped, which stops too.
+                            let _ = stopped.wait_for(|s| *s).await;
+                            tokio::time::sleep(STOP_GRACE).await;
+                        } => log::warn!(
+                            "nats: no server answered within {STOP_GRACE:?} of the stop; updates not yet sent are dropped"
+                        ),
+                    }
+                });
+                // Tasks of the client and of the job are dropped, not waited for.
+                rt.shutdown_timeout(Duration::from_millis(100));
             })?;
         Ok(NatsThread {
             handle: Some(handle),
             stop,
-            stopping,
+            ended,
         })
     }
 
-    /// Stops the loop and waits for the thread.
+    /// Stops the loop and waits for the thread: at most [`STOP_GRACE`]
+    /// plus a margin, whatever the servers do. A thread still running then
+    /// (it should not be) is left behind, logged, and not joined.
     pub(crate) fn stop(&mut self) {
-        self.stopping.store(true, Ordering::Release);
-        self.stop.notify_one();
-        if let Some(h) = self.handle.take() {
-            let _ = h.join();
+        let _ = self.stop.send(true);
+        match self.ended.recv_timeout(STOP_GRACE + JOIN_MARGIN) {
+            Err(RecvTimeoutError::Disconnected) => {
+                if let Some(h) = self.handle.take() {
+                    let _ = h.join();
+                }
+            }
+            Ok(()) | Err(RecvTimeoutError::Timeout) => log::error!(
+                "nats: its thread did not end within {:?} of the stop; left behind",
+                STOP_GRACE + JOIN_MARGIN
+            ),
         }
     }
 }
@@ -132,7 +178,6 @@ pub(crate) enum Link {
     SlowConsumer,
 }
 
-#[allow(clippy::too_many_arguments)]
 async fn run(
     urls: Vec<ServerAddr>,
     name: String,
@@ -140,8 +185,7 @@ async fn run(
     wake: Arc<Notify>,
     counters: Arc<Counters>,
     beat: Beat,
-    stop: Arc<Notify>,
-    stopping: Arc<AtomicBool>,
+    mut stop: watch::Receiver<bool>,
 ) {
     let (ev_tx, mut ev_rx) = mpsc::channel::<Event>(EVENTS);
     let opts = ConnectOptions::new()
@@ -155,7 +199,10 @@ async fn run(
             let tx = ev_tx.clone();
             async move {
                 if let Err(e) = tx.try_send(ev) {
-                    log::warn!("nats: event channel full, dropped: {e}");
+                    warn_repeating!(
+                        WarnKind::NatsEventsDropped,
+                        "nats: event channel full, dropped: {e}"
+                    );
                 }
             }
         });
@@ -174,11 +221,12 @@ async fn run(
     let mut tick = tokio::time::interval(TICK);
     tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
     let c = &counters.cluster;
-    while !stopping.load(Ordering::Acquire) {
+    while !*stop.borrow() {
         let mut link = None;
         tokio::select! {
             biased;
-            _ = stop.notified() => break,
+            // A change is the stop (or the handle dropped: stop as well).
+            _ = stop.changed() => break,
             ev = ev_rx.recv() => {
                 match ev {
                     Some(Event::Connected) => {
@@ -192,7 +240,10 @@ async fn run(
                     }
                     Some(Event::SlowConsumer(sid)) => {
                         bump(&c.slow_consumer_events, 1);
-                        log::warn!("nats: slow consumer on subscription {sid}: re-seeding");
+                        warn_repeating!(
+                            WarnKind::NatsSlowConsumer,
+                            "nats: slow consumer on subscription {sid}: re-seeding"
+                        );
                         link = Some(Link::SlowConsumer);
                     }
                     Some(other) => log::info!("nats: {other}"),
@@ -226,5 +277,11 @@ async fn run(
     if let Job::Edge(n) = &mut job {
         n.finish_stats();
     }
-    let _ = client.flush().await;
+    // Bounded: with no server a flush would wait for one for ever.
+    if tokio::time::timeout(FLUSH_AT_STOP, client.flush())
+        .await
+        .is_err()
+    {
+        log::warn!("nats: last flush not confirmed within {FLUSH_AT_STOP:?} (no server?)");
+    }
 }

@@ -4,8 +4,8 @@
 //! - `ingest`: feed port as `single`; its publisher also publishes every
 //!   conflated update on `<prefix>.md.<symbol>` and it answers snapshot
 //!   requests on `<prefix>.snap.<symbol>`;
-//! - `edge`: no feed port; its slots are written from the backbone, only
-//!   for what its subscribers want.
+//! - `edge`: no feed port and no order path; its slots are written from
+//!   the backbone, only for what its subscribers want.
 
 use crate::error::ConfigError;
 
@@ -23,6 +23,22 @@ pub enum Role {
 }
 
 impl Role {
+    /// Does this role run the order path (order port, journal, venues)?
+    ///
+    /// A single node and an ingest do; an edge does not. Edges are the
+    /// fan-out tier, many per backbone and added for subscriber load: each
+    /// taking orders would mean one journal, one dedup store and one set of
+    /// venue sessions per edge, with a client's orders split across them.
+    /// So an edge binds no order port, opens no journal and, writing
+    /// nothing into `--data-dir`, takes no lock on it: it can share a
+    /// working directory with an ingest (the README's one-host example).
+    pub fn takes_orders(self) -> bool {
+        match self {
+            Role::Single | Role::Ingest => true,
+            Role::Edge => false,
+        }
+    }
+
     /// The flag's spelling.
     pub fn as_str(self) -> &'static str {
         match self {

@@ -35,8 +35,10 @@ use crate::auth::{LINE_OK, LINE_TIMEOUT};
 use crate::dlq::DlqSender;
 use crate::feed::batch::Ingest;
 use crate::idle::IdleStrategy;
+use crate::logging::repeat::warn_repeating;
 use crate::metrics::counters::{bump, set};
 use crate::model::poison::PoisonReason;
+use crate::model::warning::WarnKind;
 use crate::net::{
     AuthGate, AuthStep, ConnCounters, Conns, LineReader, Listener, LoopCtx, PortPolicy, TurnLists,
     LISTENER,
@@ -236,7 +238,11 @@ impl FeedLoop {
                             }
                             AuthStep::Refused(reply) => {
                                 let _ = conn.stream.write(reply);
-                                log::warn!("feed {}: authentication refused", conn.peer);
+                                warn_repeating!(
+                                    WarnKind::AuthRefused,
+                                    "feed {}: authentication refused",
+                                    conn.peer
+                                );
                                 bump(&self.ingest.counters.feed.auth_failures, 1);
                                 self.close(key);
                                 return ticks;
@@ -285,7 +291,11 @@ impl FeedLoop {
             };
             if !conn.authed {
                 let _ = conn.stream.write(LINE_TIMEOUT);
-                log::warn!("feed {}: no AUTH within the timeout; closing", conn.peer);
+                warn_repeating!(
+                    WarnKind::AuthTimeout,
+                    "feed {}: no AUTH within the timeout; closing",
+                    conn.peer
+                );
                 bump(&self.ingest.counters.feed.auth_failures, 1);
                 self.close(id.key());
             }

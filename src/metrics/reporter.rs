@@ -225,6 +225,8 @@ impl Emitter {
                 subscribers: &subs,
             });
         }
+        // Counts of repeating warnings held back past their interval.
+        crate::logging::repeat::flush_due();
         if inputs.print_intervals {
             eprintln!("{}", interval_line(r, &snap, &self.last, secs));
             if let Some(line) = snap.orders.interval_line(&self.last.orders, secs) {

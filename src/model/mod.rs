@@ -12,7 +12,8 @@
 //! * [`poison`]: why a feed line was dead-lettered;
 //! * [`units`]: side, lots, price, amount;
 //! * [`order_reasons`]: invalid, reject, done and dead reasons;
-//! * [`lane`]: small or large.
+//! * [`lane`]: small or large;
+//! * [`warning`]: the kinds of log line that can repeat under load.
 
 pub mod decimal;
 pub mod lane;
@@ -20,3 +21,4 @@ pub mod order_reasons;
 pub mod poison;
 pub mod tick;
 pub mod units;
+pub mod warning;

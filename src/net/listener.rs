@@ -18,7 +18,9 @@ use std::sync::atomic::AtomicU64;
 use mio::net::TcpListener;
 use mio::{Interest, Registry, Token};
 
+use crate::logging::repeat::warn_repeating;
 use crate::metrics::counters::{bump, set};
+use crate::model::warning::WarnKind;
 use crate::sys::net::{accept_one, Accepted};
 
 use super::conns::{ConnId, Conns};
@@ -126,7 +128,7 @@ impl Listener {
                 Accepted::Conn(stream, peer) => (stream, peer),
                 Accepted::Drained => return n,
                 Accepted::Failed(e) => {
-                    log::warn!("{} accept failed: {e}", p.name);
+                    warn_repeating!(WarnKind::AcceptFailed, "{} accept failed: {e}", p.name);
                     return n;
                 }
             };
@@ -134,7 +136,8 @@ impl Listener {
                 bump(counters.refused, 1);
                 let _ = stream.write(p.refusal);
                 if p.log_refusals {
-                    log::warn!(
+                    warn_repeating!(
+                        WarnKind::ConnectionRefused,
                         "{} from {peer} refused: limit of {} reached",
                         p.peer_label,
                         p.max_conns
@@ -149,7 +152,11 @@ impl Listener {
             }
             if let Err(e) = conns.insert(registry, stream, peer, p.interest, authed, &mut admitted)
             {
-                log::warn!("{} from {peer}: register failed: {e}", p.peer_label);
+                warn_repeating!(
+                    WarnKind::RegisterFailed,
+                    "{} from {peer}: register failed: {e}",
+                    p.peer_label
+                );
                 continue;
             }
             n += 1;

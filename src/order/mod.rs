@@ -14,7 +14,7 @@
 //!   client connections; its ledger (per-line work), the server side of the
 //!   text protocol ([`gateway::codec`]), the dedup store
 //!   ([`gateway::dedup`]) and the per-connection rate limit
-//!   ([`gateway::rate`], GCRA);
+//!   ([`crate::rate_limit`], GCRA, shared with the warning log);
 //! * [`lanes`] (threads `tickfan-order-wN`, `tickfan-order-LN`, and the
 //!   retry timer's hand-off): small and large orders in separate bounded
 //!   queues ([`lanes::admission`]), routing and chunking

@@ -24,7 +24,9 @@ use std::ops::Range;
 use std::sync::Arc;
 
 use crate::auth::Token;
+use crate::logging::repeat::warn_repeating;
 use crate::metrics::counters::{bump, Counters};
+use crate::model::warning::WarnKind;
 use crate::protocol::resp::framing::{self, Proto};
 use crate::protocol::resp::{self, Parsed, SubscriptionKind as Kind, Verb};
 use crate::publish::history::History;
@@ -354,7 +356,11 @@ fn auth(sess: &mut Session, input: &[u8], args: &[Range<usize>], ctx: &CommandCt
     );
     sess.close_after_flush();
     bump(&ctx.counters.publish.auth_failures, 1);
-    log::warn!("subscriber {}: wrong token; closing", ctx.peer);
+    warn_repeating!(
+        WarnKind::AuthRefused,
+        "subscriber {}: wrong token; closing",
+        ctx.peer
+    );
     false
 }
 

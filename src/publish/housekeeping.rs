@@ -18,7 +18,9 @@
 use std::fmt::Write as _;
 use std::ops::Range;
 
+use crate::logging::repeat::warn_repeating;
 use crate::metrics::counters::bump;
+use crate::model::warning::WarnKind;
 use crate::protocol::resp::framing::{self, Proto};
 use crate::protocol::resp::{self, string2ll};
 use crate::publish::client_cmd;
@@ -203,7 +205,11 @@ pub(crate) fn check_credentials(
             resp::append_error(sess.out(), WRONGPASS);
             sess.close_after_flush();
             bump(&ctx.counters.publish.auth_failures, 1);
-            log::warn!("subscriber {}: wrong token; closing", ctx.peer);
+            warn_repeating!(
+                WarnKind::AuthRefused,
+                "subscriber {}: wrong token; closing",
+                ctx.peer
+            );
             false
         }
     }

@@ -7,7 +7,9 @@
 //!
 //! Single owner: the publisher thread.
 
+use crate::logging::repeat::warn_repeating;
 use crate::metrics::counters::bump;
+use crate::model::warning::WarnKind;
 use crate::net::ConnCounters;
 use crate::protocol::resp;
 use crate::publish::publisher::Publisher;
@@ -58,7 +60,8 @@ impl Publisher {
             if sess.state().awaits_auth() {
                 resp::append_error(sess.out(), b"ERR authentication timeout");
                 sess.close_after_flush();
-                log::warn!(
+                warn_repeating!(
+                    WarnKind::AuthTimeout,
                     "subscriber {}: no AUTH within the timeout; closing",
                     conn.peer
                 );

@@ -1,5 +1,6 @@
 //! The only code that touches the operating system directly: thread pinning,
-//! clocks, signals, reserving file space (`fallocate`), the process's own
+//! clocks, signals, reserving file space (`fallocate`), the data directory's
+//! lock (`flock`), the process's own
 //! figures (`/proc/self`) and the
 //! thread watch (heartbeats, deaths), the
 //! non-blocking socket idioms (`accept_one`, `poll_events`) the connection
@@ -8,6 +9,7 @@
 
 pub(crate) mod affinity;
 pub mod clock;
+pub mod dir_lock;
 pub(crate) mod fs;
 pub mod net;
 pub(crate) mod process;

@@ -1,11 +1,17 @@
 //! Ctrl-C and SIGTERM as a flag the main thread polls; a second signal exits
-//! at once.
+//! at once. The binary bounds the graceful stop too ([`STOP_DEADLINE_EXIT`]).
 
 use std::sync::atomic::AtomicBool;
 use std::sync::Arc;
 
 /// Exit status when a second signal interrupts a graceful shutdown.
 pub(crate) const FORCED_EXIT: i32 = 130;
+
+/// Exit status when a graceful stop has not ended by its deadline
+/// (`Config::stop_deadline`) and the process ends without it. What was
+/// `ACK`ed is durable (an `ACK` follows its journal sync); what was still
+/// waiting (an attempt at a venue, the last replies) is not waited for.
+pub const STOP_DEADLINE_EXIT: i32 = 4;
 
 /// Registers SIGINT and SIGTERM: the first sets the returned flag (the
 /// engine then shuts down gracefully); a second one, while the flag is set,

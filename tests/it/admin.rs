@@ -517,7 +517,7 @@ fn a_replay_stuck_on_the_order_port_does_not_hold_up_probes() {
         dlq: Arc::clone(e.dlq()),
         alerts: Arc::default(),
         token: None,
-        order_addr: order_port.local_addr().unwrap(),
+        order_addr: Some(order_port.local_addr().unwrap()),
         started: std::time::Instant::now(),
         watch: Arc::default(),
         orders: None,

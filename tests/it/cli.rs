@@ -2,14 +2,14 @@
 //! one line for a value the engine refuses); a timed run prints the final
 //! report and exits 0; the banner names every address; `--log-format json`.
 
-use crate::util::{EPHEMERAL_PORTS, NO_JOURNAL};
+use crate::util::EPHEMERAL_PORTS;
 use std::process::Command;
 
 fn tickfan(args: &[&str]) -> std::process::Output {
     Command::new(env!("CARGO_BIN_EXE_tickfan"))
         .args(args)
         .env("RUST_LOG", "info")
-        .env(NO_JOURNAL.0, NO_JOURNAL.1)
+        .envs(crate::util::scratch_env())
         .output()
         .expect("binary runs")
 }
@@ -183,7 +183,7 @@ fn sigterm_stops_the_engine_with_the_final_report() {
     use std::process::Stdio;
     let mut child = Command::new(env!("CARGO_BIN_EXE_tickfan"))
         .arg("serve")
-        .env(NO_JOURNAL.0, NO_JOURNAL.1)
+        .envs(crate::util::scratch_env())
         .args(EPHEMERAL_PORTS)
         .arg("--quiet")
         .stdout(Stdio::piped())
@@ -294,12 +294,11 @@ impl StderrLines {
 
 #[test]
 fn a_bridge_call_held_through_a_stop_raises_bridge_call_slow_and_a_second_signal_exits() {
-    use crate::util::NO_JOURNAL;
     use crate::util::{OrderClient, Spawned};
     use std::process::Stdio;
     let child = Command::new(env!("CARGO_BIN_EXE_tickfan"))
         .arg("serve")
-        .env(NO_JOURNAL.0, NO_JOURNAL.1)
+        .envs(crate::util::scratch_env())
         .args(EPHEMERAL_PORTS)
         .args([
             "--quiet",

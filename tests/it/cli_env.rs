@@ -17,7 +17,7 @@ fn serve(args: &[&str], env: &[(&str, &str)]) -> Output {
     cmd.args(["serve", "--duration", "200ms", "--report-interval", "20ms"])
         .args(crate::util::EPHEMERAL_PORTS)
         .args(args)
-        .env(crate::util::NO_JOURNAL.0, crate::util::NO_JOURNAL.1)
+        .envs(crate::util::scratch_env())
         .envs(env.iter().copied())
         .output()
         .expect("binary runs")

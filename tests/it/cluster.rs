@@ -467,7 +467,7 @@ fn bad_role_combinations_exit_non_zero_with_one_line() {
     ] {
         let out = std::process::Command::new(env!("CARGO_BIN_EXE_tickfan"))
             .args(args)
-            .env(crate::util::NO_JOURNAL.0, crate::util::NO_JOURNAL.1)
+            .envs(crate::util::scratch_env())
             .output()
             .unwrap();
         let err = String::from_utf8_lossy(&out.stderr);
@@ -554,7 +554,7 @@ fn demo_cluster_runs_across_a_nats_failover_and_reports_freshness() {
             "0",
         ])
         .current_dir(dir.path())
-        .env(crate::util::NO_JOURNAL.0, crate::util::NO_JOURNAL.1)
+        .envs(crate::util::scratch_env())
         .output()
         .unwrap();
     let text = String::from_utf8_lossy(&out.stdout);

@@ -93,7 +93,7 @@ fn serve_with_fault(fault: &str) -> Spawned {
         .args(["serve", "--quiet"])
         .args(crate::util::EPHEMERAL_PORTS)
         .env("TICKFAN_FAULT", fault)
-        .env(crate::util::NO_JOURNAL.0, crate::util::NO_JOURNAL.1)
+        .envs(crate::util::scratch_env())
         .stdout(Stdio::null())
         .stderr(Stdio::piped())
         .spawn()

@@ -5,6 +5,7 @@
 //! - `fanout`: ticks in → latest value per symbol out; snapshot; patterns; unsubscribe
 //! - `poison`: bad lines dead-lettered and counted while good ones flow
 //! - `feed_conflation`: a flood fills the feed's reads: the newest line per symbol of each read applied, the rest counted as conflated, poison still poison
+//! - `shutdown`: SIGTERM ends an ingest and an edge whose NATS server is gone (exit 0); a venue that never answers is cut at the stop deadline (exit 4) with every ACKed order journaled and known after a restart; a venue that answers: exit 0, every order ended in the journal
 //! - `slow_subscriber`: a subscriber that never reads does not hold up the others
 //! - `sub_control`: `TICKFAN.THROTTLE` caps per symbol and per byte (simulated window clock), never reorders; `TICKFAN.SINCE` fills a gap exactly or names the oldest held seq; bad input
 
@@ -15,7 +16,9 @@
 //! - `recorded_data`: the real recorded ticks in `../shared/data/`, every line accounted for
 //! - `cli`: flags, exit codes, clap's errors, help headings, the banner, JSON logs
 //! - `cluster`: the NATS backbone: 3 real `nats-server`s, ingests and edges; last values, globs, `kill -9` of a server / an edge / the active ingest of an A/B pair, garbage on the backbone
+//! - `one_host`: the README's one-host scale-out example as written: nats-server, an ingest and an edge in one working directory (default `--data-dir`); only the ingest takes orders and locks it; a replayed tick reaches the edge's subscriber
 //! - `partition`: one edge partitioned from the NATS cluster (network namespaces, root): stale, still serving, recovered
+//! - `data_dir`: one engine per `--data-dir`: a second one on it exits 2 with one line naming the directory, the holder's pid and the flag; the first keeps serving
 //! - `cli_env`: `TICKFAN_<FLAG>` variables; command line > environment > `--config` file > default
 //! - `tools`: gen, replay, subscribe, report and demo as an operator runs them
 //! - `tool_flags`: `--to localhost:PORT`, zero durations refused, `--bridge` errors that name the key and its forms
@@ -38,7 +41,7 @@
 //! - `accounting`: after mixed traffic every tick, update and order is counted exactly once
 //! - `health`: a thread that panics or stalls: `/health` 503 naming it; the binary exits 3 with one line
 //! - `admin`: `/metrics` (parsed as Prometheus text), `/report`, `/health`, `/dlq`, alerts; stalled clients cannot freeze it
-//! - `metrics`: `promtool check metrics` on a live scrape, `process_*`, series bounded under reconnect loops
+//! - `metrics`: `promtool check metrics` on a live scrape, `process_*`, series bounded under reconnect loops; a repeating warning written once per 10 s and counted in `tickfan_warnings_total{kind}`
 //! - `deploy`: `deploy/` — the example config is the default and names every flag; `systemd-analyze verify`; `promtool` on the alert rules
 //! - `readme_flags`: the README's table of `serve` flags is `serve --help` (headings, flags, values, defaults)
 //! - `report`: exact intervals in the histogram logs at a steady rate; `report.html` in a headless browser; the demo's freshness headline shows a stalled reader that delivered latency hides
@@ -50,6 +53,7 @@ mod cli;
 mod cli_env;
 mod clients;
 mod cluster;
+mod data_dir;
 mod deploy;
 mod fanout;
 mod faults;
@@ -59,6 +63,7 @@ mod health;
 mod keeping_up;
 mod metrics;
 mod nats_servers;
+mod one_host;
 mod orders_acct;
 mod orders_admission;
 mod orders_capacity;
@@ -80,6 +85,7 @@ mod readme_flags;
 mod recorded_data;
 mod report;
 mod security;
+mod shutdown;
 mod slow_subscriber;
 mod sub_control;
 mod tool_flags;

@@ -190,3 +190,80 @@ fn reconnect_loops_do_not_grow_the_series() {
     );
     drop(held);
 }
+
+/// Issue 26, item 5: a warning that repeats under load (here, connections
+/// refused at `--max-conns`, one warning each) is written at most once per
+/// 10 s, and every occurrence is counted in `tickfan_warnings_total{kind}`.
+#[test]
+fn a_repeating_warning_is_logged_once_per_interval_and_each_is_counted_by_kind() {
+    use std::io::{BufRead, BufReader, Read};
+    use std::time::Instant;
+
+    let started = Instant::now();
+    let mut child = Command::new(env!("CARGO_BIN_EXE_tickfan"))
+        .args(["serve", "--quiet", "--max-conns", "1"])
+        .args(crate::util::EPHEMERAL_PORTS)
+        .envs(crate::util::scratch_env())
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("binary runs");
+    let pid = child.id();
+    let mut err = BufReader::new(child.stderr.take().unwrap());
+    let mut banner = String::new();
+    while !banner.contains("tickfan serving") {
+        banner.clear();
+        assert!(err.read_line(&mut banner).unwrap() > 0, "ended early");
+    }
+    let mut child = crate::util::Spawned(Some(child));
+    let reader =
+        std::thread::spawn(move || err.lines().map_while(Result::ok).collect::<Vec<String>>());
+    let after = |key: &str| -> std::net::SocketAddr {
+        let rest = banner.split(&format!(" {key} ")).nth(1).unwrap();
+        let a = rest.split([' ', ')']).next().unwrap();
+        a.trim_start_matches("http://").parse().unwrap()
+    };
+    let (feed, admin) = (after("feed"), after("admin"));
+
+    // The one feed connection the port allows, then 200 refused ones.
+    let _held = Feed::connect(feed);
+    wait_until("the held feed connection is open", || {
+        value(&scrape(admin), "tickfan_feed_connections", None) == 1.0
+    });
+    for _ in 0..200 {
+        let mut s = std::net::TcpStream::connect(feed).unwrap();
+        s.set_read_timeout(Some(crate::util::DEADLINE)).unwrap();
+        let mut refusal = String::new();
+        let _ = s.read_to_string(&mut refusal);
+    }
+    let refused = Some(("kind", "connection_refused"));
+    wait_until("every refusal counted", || {
+        value(&scrape(admin), "tickfan_warnings_total", refused) == 200.0
+    });
+    let other = Some(("kind", "auth_refused"));
+    assert_eq!(value(&scrape(admin), "tickfan_warnings_total", other), 0.0);
+
+    // Stop it, and read everything it wrote.
+    assert!(Command::new("kill")
+        .args(["-TERM", &pid.to_string()])
+        .status()
+        .unwrap()
+        .success());
+    let status = child.0.take().unwrap().wait().unwrap();
+    let elapsed = started.elapsed();
+    assert_eq!(status.code(), Some(0));
+    let lines = reader.join().unwrap();
+    let of_kind: Vec<&String> = lines
+        .iter()
+        .filter(|l| {
+            l.contains("refused: limit of 1 reached") || l.contains("more connection_refused")
+        })
+        .collect();
+    // One line per 10 s at most (the first at once), however fast they came.
+    let most = 1 + elapsed.as_secs() / 10;
+    assert!(
+        !of_kind.is_empty() && of_kind.len() as u64 <= most,
+        "{} lines for 200 refusals in {elapsed:?}: {of_kind:#?}",
+        of_kind.len()
+    );
+}

@@ -53,6 +53,45 @@ impl Server {
     }
 }
 
+/// One plain server, as `nats-server -p PORT` (no cluster), on a free
+/// loopback port, accepting clients when this returns. Started again on
+/// fresh ports (up to three times) if another process took its port first.
+pub fn single(bin: &str) -> Server {
+    for attempt in 1..=3 {
+        let (port, http) = (free_port(), free_port());
+        let child = Command::new(bin)
+            .args(["-a", "127.0.0.1", "-p", &port.to_string()])
+            .args(["-m", &http.to_string()])
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .spawn()
+            .expect("nats-server runs");
+        let mut s = Server {
+            port,
+            http,
+            proc: Spawned(Some(child)),
+        };
+        let end = Instant::now() + DEADLINE;
+        loop {
+            if http_get(s.http, "/healthz").is_some_and(|b| b.contains("ok")) {
+                return s;
+            }
+            let exited = s
+                .proc
+                .0
+                .as_mut()
+                .is_none_or(|c| c.try_wait().ok().flatten().is_some());
+            if exited || Instant::now() >= end {
+                break;
+            }
+            std::thread::sleep(Duration::from_millis(20));
+        }
+        s.kill9();
+        eprintln!("nats-server did not come up (attempt {attempt}); starting again on new ports");
+    }
+    panic!("a single nats-server never came up in 3 attempts");
+}
+
 /// A fully meshed cluster of `n` servers, each with its routes up.
 pub struct Cluster {
     pub servers: Vec<Server>,

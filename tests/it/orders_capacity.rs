@@ -20,7 +20,6 @@ use tickfan::retry::SimClock;
 use crate::admin::http;
 use crate::util::{
     advance_until, bridges_engine, order_engine, wait_until, OpenOnDrop, OrderClient, ScriptBridge,
-    NO_JOURNAL,
 };
 
 /// The value of the sample `series` (name with its labels, as exposed) in
@@ -250,7 +249,7 @@ fn bad_worker_bounds_and_max_inflight_exit_2_with_one_line() {
         let out = Command::new(env!("CARGO_BIN_EXE_tickfan"))
             .arg("serve")
             .args(args)
-            .env(NO_JOURNAL.0, NO_JOURNAL.1)
+            .envs(crate::util::scratch_env())
             .output()
             .expect("binary runs");
         assert_eq!(out.status.code(), Some(2), "{args:?}");
@@ -281,7 +280,7 @@ fn the_binary_logs_each_scale_step_and_prints_the_capacity_line() {
             "500ms",
         ])
         .env("RUST_LOG", "info")
-        .env(NO_JOURNAL.0, NO_JOURNAL.1)
+        .envs(crate::util::scratch_env())
         .stdout(Stdio::null())
         .stderr(Stdio::piped())
         .spawn()

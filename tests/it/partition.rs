@@ -10,7 +10,7 @@ use std::process::{Command, Stdio};
 use std::time::Instant;
 
 use crate::nats_servers::{nats_server, Cluster};
-use crate::util::{tick, wait_until, Feed, Spawned, Sub, DEADLINE, NO_JOURNAL};
+use crate::util::{tick, wait_until, Feed, Spawned, Sub, DEADLINE};
 
 /// The namespace and its links, removed when dropped.
 struct Netns {
@@ -152,7 +152,7 @@ fn an_edge_partitioned_from_the_cluster_flags_stale_keeps_serving_and_recovers()
             "--data-dir",
             edge_dir.path().to_str().unwrap(),
         ])
-        .env(NO_JOURNAL.0, NO_JOURNAL.1)
+        .envs(crate::util::scratch_env())
         .stdout(Stdio::null())
         .stderr(Stdio::piped())
         .spawn()

@@ -21,7 +21,7 @@ pub(crate) fn tickfan(args: &[&str]) -> Output {
     // A `serve` started here journals nothing into the working tree.
     Command::new(env!("CARGO_BIN_EXE_tickfan"))
         .args(args)
-        .env(crate::util::NO_JOURNAL.0, crate::util::NO_JOURNAL.1)
+        .envs(crate::util::scratch_env())
         .output()
         .expect("binary runs")
 }

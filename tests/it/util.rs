@@ -566,10 +566,28 @@ pub fn advance_until(clock: &SimClock, step_ms: u64, what: &str, mut cond: impl 
 pub struct Spawned(pub Option<std::process::Child>);
 
 /// The environment variable that turns the order journal off in a spawned
-/// `tickfan serve`, so no test writes `./tickfan-data` into the working
-/// tree (a test of the journal spawns without it, with `--data-dir` in a
-/// temporary directory).
+/// `tickfan serve` (see [`scratch_env`]; a test of the journal spawns
+/// without it, with `--data-dir` in a temporary directory).
 pub const NO_JOURNAL: (&str, &str) = ("TICKFAN_NO_JOURNAL", "true");
+
+/// The environment of a spawned `tickfan serve` that writes nothing into
+/// the working tree and shares its data directory with no other engine
+/// (each engine locks its own): the journal off ([`NO_JOURNAL`]) and
+/// `TICKFAN_DATA_DIR` (where the dead-letter file goes by default) a new
+/// directory under cargo's scratch space for integration tests
+/// (`CARGO_TARGET_TMPDIR`, emptied by `cargo clean`). A `--data-dir` on
+/// the command line still wins.
+pub fn scratch_env() -> [(&'static str, String); 2] {
+    let dir = tempfile::Builder::new()
+        .prefix("data-")
+        .tempdir_in(env!("CARGO_TARGET_TMPDIR"))
+        .expect("a scratch data directory")
+        .keep();
+    [
+        (NO_JOURNAL.0, NO_JOURNAL.1.to_owned()),
+        ("TICKFAN_DATA_DIR", dir.display().to_string()),
+    ]
+}
 
 /// Every listener of `serve` on an ephemeral loopback port.
 pub const EPHEMERAL_PORTS: [&str; 8] = [
@@ -615,7 +633,7 @@ pub fn spawn_until(args: &[&str], marker: &str) -> (Spawned, String) {
     use std::process::{Command, Stdio};
     let mut child = Command::new(env!("CARGO_BIN_EXE_tickfan"))
         .args(args)
-        .env(NO_JOURNAL.0, NO_JOURNAL.1)
+        .envs(crate::util::scratch_env())
         .stdout(Stdio::piped())
         .stderr(Stdio::piped())
         .spawn()

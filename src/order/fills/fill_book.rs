@@ -34,8 +34,10 @@ use std::collections::HashMap;
 
 use crate::bridge::VenueFill;
 use crate::dlq::{AttemptRecord, DeadLetter};
+use crate::logging::repeat::warn_repeating;
 use crate::model::order_reasons::{DeadReason, DoneStatus};
 use crate::model::units::{Amount, Lots};
+use crate::model::warning::WarnKind;
 use crate::order::accepted::Order;
 use crate::order::lanes::events::{Event, EventKind};
 use crate::sys::clock::wall_ns;
@@ -313,7 +315,7 @@ impl FillBook {
                 let n = u64::from(latest.fill_no);
                 if n >= next {
                     self.stats.missing_at_end += n - next;
-                    log::warn!(
+                    warn_repeating!(WarnKind::FillsSkipped,
                         "order {} chunk {k}: fill(s) {next}..{} never applied; brought up to fill {n}",
                         p.order.id,
                         n - 1
@@ -429,7 +431,8 @@ fn finish(mut p: Parent, out: &mut impl FnMut(BookOut)) {
     }
     let kind = if executed {
         if failed > 0 {
-            log::warn!(
+            warn_repeating!(
+                WarnKind::ChunksFailed,
                 "order {}: {failed} of {} chunks failed; ended {} of {} lots",
                 p.order.id,
                 p.chunks.len(),

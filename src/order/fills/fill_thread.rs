@@ -30,7 +30,9 @@ use std::time::{Duration, Instant};
 use crossbeam_channel::{Receiver, RecvTimeoutError, TryRecvError};
 
 use crate::dlq::DlqSender;
+use crate::logging::repeat::error_repeating;
 use crate::metrics::counters::{set, Counters};
+use crate::model::warning::WarnKind;
 use crate::retry::SharedClock;
 
 use crate::order::lanes::events::EventSender;
@@ -118,7 +120,10 @@ impl FillThread {
                     // Synced before the `Dead` event that follows it, as
                     // `lanes::outlet::dead_letter` does.
                     if let Err(e) = self.dlq.record_durably(*rec, false) {
-                        log::error!("dead letter of order {id}: {e}");
+                        error_repeating!(
+                            WarnKind::DeadLetterFailed,
+                            "dead letter of order {id}: {e}"
+                        );
                     }
                 }
             }

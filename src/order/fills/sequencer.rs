@@ -21,6 +21,9 @@ use std::collections::{BTreeMap, HashMap};
 use std::fmt::Debug;
 use std::hash::Hash;
 
+use crate::logging::repeat::warn_repeating;
+use crate::model::warning::WarnKind;
+
 /// Bounds and timing.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct SequencerConfig {
@@ -174,7 +177,8 @@ impl<K: Eq + Hash + Clone + Debug, T> Sequencers<K, T> {
             }
             let lowest = *seq.held.keys().next().expect("a gap implies a held fill");
             let missing = lowest - seq.next;
-            log::warn!(
+            warn_repeating!(
+                WarnKind::FillsSkipped,
                 "order {order:?}: fill(s) {}..{} missing for {} ms; skipped",
                 seq.next,
                 lowest - 1,

@@ -35,8 +35,10 @@
 use std::collections::{HashMap, VecDeque};
 use std::sync::Arc;
 
+use crate::logging::repeat::warn_repeating;
 use crate::model::lane::Lane;
 use crate::model::order_reasons::{DoneStatus, RejectReason};
+use crate::model::warning::WarnKind;
 use crate::order::accepted::ConnId;
 use crate::order::journal::record::{Record, TerminalState};
 use crate::order::journal::writer::Journal;
@@ -168,7 +170,7 @@ impl CancelBook {
             Some(Ok(lsn)) => lsn,
             Some(Err(e)) => {
                 // Cancelled in memory all the same: a restart may queue it again.
-                log::warn!("cancel of {id} not journaled: {e}");
+                warn_repeating!(WarnKind::NotJournaled, "cancel of {id} not journaled: {e}");
                 0
             }
         };

@@ -31,11 +31,11 @@ use super::codec::{
 };
 use super::dedup::{Dedup, IdState, Refusal};
 use super::pending_acks::PendingAcks;
-use super::rate::RateLimit;
 use super::status::{write_status, OrderStatus};
 use crate::order::journal::record::{Record, TerminalState};
 use crate::order::journal::writer::AppendError;
 use crate::order::lanes::claim::Cancelled;
+use crate::rate_limit::RateLimit;
 
 /// The gateway's state apart from the sockets.
 #[derive(Debug)]

@@ -49,13 +49,16 @@ use mio::{Events, Interest, Poll, Token};
 use crate::auth::{LINE_OK, LINE_TIMEOUT};
 use crate::dlq::{DlqSender, DlqStore};
 use crate::idle::IdleStrategy;
+use crate::logging::repeat::warn_repeating;
 use crate::metrics::counters::{bump, set};
 use crate::metrics::Stage;
+use crate::model::warning::WarnKind;
 use crate::net::lines::{LineEvent, LineReader};
 use crate::net::{
     AuthGate, AuthStep, ConnCounters, ConnId, Conns, KeyList, Listener, LoopCtx, PortPolicy,
     TurnLists, WriteBuf, LISTENER,
 };
+use crate::rate_limit::RateLimit;
 use crate::retry::SharedClock;
 use crate::sys::net::{poll_events, Polled};
 use crate::sys::watch::Beat;
@@ -73,7 +76,6 @@ use crate::order::journal::record::{Record, TerminalState};
 use crate::order::lanes::admission::Busy;
 use dedup::{Dedup, IdState};
 use pending_acks::Released;
-use rate::RateLimit;
 
 pub(crate) mod acct;
 mod cancel;
@@ -82,7 +84,6 @@ pub mod dedup;
 pub mod halt;
 mod ledger;
 pub(crate) mod pending_acks;
-pub(crate) mod rate;
 pub mod status;
 use ledger::{write_event, Ledger};
 
@@ -429,7 +430,11 @@ impl Gateway {
                         if let Some(reply) = verdict {
                             st.out.append(reply);
                             let _ = st.out.write_to(&mut conn.stream);
-                            log::warn!("order connection {}: authentication refused", conn.peer);
+                            warn_repeating!(
+                                WarnKind::AuthRefused,
+                                "order connection {}: authentication refused",
+                                conn.peer
+                            );
                             bump(&self.ledger.counters.orders.auth_failures, 1);
                             close = true;
                             again = false;
@@ -502,7 +507,8 @@ impl Gateway {
             if !conn.authed {
                 conn.state.out.append(LINE_TIMEOUT);
                 let _ = conn.state.out.write_to(&mut conn.stream);
-                log::warn!(
+                warn_repeating!(
+                    WarnKind::AuthTimeout,
                     "order connection {}: no AUTH within the timeout; closing",
                     conn.peer
                 );

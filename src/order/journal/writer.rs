@@ -32,6 +32,8 @@ use std::sync::{Arc, Condvar, Mutex, MutexGuard};
 use std::thread::JoinHandle;
 use std::time::Duration;
 
+use crate::logging::repeat::warn_repeating;
+use crate::model::warning::WarnKind;
 use crate::sys::clock::wall_ns;
 use crate::sys::watch::Watch;
 
@@ -430,7 +432,11 @@ impl Writer {
                 return;
             }
             if let Err(e) = self.files.remove(s.number) {
-                log::warn!("journal: cannot retire segment {}: {e}", s.number);
+                warn_repeating!(
+                    WarnKind::JournalRetireFailed,
+                    "journal: cannot retire segment {}: {e}",
+                    s.number
+                );
                 return;
             }
             st.segments.remove(0);

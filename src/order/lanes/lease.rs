@@ -35,8 +35,10 @@ use std::time::Duration;
 use crossbeam_channel::{Receiver, RecvTimeoutError, Sender};
 
 use crate::bridge::{Bridge, BridgeOrder, Outcome};
+use crate::logging::repeat::error_repeating;
 use crate::metrics::counters::Counters;
 use crate::model::units::{Lots, Side};
+use crate::model::warning::WarnKind;
 use crate::retry::Clock;
 use crate::sys::watch::Watch;
 
@@ -240,7 +242,10 @@ impl Caller {
             Ok(_) => Some(tx),
             Err(e) => {
                 self.pool.release();
-                log::error!("bridge call thread not started: {e}");
+                error_repeating!(
+                    WarnKind::CallThreadFailed,
+                    "bridge call thread not started: {e}"
+                );
                 None
             }
         }

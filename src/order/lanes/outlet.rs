@@ -14,7 +14,9 @@ use crossbeam_channel::Sender;
 
 use crate::bridge::VenueFill;
 use crate::dlq::DlqSender;
+use crate::logging::repeat::error_repeating;
 use crate::model::order_reasons::DeadReason;
+use crate::model::warning::WarnKind;
 use crate::order::accepted::Order;
 use crate::order::fills::fill_book::{ChunkEnd, FillMsg};
 use crate::sys::clock::wall_ns;
@@ -150,7 +152,11 @@ impl Outlet {
 pub(crate) fn dead_letter(dlq: &DlqSender, events: &EventSender, o: Order, reason: DeadReason) {
     let rec = o.dead_letter(reason, wall_ns());
     if let Err(e) = dlq.record_durably(rec, false) {
-        log::error!("dead letter of order {}: {e}", o.id);
+        error_repeating!(
+            WarnKind::DeadLetterFailed,
+            "dead letter of order {}: {e}",
+            o.id
+        );
     }
     events.send(Event {
         conn: o.conn,

@@ -36,11 +36,13 @@ use rand::rngs::StdRng;
 use rand::SeedableRng;
 
 use crate::bridge::Bridge;
+use crate::logging::repeat::warn_repeating;
 use crate::metrics::capacity_counters::{CapacityCounters, NOT_DRAINING};
 use crate::metrics::counters::{bump, set, Counters};
 use crate::metrics::recorder::RecorderLink;
 use crate::metrics::{Stage, StageRecorder};
 use crate::model::lane::Lane;
+use crate::model::warning::WarnKind;
 use crate::order::accepted::Order;
 use crate::order::journal::writer::Journal;
 use crate::retry::{Backoff, Permits, SharedClock};
@@ -336,7 +338,8 @@ impl ScaleLoop {
                         );
                     }
                     Ok(None) => {}
-                    Err(e) => log::warn!(
+                    Err(e) => warn_repeating!(
+                        WarnKind::WorkerStartFailed,
                         "order workers: {} lane: no worker started: {e}",
                         ls.lane.as_str()
                     ),

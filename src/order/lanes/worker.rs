@@ -63,7 +63,9 @@ use rand::rngs::StdRng;
 
 use crate::bridge::{Bridge, BridgeOrder, Outcome};
 use crate::dlq::AttemptRecord;
+use crate::logging::repeat::warn_repeating;
 use crate::metrics::{Stage, StageRecorder};
+use crate::model::warning::WarnKind;
 use crate::retry::{Backoff, Permits, SharedClock};
 use crate::sys::clock::{wall_ns, MonoClock};
 
@@ -363,7 +365,8 @@ impl Worker {
             Ok(_) if first => true,
             Ok(lsn) if j.wait_durable(lsn) => true,
             Ok(_) => {
-                log::warn!(
+                warn_repeating!(
+                    WarnKind::NotJournaled,
                     "attempt of {} not sent: its journal record was not synced",
                     o.id
                 );
@@ -373,7 +376,11 @@ impl Worker {
             // run (their ends free the journal), this attempt unrecorded.
             Err(AppendError::Full) => true,
             Err(e) => {
-                log::warn!("attempt of {} not sent: not journaled: {e}", o.id);
+                warn_repeating!(
+                    WarnKind::NotJournaled,
+                    "attempt of {} not sent: not journaled: {e}",
+                    o.id
+                );
                 false
             }
         }

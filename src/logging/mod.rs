@@ -7,6 +7,13 @@
 //! `target` (the module path) and `message`. `RUST_LOG` sets the level in
 //! both forms (default `warn`). Logging is rare by design (transitions, not
 //! events), so a line may allocate.
+//!
+//! A line that can repeat under load (one per refused connection, per
+//! update the backbone would not take, …) goes through [`repeat`]: at most
+//! one line per kind per 10 s, every occurrence counted in
+//! `tickfan_warnings_total{kind}`.
+
+pub(crate) mod repeat;
 
 use std::io::Write;
 use std::time::SystemTime;
