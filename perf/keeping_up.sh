@@ -29,6 +29,8 @@
 #        LOADS="L1 L2 L3"; SERVERS="forward redis tickfan tickfan-slow tickfan-slow50";
 #        BEFORE_BIN=path adds servers tickfan-before, tickfan-before-slow and
 #        tickfan-before-slow50: another build's defaults, e.g. main's)
+# tickfan runs with RUST_LOG=tickfan::publish=debug (SERVER_LOG overrides):
+# its pacing events are counted per run at the end.
 # Every process it starts is stopped by its pid, also on Ctrl-C.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -73,9 +75,9 @@ run() { # load server rep
     tickfan*)
       local bin=$BIN
       case $server in tickfan-before*) bin=${BEFORE_BIN:?tickfan-before needs BEFORE_BIN} ;; esac
-      "${SRV[@]}" "$bin" serve --no-journal --data-dir "$logs/data" --feed-listen "127.0.0.1:$pport" \
+      RUST_LOG=${SERVER_LOG:-tickfan::publish=debug} "${SRV[@]}" "$bin" serve --no-journal --data-dir "$logs/data" --feed-listen "127.0.0.1:$pport" \
         --sub-listen "127.0.0.1:$sport" --order-listen 127.0.0.1:0 --admin-listen 127.0.0.1:0 \
-        --dedup-capacity 1000 --quiet --report-json "$logs/engine.json" \
+        --dedup-capacity 1000 --quiet --report-json "$logs/engine.json" ${SERVE_FLAGS:-} \
         > "$logs/server.out" 2> "$logs/server.err" &
       spid=$!; fmt=csv ;;
     redis)
@@ -179,6 +181,14 @@ for (load, server), v in groups.items():
     print(f"| {load} | {server} | {len(v)} | {ms(n99)} | {ms(n999)} | {s99} | {s999} | {rf} | {rr} |")
 PY
 {
+  echo
+  echo "Pacing events in tickfan's debug log (paced / by the backlog check / re-trials failed / unpaced), per run:"
+  for d in "$OUT"/L*-tickfan*-*; do
+    [ -f "$d/server.err" ] || continue
+    printf '  %s: %s / %s / %s / %s\n' "$(basename "$d")" "$(grep -c 'paced (' "$d/server.err" || true)" \
+      "$(grep -c 'paced (backlog' "$d/server.err" || true)" "$(grep -c 're-trial failed' "$d/server.err" || true)" \
+      "$(grep -c ': unpaced' "$d/server.err" || true)"
+  done
   echo
   echo "machine: $(lscpu | sed -n 's/^Model name: *//p' | head -1), $(nproc) cores, Linux $(uname -r); load average at end: $(cut -d' ' -f1-3 /proc/loadavg)"
   echo "tools: $(redis-server --version | cut -d' ' -f1-3)"

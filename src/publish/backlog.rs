@@ -15,9 +15,9 @@
 //! its reader's kernel holds unread, from its window) are compared with
 //! what was written to it over that time: more than [`BACKLOG_LAGS`] lags
 //! of its own stream, and at least [`BACKLOG_MIN`], and the caller starts
-//! pacing it. A reader that keeps up holds a few lags' worth at most (500
-//! readers on one thread fall 20–80 ms behind now and then); a re-trial
-//! lets a paced one go once it reads again ([`super::retrial`]).
+//! pacing it. A reader that keeps up holds a few lags' worth at most (100
+//! or 500 readers on one thread fall 20–150 ms behind now and then); a
+//! re-trial lets a paced one go once it reads again ([`super::retrial`]).
 //!
 //! ```text
 //!   committed = SIOCOUTQ + held          stream = written since the last check / its time
@@ -29,10 +29,12 @@
 
 /// Lags of its own stream an unpaced reader may hold committed before it
 /// is paced.
-pub const BACKLOG_LAGS: u64 = 4;
+pub const BACKLOG_LAGS: u64 = 8;
 /// Committed bytes below which a reader is never seen as backlogged (the
-/// window's blind zone and one receive buffer's worth of a slow stream).
-pub const BACKLOG_MIN: u64 = 64 * 1024;
+/// window's blind zone and a default receive buffer's worth: at four lags
+/// and 64 KiB, one reader of 100 on one client thread, 130 ms behind now
+/// and then, was paced six times in 12 s, once for 3.5 s).
+pub const BACKLOG_MIN: u64 = 256 * 1024;
 
 /// When an unpaced reader was last checked.
 #[derive(Debug, Clone, Copy, Default)]
@@ -107,19 +109,19 @@ mod tests {
                 paced_at = Some(t);
             }
         }
-        // Held past 4 lags (70 kB) and past 64 KiB: paced within ~0.25 s.
+        // Held past 8 lags (141 kB) and past 256 KiB: paced within 0.8 s.
         let at = paced_at.expect("never seen as backlogged");
-        assert!(at <= 300 * MS, "paced only at {} ms", at / MS);
-        assert!(committed >= BACKLOG_LAGS * per_lag);
+        assert!(at <= 800 * MS, "paced only at {} ms", at / MS);
+        assert!(committed >= BACKLOG_MIN);
     }
 
     #[test]
     fn a_slow_stream_needs_the_floor_and_a_reset_takes_a_new_reference() {
         let mut b = BacklogCheck::new();
         assert!(!b.check(0, 0, 0, LAG));
-        // 1 kB/s stream: 4 lags is 200 B, but under 64 KiB held is never
-        // a backlog (the window's blind zone alone is that much).
-        assert!(!b.check(LAG, 50, 60 * 1024, LAG));
+        // 1 kB/s stream: 8 lags is 400 B, but under 256 KiB held is never
+        // a backlog.
+        assert!(!b.check(LAG, 50, BACKLOG_MIN - 1, LAG));
         assert!(b.check(2 * LAG, 100, BACKLOG_MIN, LAG));
         b.reset();
         assert!(b.due(2 * LAG + 1, LAG));

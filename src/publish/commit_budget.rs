@@ -39,7 +39,9 @@
 //!   [`PROBE_NS`]; its acknowledgement carries the reader's window. A
 //!   window the probe did not shrink is at the receiver's cap
 //!   (`rcv_ssthresh`), which an empty buffer shows too: the reference is
-//!   rebased there ([`super::peer_window::PeerWindow::rebase`]).
+//!   rebased there ([`super::peer_window::PeerWindow::rebase`]). When the
+//!   trial runs out, a reader that showed it keeps up gets a re-trial at
+//!   once ([`super::retrial::Retrial::after_trial`]).
 //! - **Held bytes** ([`super::peer_window`]): acknowledged bytes the
 //!   reader's own kernel holds unread, estimated from the shrink of the
 //!   receive window it advertises; 0 when the kernel does not tell.
@@ -579,8 +581,20 @@ impl CommitBudget {
         let took = written.saturating_sub((kernel + self.held) as u64);
         self.drained = self.drained.max(took);
         let drained = self.drained;
+        if self.trial_until_ns != 0 && now_ns >= self.trial_until_ns {
+            // The trial ran out: one that showed it keeps up gets a
+            // re-trial at once (its client is back within the lag as a rule).
+            self.trial_until_ns = 0;
+            if self.kept_up.proven() {
+                self.retrial
+                    .after_trial(now_ns, written + engine as u64, drained);
+            }
+        }
         if self.retrial.running() {
-            match self.retrial.verdict(now_ns, drained) {
+            match self
+                .retrial
+                .verdict(now_ns, drained, self.held < HELD_SLACK)
+            {
                 Some(true) => {
                     self.end();
                     return true;
@@ -801,6 +815,19 @@ mod tests {
     }
 
     #[test]
+    fn a_reader_away_a_little_longer_than_the_trial_is_let_go_as_it_reads_again() {
+        // 40 ms away, the trial is 30 ms: the re-trial that begins when the
+        // trial runs out is still running when it reads again.
+        let (ended, sent) = stall_then_full_speed(40 * MS);
+        let t = ended.expect("let go");
+        assert!(
+            t <= 50 * MS,
+            "let go {} ms after it resumed ({sent} B sent meanwhile)",
+            (t - 40 * MS) / MS
+        );
+    }
+
+    #[test]
     fn a_reader_that_kept_up_blocked_for_less_than_the_lag_is_not_paced() {
         let mut b = CommitBudget::new(50 * MS, 256 * 1024);
         let w = WATCH_BYTES + 1;
@@ -904,10 +931,13 @@ mod tests {
         }
         let t = paced_at.expect("never seen behind");
         let held = written - read;
-        assert!(t <= 300, "seen behind only at {t} ms");
-        assert!(held <= 128 * 1024, "it holds {held} B by then");
+        assert!(t <= 1_000, "seen behind only at {t} ms");
+        assert!(held <= 320 * 1024, "it holds {held} B by then");
         b.start(t * MS, written, 0, Some((buffer - held) as u32));
-        assert!(b.paced() && !b.backlog_due((t + 100) * MS), "no check while paced");
+        assert!(
+            b.paced() && !b.backlog_due((t + 100) * MS),
+            "no check while paced"
+        );
         // A reader a lag behind is left alone.
         let mut b = CommitBudget::new(50 * MS, 256 * 1024);
         assert!(b.arm());

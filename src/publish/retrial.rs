@@ -27,6 +27,10 @@
 //! reader, 50-symbol readers at 64 KiB/s had freshness p99 1.8–1.9 s
 //! instead of 0.27 s), and why failures back off.
 //!
+//! A reader that showed it keeps up also gets one re-trial as soon as the
+//! trial of its pacing start runs out ([`Retrial::after_trial`]), whose
+//! failure does not back off.
+//!
 //! ```text
 //!   paced ──starved × 2──▶ re-trial: budget + 32 KiB ──32 KiB taken──▶ unpaced
 //!     ▲                          │ not within 50 ms
@@ -135,6 +139,9 @@ struct Running {
     appended: u64,
     drained: u64,
     until_ns: u64,
+    /// Begun when a trial ran out ([`Retrial::after_trial`]): a failure
+    /// leaves the backoff as it was.
+    free: bool,
 }
 
 impl Default for Retrial {
@@ -167,9 +174,28 @@ impl Retrial {
             appended,
             drained,
             until_ns: now_ns + RETRIAL_NS,
+            free: false,
         });
         self.starved = 0;
         true
+    }
+
+    /// The trial of a pacing start ran out at `now_ns` for a reader that
+    /// showed it keeps up (`appended` bytes appended, `drained` taken):
+    /// a re-trial begins at once, without waiting for starved windows,
+    /// and its failure does not back off. Its client was away for longer
+    /// than the trial but is back as a rule within the lag; waiting for
+    /// two starved windows, each ending only on news from the reader, kept
+    /// such readers paced 0.2 s at 10 readers × 50k ticks/s.
+    pub fn after_trial(&mut self, now_ns: u64, appended: u64, drained: u64) {
+        if self.running.is_none() {
+            self.running = Some(Running {
+                appended,
+                drained,
+                until_ns: now_ns + RETRIAL_NS,
+                free: true,
+            });
+        }
     }
 
     /// Ends a running re-trial with no verdict (pacing ended otherwise).
@@ -198,9 +224,13 @@ impl Retrial {
     /// since the re-trial began, `Some(false)` when its time ran out first
     /// (the next one waits for the backoff), `None` while it runs or when
     /// none does.
-    pub fn verdict(&mut self, now_ns: u64, drained: u64) -> Option<bool> {
+    ///
+    /// A re-trial begun when the trial ran out passes only while the reader
+    /// also holds nothing (`clear`): a stopped reader's held estimate
+    /// decays (its window does not move), which reads as bytes taken.
+    pub fn verdict(&mut self, now_ns: u64, drained: u64, clear: bool) -> Option<bool> {
         let r = self.running?;
-        if drained.saturating_sub(r.drained) >= RETRIAL_BYTES as u64 {
+        if drained.saturating_sub(r.drained) >= RETRIAL_BYTES as u64 && (clear || !r.free) {
             *self = Retrial::new();
             return Some(true);
         }
@@ -208,6 +238,9 @@ impl Retrial {
             return None;
         }
         self.running = None;
+        if r.free {
+            return Some(false);
+        }
         self.not_before_ns = now_ns + self.backoff_ns;
         self.backoff_ns = (self.backoff_ns * 2).min(BACKOFF_MAX_NS);
         Some(false)
@@ -254,6 +287,28 @@ mod tests {
     }
 
     #[test]
+    fn a_retrial_after_the_trial_needs_no_starved_windows_and_its_failure_does_not_back_off() {
+        let mut r = Retrial::new();
+        r.after_trial(0, 1000, 900);
+        assert!(r.running());
+        assert_eq!(r.burst_left(1000), RETRIAL_BYTES);
+        assert_eq!(r.verdict(RETRIAL_NS, 900, true), Some(false));
+        // No backoff: two starved windows begin the next one at once.
+        assert!(!r.window(RETRIAL_NS + 20 * MS, true, 2000, 900));
+        assert!(r.window(RETRIAL_NS + 40 * MS, true, 2000, 900));
+        assert_eq!(
+            r.verdict(RETRIAL_NS + 41 * MS, 900 + BURST, true),
+            Some(true)
+        );
+        // Taken at once: passed.
+        let mut r = Retrial::new();
+        r.after_trial(0, 0, 0);
+        assert_eq!(r.verdict(MS, BURST, false), None, "it still holds bytes");
+        assert_eq!(r.verdict(2 * MS, BURST, true), Some(true));
+        assert!(!r.running());
+    }
+
+    #[test]
     fn two_starved_windows_in_a_row_begin_a_retrial() {
         let mut r = Retrial::new();
         assert!(!r.window(20 * MS, true, 0, 0));
@@ -272,8 +327,8 @@ mod tests {
         let mut r = Retrial::new();
         r.window(20 * MS, true, 0, 0);
         r.window(40 * MS, true, 500, 400);
-        assert_eq!(r.verdict(41 * MS, 400 + BURST - 1), None, "1 B short");
-        assert_eq!(r.verdict(42 * MS, 400 + BURST), Some(true));
+        assert_eq!(r.verdict(41 * MS, 400 + BURST - 1, true), None, "1 B short");
+        assert_eq!(r.verdict(42 * MS, 400 + BURST, true), Some(true));
         assert!(!r.running());
         assert_eq!(r.burst_left(1 << 20), 0);
     }
@@ -284,8 +339,11 @@ mod tests {
         r.window(20 * MS, true, 0, 0);
         r.window(40 * MS, true, 0, 0);
         // A 64 KiB/s reader with a 16 KiB allowance: ~19 KiB in 50 ms.
-        assert_eq!(r.verdict(40 * MS + RETRIAL_NS - 1, 19 * 1024), None);
-        assert_eq!(r.verdict(40 * MS + RETRIAL_NS, 19 * 1024), Some(false));
+        assert_eq!(r.verdict(40 * MS + RETRIAL_NS - 1, 19 * 1024, true), None);
+        assert_eq!(
+            r.verdict(40 * MS + RETRIAL_NS, 19 * 1024, true),
+            Some(false)
+        );
         assert!(!r.running());
         assert_eq!(r.burst_left(0), 0, "no burst after it");
     }
@@ -305,7 +363,7 @@ mod tests {
             };
             begun_at.push(begun);
             t = begun + RETRIAL_NS;
-            assert_eq!(r.verdict(t, 10), Some(false));
+            assert_eq!(r.verdict(t, 10, true), Some(false));
         }
         // Each gap is the re-trial, the backoff and the windows to the next
         // starved pair (at most 40 ms on this 20 ms grid).
@@ -325,13 +383,13 @@ mod tests {
         let mut r = Retrial::new();
         r.window(20 * MS, true, 0, 0);
         r.window(40 * MS, true, 0, 0);
-        assert_eq!(r.verdict(40 * MS + RETRIAL_NS, 0), Some(false));
+        assert_eq!(r.verdict(40 * MS + RETRIAL_NS, 0, true), Some(false));
         let mut t = 40 * MS + RETRIAL_NS;
         while !r.window(t, true, 0, 0) {
             t += 20 * MS;
         }
         assert!(t >= 40 * MS + RETRIAL_NS + BACKOFF_FIRST_NS);
-        assert_eq!(r.verdict(t + MS, BURST), Some(true));
+        assert_eq!(r.verdict(t + MS, BURST, true), Some(true));
         // The next one needs no wait.
         assert!(!r.window(t + 20 * MS, true, 0, 0));
         assert!(r.window(t + 40 * MS, true, 0, 0));
