@@ -185,7 +185,7 @@ PY
   echo "Pacing events in tickfan's debug log (paced / by the backlog check / re-trials failed / unpaced), per run:"
   for d in "$OUT"/L*-tickfan*-*; do
     [ -f "$d/server.err" ] || continue
-    printf '  %s: %s / %s / %s / %s\n' "$(basename "$d")" "$(grep -c 'paced (' "$d/server.err" || true)" \
+    printf '  %s: %s / %s / %s / %s\n' "$(basename "$d")" "$(grep -c ': paced (' "$d/server.err" || true)" \
       "$(grep -c 'paced (backlog' "$d/server.err" || true)" "$(grep -c 're-trial failed' "$d/server.err" || true)" \
       "$(grep -c ': unpaced' "$d/server.err" || true)"
   done
