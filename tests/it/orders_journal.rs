@@ -2,7 +2,10 @@
 //! so acknowledged orders survive `kill -9` (re-queued and completed after
 //! the restart, their ids still `DUPLICATE`); a full journal refuses new
 //! orders with `SYSTEM_BUSY journal_full` (after the `journal_full` alert)
-//! and never acknowledges them; segments whose orders ended are retired.
+//! and never acknowledges them; segments whose orders ended are retired; a
+//! journal torn at any byte of its last two records recovers to the last
+//! whole record, says how many bytes it cut, and no id is acknowledged
+//! twice across the restart.
 
 use std::collections::HashMap;
 use std::process::{Command, Stdio};
@@ -26,6 +29,17 @@ pub(crate) fn serve_bridges(
     bridges: &[&str],
     workers: usize,
 ) -> (Spawned, std::net::SocketAddr) {
+    let (child, addr, _) = serve_logged(dir, bridges, workers);
+    (child, addr)
+}
+
+/// [`serve_bridges`], also returning the lines the engine wrote before its
+/// banner (the journal's recovery speaks there).
+fn serve_logged(
+    dir: &std::path::Path,
+    bridges: &[&str],
+    workers: usize,
+) -> (Spawned, std::net::SocketAddr, Vec<String>) {
     use std::io::BufRead;
     let mut child = Command::new(env!("CARGO_BIN_EXE_tickfan"))
         .args([
@@ -46,9 +60,16 @@ pub(crate) fn serve_bridges(
         .expect("binary runs");
     let mut err = std::io::BufReader::new(child.stderr.take().unwrap());
     let mut line = String::new();
+    let mut early = Vec::new();
     while !line.contains("tickfan serving") {
+        if !line.is_empty() {
+            early.push(line.clone());
+        }
         line.clear();
-        assert!(err.read_line(&mut line).unwrap() > 0, "engine ended early");
+        assert!(
+            err.read_line(&mut line).unwrap() > 0,
+            "engine ended early: {early:?}"
+        );
     }
     std::thread::spawn(move || std::io::copy(&mut err, &mut std::io::sink()));
     assert!(
@@ -61,7 +82,7 @@ pub(crate) fn serve_bridges(
         .and_then(|r| r.split_whitespace().next())
         .and_then(|a| a.parse().ok())
         .unwrap_or_else(|| panic!("orders address in {line:?}"));
-    (Spawned(Some(child)), addr)
+    (Spawned(Some(child)), addr, early)
 }
 
 #[test]
@@ -203,4 +224,202 @@ fn ended_orders_segments_are_retired_so_a_small_journal_never_fills() {
         .map(|f| f.unwrap().metadata().unwrap().len())
         .sum();
     assert!(bytes <= 64 * 1024, "{bytes} bytes on disk");
+}
+
+/// The journal's files in `dir`: its segments by number, newest last.
+fn segments(dir: &std::path::Path) -> Vec<(u64, std::path::PathBuf)> {
+    use tickfan::order::journal::segment::parse_file_name;
+    let mut out: Vec<(u64, std::path::PathBuf)> = std::fs::read_dir(dir)
+        .unwrap()
+        .filter_map(|e| {
+            let e = e.unwrap();
+            let n = parse_file_name(e.file_name().to_str()?)?;
+            Some((n, e.path()))
+        })
+        .collect();
+    out.sort();
+    out
+}
+
+/// Copies the journal's segments of `from` into a fresh directory, the
+/// last one replaced by `last`.
+fn journal_copy(from: &std::path::Path, last: &[u8]) -> tempfile::TempDir {
+    let to = tempfile::tempdir().unwrap();
+    let segs = segments(from);
+    let n_last = segs.last().unwrap().0;
+    for (n, path) in &segs {
+        let dest = to.path().join(path.file_name().unwrap());
+        if *n == n_last {
+            std::fs::write(dest, last).unwrap();
+        } else {
+            std::fs::copy(path, dest).unwrap();
+        }
+    }
+    to
+}
+
+#[test]
+fn a_journal_torn_at_every_offset_of_its_last_two_records_recovers_and_never_acks_an_id_twice() {
+    use tickfan::order::journal::segment::{put_frame, scan};
+    let dir = tempfile::tempdir().unwrap();
+    let acked: Vec<String> = (0..5).map(|i| format!("a{i}")).collect();
+    {
+        // A venue that takes 9 s or more: the orders stay accepted, not ended.
+        let (mut engine, addr) = serve(
+            dir.path(),
+            "name=slow,latency=uniform:9s..10s,transient=0,permanent=0",
+        );
+        let mut cl = OrderClient::connect(addr);
+        for id in &acked {
+            cl.accepted(id, "EURUSD", "1");
+        }
+        let mut child = engine.0.take().unwrap();
+        child.kill().unwrap();
+        child.wait().unwrap();
+    }
+    // The last segment's whole records, and two more written after them
+    // that were never acknowledged (in flight at the crash): t0 and t1.
+    let (n_last, last_path) = segments(dir.path()).pop().expect("a segment");
+    let bytes = std::fs::read(&last_path).unwrap();
+    let mut base = Vec::new();
+    let s = scan(&bytes, n_last, |r| base.push(r)).unwrap();
+    assert_eq!(s.torn, None);
+    let template = base
+        .iter()
+        .rev()
+        .find(|r| matches!(r, Record::Accepted { .. }))
+        .expect("an accepted record")
+        .clone();
+    let torn_ids = ["t0", "t1"];
+    let mut extra = Vec::new();
+    for (k, tid) in torn_ids.iter().enumerate() {
+        let mut r = template.clone();
+        if let Record::Accepted { seq, id, .. } = &mut r {
+            *seq += 1 + k as u64;
+            *id = tid.to_string();
+        }
+        extra.push(r);
+    }
+    let mut full = bytes[..s.valid_len].to_vec();
+    let mut ends = vec![full.len()];
+    for r in &extra {
+        put_frame(&mut full, r);
+        ends.push(full.len());
+    }
+    let whole_before = |cut: usize| ends.iter().filter(|&&e| e <= cut).count() - 1;
+
+    // Every offset of the last two records, cut there (plain) or followed
+    // by the zeros of space reserved ahead: recovery keeps the whole
+    // records, reports the bytes it drops and leaves the file clean.
+    for cut in ends[0]..=full.len() {
+        for zeros in [0usize, 4096] {
+            let mut file = full[..cut].to_vec();
+            file.resize(cut + zeros, 0);
+            let copy = journal_copy(dir.path(), &file);
+            let mut ids = Vec::new();
+            let r = recover(copy.path(), |rec| {
+                if let Record::Accepted { id, .. } = rec {
+                    ids.push(id);
+                }
+            })
+            .unwrap_or_else(|e| panic!("cut at {cut} (+{zeros} zeros): {e}"));
+            let whole = whole_before(cut);
+            let boundary = ends[whole];
+            for id in &acked {
+                assert!(ids.contains(id), "{id} lost at cut {cut}");
+            }
+            let torn_seen: Vec<&str> = torn_ids
+                .iter()
+                .copied()
+                .filter(|t| ids.iter().any(|i| i == t))
+                .collect();
+            // A cut that loses only zero bytes of a frame leaves it whole.
+            let rest_zero = full[cut..ends[(whole + 1).min(2)]].iter().all(|&b| b == 0);
+            let expect = if zeros > 0 && rest_zero {
+                (whole + 1).min(2)
+            } else {
+                whole
+            };
+            assert_eq!(
+                torn_seen,
+                torn_ids[..expect],
+                "cut at {cut} (+{zeros} zeros)"
+            );
+            if zeros == 0 {
+                assert_eq!(r.torn_bytes, (cut - boundary) as u64, "cut at {cut}");
+            } else if expect == whole && cut > boundary {
+                assert_eq!(
+                    r.torn_bytes,
+                    (cut + zeros - boundary) as u64,
+                    "cut at {cut} + zeros"
+                );
+            }
+            // Cut for good: a second recovery finds nothing torn.
+            let again = recover(copy.path(), |_| {}).unwrap();
+            assert_eq!(again.torn_bytes, 0, "cut at {cut}: torn again");
+        }
+    }
+
+    // The engine on such journals: before the two records, inside the
+    // first, at its end, inside the second, whole. Acknowledged ids stay
+    // duplicates; a torn id was never acknowledged, so it is taken now,
+    // once; a whole one is known. Nothing is acknowledged twice.
+    let mid = |a: usize, b: usize| a + (b - a) / 2;
+    let cuts = [
+        ends[0],
+        ends[0] + 3,
+        mid(ends[0], ends[1]),
+        ends[1],
+        mid(ends[1], ends[2]),
+        ends[2],
+    ];
+    for cut in cuts {
+        let copy = journal_copy(dir.path(), &full[..cut]);
+        let (mut engine, addr, early) = serve_logged(
+            copy.path(),
+            &["name=fast,latency=uniform:100us..200us,transient=0,permanent=0"],
+            1,
+        );
+        let whole = whole_before(cut);
+        let dropped = cut - ends[whole];
+        if dropped > 0 {
+            let said = format!("cut a torn tail of {dropped} bytes");
+            assert!(
+                early.iter().any(|l| l.contains(&said)),
+                "cut at {cut}: {said:?} not in {early:?}"
+            );
+        }
+        let mut cl = OrderClient::connect(addr);
+        let known: Vec<&str> = acked
+            .iter()
+            .map(String::as_str)
+            .chain(torn_ids[..whole].iter().copied())
+            .collect();
+        for id in &known {
+            cl.new_order(id, "EURUSD", "1");
+            match cl.reply() {
+                Reply::Reject {
+                    id: got, reason, ..
+                } => {
+                    assert_eq!(
+                        (got.as_str(), reason),
+                        (*id, RejectReason::Duplicate),
+                        "cut at {cut}"
+                    );
+                }
+                other => panic!("cut at {cut}: {id} acknowledged again: {other:?}"),
+            }
+        }
+        for id in &torn_ids[whole..] {
+            cl.accepted(id, "EURUSD", "1");
+            cl.new_order(id, "EURUSD", "1");
+            match cl.reply() {
+                Reply::Reject { reason, .. } => assert_eq!(reason, RejectReason::Duplicate),
+                other => panic!("cut at {cut}: {id} acknowledged twice: {other:?}"),
+            }
+        }
+        let mut child = engine.0.take().unwrap();
+        child.kill().unwrap();
+        child.wait().unwrap();
+    }
 }
