@@ -9,7 +9,7 @@
 //! (blank lines between allowed) stands one marker, an HTML comment that
 //! Markdown does not show:
 //!
-//! - `<!-- docs-test: run -->`: the test runs it in a
+//! - `<!-- docs-test: run -->`: [`docs_run`](crate::docs_run) runs it in a
 //!   scratch directory on free ports; more marker lines may follow it:
 //!   `<!-- docs-test: first: CMD -->` runs CMD before the block (a file or
 //!   an engine the text assumes from earlier), `<!-- docs-test: set: SUB
@@ -584,4 +584,24 @@ fn placeholders_are_filled_and_an_unknown_one_is_an_error() {
         errors[0].contains("unknown placeholder <TICKS>"),
         "{errors:?}"
     );
+}
+
+#[test]
+fn every_run_block_runs_in_a_scratch_directory_on_free_ports() {
+    let (shell, _) = shell_blocks(&doc_files());
+    let mut ran = 0;
+    let mut failures = Vec::new();
+    for b in &shell {
+        let Ok(Plan::Run { first, set }) = plan(b) else {
+            continue;
+        };
+        ran += 1;
+        eprintln!("running {}", b.at());
+        match crate::docs_run::run_block(b, &first, &set) {
+            Ok(notes) => notes.iter().for_each(|n| eprintln!("  {n}")),
+            Err(e) => failures.push(e),
+        }
+    }
+    assert!(ran > 0, "no block is marked run");
+    assert!(failures.is_empty(), "\n{}\n", failures.join("\n\n"));
 }

@@ -44,7 +44,7 @@
 //! - `metrics`: `promtool check metrics` on a live scrape, `process_*`, series bounded under reconnect loops; a repeating warning written once per 10 s and counted in `tickfan_warnings_total{kind}`
 //! - `deploy`: `deploy/` — the example config is the default and names every flag; `systemd-analyze verify`; `promtool` on the alert rules
 //! - `readme_flags`: the README's table of `serve` flags is `serve --help` (headings, flags, values, defaults)
-//! - `docs_commands`: every shell block of the README and `docs/` is run, run by a named test, or says why not; every tickfan command in them parses with the binary's own parser (`docs_shell`: the lines cut into commands and words)
+//! - `docs_commands`: every shell block of the README and `docs/` is run (`docs_run`: scratch directory, free ports), run by a named test, or says why not; every tickfan command in them parses with the binary's own parser (`docs_shell`: the lines cut into commands and words)
 //! - `report`: exact intervals in the histogram logs at a steady rate; `report.html` in a headless browser; the demo's freshness headline shows a stalled reader that delivered latency hides
 //! - `security`: tokens on every port, per-client limits (connections, subscriptions, order rate), own replies only
 
@@ -57,6 +57,7 @@ mod cluster;
 mod data_dir;
 mod deploy;
 mod docs_commands;
+mod docs_run;
 mod docs_shell;
 mod fanout;
 mod faults;
