@@ -53,6 +53,9 @@ const LISTENERS: [(&str, &str, u16); 4] = [
 /// Programs a line may need that a machine may lack (CI installs them).
 const OPTIONAL: [&str; 4] = ["redis-cli", "nc", "curl", "nats-server"];
 
+/// A serve line's listeners: documented port, the banner's word for it.
+type Listens = Vec<(u16, &'static str)>;
+
 /// One line running in the background.
 struct Background {
     at: String,
@@ -202,12 +205,7 @@ impl Runner {
     /// `serve`, every listener on `127.0.0.1:0` (returned: documented
     /// port and banner word of each); for a tool, its default addresses
     /// written out; then every documented port rewritten.
-    #[allow(clippy::type_complexity)] // reason: a pair of plain lists, used once
-    fn tickfan(
-        &self,
-        at: &str,
-        args: &[String],
-    ) -> Result<(Vec<String>, Vec<(u16, &'static str)>), String> {
+    fn tickfan(&self, at: &str, args: &[String]) -> Result<(Vec<String>, Listens), String> {
         let mut args = args.to_vec();
         let sub = args.first().cloned().unwrap_or_default();
         for (_, flags) in self.set.iter().filter(|(s, _)| *s == sub) {
