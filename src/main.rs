@@ -13,7 +13,7 @@ use std::process::ExitCode;
 use std::sync::atomic::Ordering;
 use std::time::{Duration, Instant};
 
-use clap::{CommandFactory, FromArgMatches, Parser, Subcommand};
+use clap::FromArgMatches;
 
 use tickfan::cli::ServeArgs;
 use tickfan::error::Failure;
@@ -22,33 +22,7 @@ use tickfan::runtime::Engine;
 #[path = "../tools/mod.rs"]
 mod tools;
 
-/// tickfan: in-memory market-data fan-out engine (TCP ticks in, Redis pub/sub out).
-#[derive(Debug, Parser)]
-#[command(name = "tickfan", version, about, long_about = None, args_override_self = true)]
-struct Cli {
-    #[command(subcommand)]
-    command: Command,
-}
-
-#[derive(Debug, Subcommand)]
-enum Command {
-    /// Run the engine.
-    Serve(Box<ServeArgs>),
-    /// Send a tick file to a feed port over TCP.
-    Replay(tools::replay::ReplayArgs),
-    /// Run the engine, a replay and subscribers in one process, then print a p99 report.
-    Demo(tools::demo::DemoArgs),
-    /// Write a synthetic tick file (bursts, Zipf symbol popularity, random-walk prices).
-    Gen(tools::gen::GenArgs),
-    /// Run subscriber connections on one event loop and measure end-to-end latency.
-    Subscribe(tools::subscribe::SubscribeArgs),
-    /// Render HdrHistogram logs in a directory: percentile table, SVG plots, JSON.
-    Report(tools::report::ReportArgs),
-    /// Raw loopback floor for benchmarks: forward one publisher's bytes to every subscriber.
-    Forward(tools::forward::ForwardArgs),
-    /// Send open-loop order flow to an order port and check every order's answers.
-    Orders(tools::orders::OrdersArgs),
-}
+use tools::cli::{Cli, Command};
 
 fn main() -> ExitCode {
     let args = match tickfan::cli::expand_config_file(std::env::args().collect()) {
@@ -59,9 +33,8 @@ fn main() -> ExitCode {
         }
     };
     // `serve`'s flags get their `TICKFAN_<FLAG>` variables on the built
-    // command (see `tickfan::cli::with_env`).
-    let cli = Cli::command()
-        .mut_subcommand("serve", tickfan::cli::with_env)
+    // command (see `tools::cli::command`).
+    let cli = tools::cli::command()
         .try_get_matches_from(args)
         .and_then(|m| Cli::from_arg_matches(&m));
     let cli = match cli {

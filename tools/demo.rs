@@ -42,12 +42,12 @@ use tickfan::config::Config;
 use tickfan::metrics::Stage;
 use tickfan::runtime::Engine;
 
-use crate::tools::freshness::DEMO_SENT_MAX;
-use crate::tools::gen::{GenSpec, TickGen};
-use crate::tools::orders::{self, OrdersArgs};
-use crate::tools::replay::{progress_bar, Format, Pace, Sender, SenderSettings};
-use crate::tools::report;
-use crate::tools::subscribe::{run_load, LoadProgress, LoadReport, LoadSpec, Stall};
+use super::freshness::DEMO_SENT_MAX;
+use super::gen::{GenSpec, TickGen};
+use super::orders::{self, OrdersArgs};
+use super::replay::{progress_bar, Format, Pace, Sender, SenderSettings};
+use super::report;
+use super::subscribe::{run_load, LoadProgress, LoadReport, LoadSpec, Stall};
 use tickfan::error::Failure;
 
 /// Flags of `tickfan demo`.

@@ -27,9 +27,9 @@ use tickfan::error::Failure;
 use tickfan::metrics::Stage;
 use tickfan::runtime::Engine;
 
-use crate::tools::demo::{ticks, DemoArgs};
-use crate::tools::replay::{progress_bar, Format, Pace, Sender, SenderSettings};
-use crate::tools::subscribe::{run_load, LoadProgress, LoadReport, LoadSpec};
+use super::demo::{ticks, DemoArgs};
+use super::replay::{progress_bar, Format, Pace, Sender, SenderSettings};
+use super::subscribe::{run_load, LoadProgress, LoadReport, LoadSpec};
 
 /// The NATS binary, or the one-line error naming the package.
 fn nats_server() -> Result<String, Failure> {

@@ -11,8 +11,11 @@
 //! - `orders`: open-loop order flow against an order port, every answer checked
 //!   (`orders_status`: `--status`, every id's `STATUS` at the end)
 //! - `auth`: the client side of `--token-file` (replay, subscribe, orders)
+//! - `cli`: the binary's whole command line (`serve` and every tool), one clap parser
+//!   that `main` and the tests (`tests/it/docs_commands.rs`) share
 
 pub mod auth;
+pub mod cli;
 pub mod demo;
 pub mod demo_cluster;
 pub mod flags;

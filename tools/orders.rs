@@ -38,7 +38,7 @@ use rand::{RngExt, SeedableRng};
 use tickfan::client::orders::{new_order_line, Reply};
 use tickfan::model::units::{Lots, Side};
 
-use crate::tools::{auth, orders_status};
+use super::{auth, orders_status};
 use tickfan::error::Failure;
 
 /// Flags of `tickfan orders`.

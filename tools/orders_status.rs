@@ -21,7 +21,7 @@ use tickfan::auth::Token;
 use tickfan::client::orders::{status_line, OrderState, Reply};
 use tickfan::error::Failure;
 
-use crate::tools::auth;
+use super::auth;
 
 /// Requests written before their answers are read.
 const BATCH: usize = 1_000;

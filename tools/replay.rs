@@ -44,7 +44,7 @@ use tickfan::auth::Token;
 use tickfan::metrics::hlog::HistogramLog;
 use tickfan::sys::clock::wall_ns;
 
-use crate::tools::auth;
+use super::auth;
 use tickfan::error::Failure;
 
 /// Flags of `tickfan replay`.

@@ -70,9 +70,9 @@ use tickfan::feed::parse::ascii_u64;
 use tickfan::metrics::hlog::HistogramLog;
 use tickfan::sys::clock::wall_ns;
 
-use crate::tools::auth;
-use crate::tools::freshness::{self, SentSchedule};
-use crate::tools::replay::leading_ts;
+use super::auth;
+use super::freshness::{self, SentSchedule};
+use super::replay::leading_ts;
 use tickfan::error::Failure;
 
 /// Name of the interval log this tool writes in `--log-dir`.

@@ -44,6 +44,7 @@
 //! - `metrics`: `promtool check metrics` on a live scrape, `process_*`, series bounded under reconnect loops; a repeating warning written once per 10 s and counted in `tickfan_warnings_total{kind}`
 //! - `deploy`: `deploy/` — the example config is the default and names every flag; `systemd-analyze verify`; `promtool` on the alert rules
 //! - `readme_flags`: the README's table of `serve` flags is `serve --help` (headings, flags, values, defaults)
+//! - `docs_commands`: every shell block of the README and `docs/` is run (`docs_run`: scratch directory, free ports), run by a named test, or says why not; every tickfan command in them parses with the binary's own parser (`docs_shell`: the lines cut into commands and words)
 //! - `report`: exact intervals in the histogram logs at a steady rate; `report.html` in a headless browser; the demo's freshness headline shows a stalled reader that delivered latency hides
 //! - `security`: tokens on every port, per-client limits (connections, subscriptions, order rate), own replies only
 
@@ -55,6 +56,9 @@ mod clients;
 mod cluster;
 mod data_dir;
 mod deploy;
+mod docs_commands;
+mod docs_run;
+mod docs_shell;
 mod fanout;
 mod faults;
 mod feed_conflation;
@@ -93,3 +97,9 @@ mod tools;
 mod tools_token;
 mod util;
 mod vs_redis;
+
+// The binary's `tools/` (not a test module): its one clap parser,
+// `tools::cli`, parses the docs' command lines in `docs_commands`.
+#[allow(dead_code)] // reason: only `cli` is used here, the rest is the binary's
+#[path = "../../tools/mod.rs"]
+mod binary_tools;
