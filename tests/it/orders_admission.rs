@@ -1,10 +1,11 @@
 //! Order admission: a bounded queue that answers SYSTEM_BUSY at once
 //! (also while the journal's sync is held), malformed lines rejected with
 //! their reason on a connection that stays usable, duplicates never
-//! executed twice, and the fill/done replies.
+//! executed twice, the fill/done replies, and a burst of 25,000 orders on
+//! one connection that does not hold another connection's `PING`.
 
 use std::collections::HashMap;
-use std::io::Read;
+use std::io::{BufRead, BufReader, Read, Write};
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Condvar, Mutex};
 
@@ -255,6 +256,10 @@ fn a_repeated_client_order_id_is_a_duplicate_and_runs_once_within_the_retention(
     assert_eq!(e.counters().snapshot().orders.duplicates, 2);
 }
 
+/// Orders in one burst on one connection (issue 26: a client that writes
+/// 25,000 orders at once).
+const BURST: usize = 25_000;
+
 /// The queue held full (the only worker held by a `GATE` order, `cap`
 /// orders queued behind it), on `cl`.
 fn hold_the_queue_full(cl: &mut OrderClient, bridge: &ScriptBridge, cap: usize) {
@@ -265,6 +270,68 @@ fn hold_the_queue_full(cl: &mut OrderClient, bridge: &ScriptBridge, cap: usize) 
     for i in 0..cap {
         cl.accepted(&format!("q{i}"), "EURUSD", "1");
     }
+}
+
+#[test]
+fn a_burst_on_one_connection_does_not_hold_another_connections_ping() {
+    let clock = SimClock::new();
+    let bridge = ScriptBridge::new();
+    let e = order_engine(&clock, &bridge, |c| c.order.queue_capacity = 10);
+    let _open = OpenOnDrop(Arc::clone(&bridge));
+    let mut cl = OrderClient::connect(e.order_addr());
+    hold_the_queue_full(&mut cl, &bridge, 10);
+    let mut b = OrderClient::connect(e.order_addr());
+    b.line("PING");
+    assert_eq!(b.reply(), Reply::Pong, "B is open before the burst");
+
+    // A writes the whole burst at once (every order refused: the queue is
+    // full), and reads its answers on another thread.
+    let a = std::net::TcpStream::connect(e.order_addr()).unwrap();
+    a.set_read_timeout(Some(crate::util::DEADLINE)).unwrap();
+    let answered = Arc::new(AtomicUsize::new(0));
+    let reader = {
+        let (a, answered) = (a.try_clone().unwrap(), Arc::clone(&answered));
+        std::thread::spawn(move || {
+            let mut lines = BufReader::new(a).lines();
+            for _ in 0..BURST {
+                let l = lines.next().expect("an answer").expect("read");
+                assert!(
+                    matches!(
+                        Reply::parse(&l),
+                        Some(Reply::Reject {
+                            reason: RejectReason::SystemBusy,
+                            ..
+                        })
+                    ),
+                    "{l}"
+                );
+                answered.fetch_add(1, Ordering::Relaxed);
+            }
+        })
+    };
+    let burst: String = (0..BURST)
+        .map(|i| format!("NEW a{i} EURUSD BUY 1\n"))
+        .collect();
+    let writer = std::thread::spawn(move || (&a).write_all(burst.as_bytes()).unwrap());
+
+    // Once the engine is answering the burst, B asks: its PONG comes while
+    // the burst is still being taken in, not after all of it.
+    wait_until("the first answer to the burst", || {
+        answered.load(Ordering::Relaxed) > 0
+    });
+    b.line("PING");
+    assert_eq!(b.reply(), Reply::Pong);
+    let taken_in = e.counters().snapshot().orders.busy;
+    assert!(
+        taken_in < BURST as u64,
+        "B's PING waited for the whole burst ({taken_in} of {BURST} orders of A answered first)"
+    );
+
+    writer.join().unwrap();
+    reader.join().unwrap();
+    assert_eq!(e.counters().snapshot().orders.busy, BURST as u64);
+    b.line("PING");
+    assert_eq!(b.reply(), Reply::Pong);
 }
 
 /// A disk whose syncs a test can hold: each `sync_data` waits while the
