@@ -52,6 +52,7 @@ use crate::metrics::reporter::{Reporter, ReporterInputs, Totals};
 use crate::metrics::{Counters, FinalReport, Stage, StageRecorder};
 use crate::net::LoopCtx;
 use crate::order::gateway::halt::Halt;
+use crate::order::journal::files::WrapFiles;
 use crate::order::wiring::{OrderPath, OrderPathInputs};
 use crate::publish::publisher::{Publisher, PublisherSettings, WAKER};
 use crate::publish::throttle::WindowClock;
@@ -78,6 +79,10 @@ pub struct Injected {
     /// A fault that makes one thread panic or stall (tests; the binary
     /// takes it from `TICKFAN_FAULT`). See [`crate::sys::watch`].
     pub fault: Option<Fault>,
+    /// What the order journal writes its segments through, around the data
+    /// directory's files (tests: a disk whose syncs they hold or fail).
+    /// Default: the files as they are.
+    pub journal_files: Option<WrapFiles>,
 }
 
 /// A running engine.
@@ -279,6 +284,7 @@ impl Engine {
                     mono: clock,
                     clock: injected.clock.unwrap_or_else(|| Arc::new(clock)),
                     bridges: injected.bridges,
+                    journal_files: injected.journal_files,
                     token: config.token.clone(),
                     auth_timeout: config.auth_timeout,
                     watch: Arc::clone(&watch),

@@ -66,8 +66,9 @@
 //! (`order/gateway/mod.rs`) and the publisher (`publish/`). Read the feed
 //! and the gateway first: the feed writes straight to its socket (it only
 //! ever answers `AUTH`), the gateway appends replies to a [`WriteBuf`] per
-//! connection, marks the connection on a [`KeyList`] and flushes once per
-//! turn.
+//! connection, marks the connection on a [`KeyList`] and flushes the list
+//! twice a turn: after reading (the answers of the lines read) and at the
+//! end (`ACK`s and the workers' replies).
 //!
 //! # The publisher, the RESP handler
 //!

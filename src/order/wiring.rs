@@ -80,6 +80,7 @@ use super::gateway::dedup::Dedup;
 use super::gateway::halt::Halt;
 use super::gateway::pending_acks::PendingAcks;
 use super::gateway::{Gateway, GatewayParts, GatewaySettings, WAKER};
+use super::journal::files::WrapFiles;
 use super::journal::startup;
 use super::journal::writer::Journal;
 use super::lanes::admission::{admission, LaneRx};
@@ -126,6 +127,8 @@ pub(crate) struct OrderPathInputs {
     pub clock: SharedClock,
     /// Bridges to use instead of the simulators of `config.bridges`.
     pub bridges: Option<Vec<Arc<dyn Bridge>>>,
+    /// Put around the journal's segment files (tests).
+    pub journal_files: Option<WrapFiles>,
     /// Token every order connection must present first, if any.
     pub token: Option<AuthToken>,
     /// Close a connection that has not authenticated by then.
@@ -217,7 +220,7 @@ impl OrderPath {
     ///
     /// # Errors
     /// When a poller, waker or thread cannot be created.
-    pub(crate) fn start(i: OrderPathInputs) -> std::io::Result<OrderPath> {
+    pub(crate) fn start(mut i: OrderPathInputs) -> std::io::Result<OrderPath> {
         let c = &i.config;
         let poll = Poll::new()?;
         let waker = Arc::new(Waker::new(poll.registry(), WAKER)?);
@@ -284,7 +287,10 @@ impl OrderPath {
                     let _ = w.wake();
                 }),
                 &|id| i.dlq_store.replayable(id),
-                Some(Arc::clone(&i.watch)),
+                startup::JournalStart {
+                    watch: Some(Arc::clone(&i.watch)),
+                    wrap_files: i.journal_files.take(),
+                },
             )
             .map_err(std::io::Error::other)?;
             last_token = opened.last_fence_token;

@@ -25,7 +25,7 @@
 //! - `tools_token`: replay, subscribe and orders with `--token-file` against a secured engine (and a Redis with `requirepass`)
 //! - `vs_redis`: the benchmark's tool modes against a real `redis-server` and the raw forwarder
 //! - `orders_acct`: per-account ordering (`acct=`): one key's orders in admission order, one at a time (retries, restart), other keys pass, cancel of a follower, bad acct, full key table
-//! - `orders_admission`: bounded queue and SYSTEM_BUSY under overload, malformed lines, duplicates
+//! - `orders_admission`: bounded queue and SYSTEM_BUSY under overload (answered while the journal sync is held), malformed lines, duplicates; a 25,000-order burst on one connection does not hold another's PING
 //! - `orders_capacity`: elastic workers grow under a backlog and shrink after idle (a log line per step, the capacity interval line); a venue's `max_inflight` never exceeded; capacity gauges; bad bounds
 //! - `orders_retry`: transient → delayed retry (simulated clock), permanent → DLQ, deadlines
 //! - `orders_dlq`: DLQ file across a restart (and a `kill -9`, in `--data-dir` by default), replay on command (its record on disk first), answers at shutdown (deadline)

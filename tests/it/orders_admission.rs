@@ -1,15 +1,21 @@
-//! Order admission: a bounded queue that answers SYSTEM_BUSY at once,
-//! malformed lines rejected with their reason on a connection that stays
-//! usable, duplicates never executed twice, and the fill/done replies.
+//! Order admission: a bounded queue that answers SYSTEM_BUSY at once
+//! (also while the journal's sync is held), malformed lines rejected with
+//! their reason on a connection that stays usable, duplicates never
+//! executed twice, the fill/done replies, and a burst of 25,000 orders on
+//! one connection that does not hold another connection's `PING`.
 
 use std::collections::HashMap;
+use std::io::{BufRead, BufReader, Read, Write};
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::{Arc, Condvar, Mutex};
 
+use tickfan::bridge::Bridge;
 use tickfan::client::orders::Reply;
 use tickfan::model::order_reasons::{DoneStatus, RejectReason};
 use tickfan::model::units::Lots;
+use tickfan::order::journal::files::{JournalFile, JournalFiles, WrapFiles};
 use tickfan::retry::SimClock;
-
-use std::sync::Arc;
+use tickfan::runtime::{Engine, Injected};
 
 use crate::util::{order_engine, wait_until, OpenOnDrop, OrderClient, ScriptBridge};
 
@@ -248,4 +254,235 @@ fn a_repeated_client_order_id_is_a_duplicate_and_runs_once_within_the_retention(
     b.until_terminal("d1");
     assert_eq!(bridge.calls_for("d1").len(), 2);
     assert_eq!(e.counters().snapshot().orders.duplicates, 2);
+}
+
+/// Orders in one burst on one connection (issue 26: a client that writes
+/// 25,000 orders at once).
+const BURST: usize = 25_000;
+
+/// The queue held full (the only worker held by a `GATE` order, `cap`
+/// orders queued behind it), on `cl`.
+fn hold_the_queue_full(cl: &mut OrderClient, bridge: &ScriptBridge, cap: usize) {
+    cl.accepted("hold", "GATE", "1");
+    wait_until("the worker holds the gate order", || {
+        bridge.calls().len() == 1
+    });
+    for i in 0..cap {
+        cl.accepted(&format!("q{i}"), "EURUSD", "1");
+    }
+}
+
+#[test]
+fn a_burst_on_one_connection_does_not_hold_another_connections_ping() {
+    let clock = SimClock::new();
+    let bridge = ScriptBridge::new();
+    let e = order_engine(&clock, &bridge, |c| c.order.queue_capacity = 10);
+    let _open = OpenOnDrop(Arc::clone(&bridge));
+    let mut cl = OrderClient::connect(e.order_addr());
+    hold_the_queue_full(&mut cl, &bridge, 10);
+    let mut b = OrderClient::connect(e.order_addr());
+    b.line("PING");
+    assert_eq!(b.reply(), Reply::Pong, "B is open before the burst");
+
+    // A writes the whole burst at once (every order refused: the queue is
+    // full), and reads its answers on another thread.
+    let a = std::net::TcpStream::connect(e.order_addr()).unwrap();
+    a.set_read_timeout(Some(crate::util::DEADLINE)).unwrap();
+    let answered = Arc::new(AtomicUsize::new(0));
+    let reader = {
+        let (a, answered) = (a.try_clone().unwrap(), Arc::clone(&answered));
+        std::thread::spawn(move || {
+            let mut lines = BufReader::new(a).lines();
+            for _ in 0..BURST {
+                let l = lines.next().expect("an answer").expect("read");
+                assert!(
+                    matches!(
+                        Reply::parse(&l),
+                        Some(Reply::Reject {
+                            reason: RejectReason::SystemBusy,
+                            ..
+                        })
+                    ),
+                    "{l}"
+                );
+                answered.fetch_add(1, Ordering::Relaxed);
+            }
+        })
+    };
+    let burst: String = (0..BURST)
+        .map(|i| format!("NEW a{i} EURUSD BUY 1\n"))
+        .collect();
+    let writer = std::thread::spawn(move || (&a).write_all(burst.as_bytes()).unwrap());
+
+    // Once the engine is answering the burst, B asks: its PONG comes while
+    // the burst is still being taken in, not after all of it.
+    wait_until("the first answer to the burst", || {
+        answered.load(Ordering::Relaxed) > 0
+    });
+    b.line("PING");
+    assert_eq!(b.reply(), Reply::Pong);
+    let taken_in = e.counters().snapshot().orders.busy;
+    assert!(
+        taken_in < BURST as u64,
+        "B's PING waited for the whole burst ({taken_in} of {BURST} orders of A answered first)"
+    );
+
+    writer.join().unwrap();
+    reader.join().unwrap();
+    assert_eq!(e.counters().snapshot().orders.busy, BURST as u64);
+    b.line("PING");
+    assert_eq!(b.reply(), Reply::Pong);
+}
+
+/// A disk whose syncs a test can hold: each `sync_data` waits while the
+/// gate is held, then syncs the real file.
+#[derive(Debug, Default)]
+struct SyncGate {
+    held: Mutex<bool>,
+    released: Condvar,
+    /// Syncs waiting at the gate now.
+    waiting: AtomicUsize,
+}
+
+impl SyncGate {
+    fn set(&self, held: bool) {
+        *self.held.lock().unwrap() = held;
+        self.released.notify_all();
+    }
+
+    fn pass(&self) {
+        let mut held = self.held.lock().unwrap();
+        self.waiting.fetch_add(1, Ordering::SeqCst);
+        while *held {
+            held = self.released.wait(held).unwrap();
+        }
+        self.waiting.fetch_sub(1, Ordering::SeqCst);
+    }
+
+    /// The engine's journal files, each segment's syncs through this gate.
+    fn files(self: &Arc<Self>) -> WrapFiles {
+        let gate = Arc::clone(self);
+        WrapFiles(Box::new(move |inner| Box::new(GatedFiles { inner, gate })))
+    }
+}
+
+struct GatedFiles {
+    inner: Box<dyn JournalFiles>,
+    gate: Arc<SyncGate>,
+}
+
+impl JournalFiles for GatedFiles {
+    fn create(&mut self, segment: u64) -> std::io::Result<Box<dyn JournalFile>> {
+        let inner = self.inner.create(segment)?;
+        Ok(Box::new(GatedFile {
+            inner,
+            gate: Arc::clone(&self.gate),
+        }))
+    }
+
+    fn remove(&mut self, segment: u64) -> std::io::Result<()> {
+        self.inner.remove(segment)
+    }
+}
+
+struct GatedFile {
+    inner: Box<dyn JournalFile>,
+    gate: Arc<SyncGate>,
+}
+
+impl JournalFile for GatedFile {
+    fn write_all(&mut self, buf: &[u8]) -> std::io::Result<()> {
+        self.inner.write_all(buf)
+    }
+
+    fn sync_data(&mut self) -> std::io::Result<()> {
+        self.gate.pass();
+        self.inner.sync_data()
+    }
+}
+
+#[test]
+fn a_refusal_is_answered_while_the_journal_sync_is_held() {
+    let dir = tempfile::tempdir().unwrap();
+    let clock = SimClock::new();
+    let bridge = ScriptBridge::new();
+    let gate = Arc::new(SyncGate::default());
+    let mut cfg = crate::util::sim_config();
+    cfg.order.workers = 1;
+    cfg.order.queue_capacity = 10;
+    cfg.order.journal = true;
+    cfg.order.data_dir = dir.path().to_path_buf();
+    let e = Engine::start_with(
+        &cfg,
+        Injected {
+            clock: Some(Arc::new(clock.clone())),
+            bridges: Some(vec![Arc::clone(&bridge) as Arc<dyn Bridge>]),
+            journal_files: Some(gate.files()),
+            ..Default::default()
+        },
+    )
+    .expect("engine starts");
+    let _open = OpenOnDrop(Arc::clone(&bridge));
+    let _let_go = ReleaseOnDrop(Arc::clone(&gate));
+    let mut cl = OrderClient::connect(e.order_addr());
+    hold_the_queue_full(&mut cl, &bridge, 0);
+
+    // The disk stops syncing: A's orders are journaled and held, the
+    // lane's room all taken by them, none acknowledged.
+    gate.set(true);
+    let mut a = OrderClient::connect(e.order_addr());
+    for i in 0..10 {
+        a.new_order(&format!("a{i}"), "EURUSD", "1");
+    }
+    wait_until("A's orders held, a sync waiting at the gate", || {
+        e.counters().snapshot().orders.in_flight == 11 && gate.waiting.load(Ordering::SeqCst) > 0
+    });
+
+    // C is refused at once, the sync still held.
+    let mut c = OrderClient::connect(e.order_addr());
+    c.new_order("c1", "EURUSD", "1");
+    match c.reply() {
+        Reply::Reject {
+            id,
+            reason: RejectReason::SystemBusy,
+            detail,
+        } => {
+            assert_eq!(id, "c1");
+            assert!(detail.contains("queue full"), "{detail}");
+        }
+        other => panic!("{other:?}"),
+    }
+    assert!(
+        gate.waiting.load(Ordering::SeqCst) > 0,
+        "the sync is still held"
+    );
+    // … and A has no ACK: none is written before its order is durable.
+    a.socket().set_nonblocking(true).unwrap();
+    let mut byte = [0u8; 1];
+    assert_eq!(
+        a.socket().read(&mut byte).unwrap_err().kind(),
+        std::io::ErrorKind::WouldBlock,
+        "an ACK before the sync"
+    );
+    a.socket().set_nonblocking(false).unwrap();
+
+    gate.set(false);
+    for i in 0..10 {
+        assert_eq!(
+            a.reply(),
+            Reply::Ack {
+                id: format!("a{i}")
+            }
+        );
+    }
+}
+
+/// Lets a held [`SyncGate`] go when dropped, so a failing test does not
+/// leave the journal thread (and the engine's stop) waiting.
+struct ReleaseOnDrop(Arc<SyncGate>);
+
+impl Drop for ReleaseOnDrop {
+    fn drop(&mut self) {
+        self.0.set(false);
+    }
 }

@@ -16,6 +16,16 @@
 //! right after a successful offer, before it next drains events, a client
 //! always reads `ACK` before any `FILL` or `DONE` of that order.
 //!
+//! Fairness: a turn hands out at most `LINES_PER_TURN` lines of each
+//! connection (one that sent 25,000 orders at once is taken in slices, in
+//! turn with the others), writes the answers those lines got, and only
+//! then releases the `ACK`s the journal made durable and applies the
+//! workers' events, each bounded per turn. An answer that needs neither
+//! the journal nor a worker (`PONG`, `REJECT … SYSTEM_BUSY`, `STATUS`)
+//! therefore waits for one slice of each other busy connection and the
+//! bounded tail of a turn, never for a journal sync or another
+//! connection's whole burst.
+//!
 //! Output bounds: a connection whose unsent replies pass `OUT_HWM` is not
 //! read until they drain below half of it, so a client that sends without
 //! reading cannot make the engine buffer without bound: its buffer holds at
@@ -89,8 +99,22 @@ use ledger::{write_event, Ledger};
 
 /// Token of the waker workers, the timer and the runtime ring.
 pub(crate) const WAKER: Token = Token(usize::MAX);
+/// Lines of one connection handled per turn. A client that writes 25,000
+/// orders at once is taken in slices of this many, in turn with the other
+/// connections, and each turn's answers are written before the turn's
+/// `ACK` releases and worker events: another connection's `PING` or
+/// refused order waits for one slice of each busy connection, not for the
+/// burst (issue 26; `perf/order_burst.sh`).
+const LINES_PER_TURN: usize = 128;
+/// Reads of one connection per turn, at most (a slice of short reads).
 const READS_PER_TURN: usize = 4;
 const READ_CHUNK: usize = 16 * 1024;
+/// Held orders released (offered and `ACK`ed) per turn, at least; the rest
+/// wait for the next turn, which does not wait in the poller.
+const RELEASES_PER_TURN: usize = 2 * LINES_PER_TURN;
+/// Worker and timer events turned into replies per turn, at most; the rest
+/// wait in their bounded channel for the next turn.
+const EVENTS_PER_TURN: usize = 2 * LINES_PER_TURN;
 /// Unsent reply bytes past which a connection is not read.
 pub(crate) const OUT_HWM: usize = 1 << 20;
 /// Room a connection's reply buffer starts with.
@@ -307,26 +331,19 @@ impl Gateway {
                     }
                 }
             }
+            let mut lines = 0;
             while let Some(key) = self.turns.next_in_turn() {
-                work += self.serve(key);
+                lines += self.serve(key);
             }
             self.turns.end();
-            self.expire_unauthenticated(self.ledger.mono.now_ns());
-            // Before the events: an order's `ACK` precedes its first `FILL`.
-            work += self.release_durable();
-            if self.ledger.halt.take_cancel_request() {
-                self.cancel_queued();
-            }
-            work += self.answer_cancels();
-            let (applied, workers_gone) = self.drain_events();
-            work += applied;
-            if self.ledger.acct.parked() > 0 {
-                work += self.release_followers();
-            }
+            work += lines;
+            // The answers of this turn's lines (`PONG`, `REJECT`, `STATUS`)
+            // go out now: they wait neither for the `ACK`s the journal
+            // releases nor for the workers' events below.
             self.flush_dirty();
             if self.ledger.rejects > 0 {
                 let now = self.ledger.mono.now_ns();
-                // Each reject of the turn took the whole turn.
+                // Each reject of the turn took the turn's reading part.
                 self.ledger.recorder.record_n_at(
                     Stage::OrderReject,
                     now.saturating_sub(turn_start),
@@ -335,6 +352,21 @@ impl Gateway {
                 );
                 self.ledger.rejects = 0;
             }
+            self.expire_unauthenticated(self.ledger.mono.now_ns());
+            // Before the events: an order's `ACK` precedes its first `FILL`.
+            // At least twice what this turn's lines can have held, so the
+            // releases keep up with any number of busy connections.
+            work += self.release_durable(RELEASES_PER_TURN.max(2 * lines));
+            if self.ledger.halt.take_cancel_request() {
+                self.cancel_queued();
+            }
+            work += self.answer_cancels();
+            let (applied, workers_gone) = self.drain_events(EVENTS_PER_TURN);
+            work += applied;
+            if self.ledger.acct.parked() > 0 {
+                work += self.release_followers();
+            }
+            self.flush_dirty();
             self.update_gauges();
             let now = self.ledger.mono.now_ns();
             self.ledger.recorder.maybe_flush(now);
@@ -354,7 +386,8 @@ impl Gateway {
     /// the queues stay open, and no line is read, until the last of them
     /// has been offered (their heads end, by the shutdown deadline at worst).
     fn close_intake(&mut self) {
-        self.release_durable();
+        // Every durable order is offered before the rest are refused.
+        self.release_durable(usize::MAX);
         if self.ledger.acct.parked() > 0 {
             return;
         }
@@ -396,7 +429,12 @@ impl Gateway {
         );
     }
 
-    /// Reads one connection for a turn; returns the lines it handled.
+    /// Serves one connection for a turn: hands out the lines its reader
+    /// holds, reading the socket when they are used up, until
+    /// [`LINES_PER_TURN`] lines, [`READS_PER_TURN`] reads, `WouldBlock`, the
+    /// reply mark or the peer's half-close. A connection stopped by one of
+    /// the first two is put back (it may hold more, in its reader or its
+    /// socket, with no new event to say so). Returns the lines it handled.
     fn serve(&mut self, key: usize) -> usize {
         if self.ledger.admission.is_none() || self.closing.load(Ordering::Acquire) {
             return 0;
@@ -407,87 +445,89 @@ impl Gateway {
         if conn.state.paused || conn.state.read_closed {
             return 0;
         }
-        let mut lines = 0usize;
-        let mut close = false;
-        let mut again = true;
-        for _ in 0..READS_PER_TURN {
+        let id = conn.id.as_u64();
+        let (mut lines, mut reads, mut close) = (0usize, 0usize, false);
+        // Whether to serve it next turn without waiting for an event.
+        let again = loop {
             let st = &mut conn.state;
-            match st.reader.read_from(&mut conn.stream) {
-                Ok(0) => {
-                    // Half-close: keep writing the replies of its orders.
-                    st.read_closed = true;
-                    again = false;
-                    break;
-                }
-                Ok(_) => {
-                    if !conn.authed {
-                        let verdict = match self.auth.first_line(&mut st.reader) {
-                            AuthStep::NeedMore => continue,
-                            AuthStep::Passed => None,
-                            AuthStep::Refused(reply) => Some(reply),
-                        };
-                        lines += 1;
-                        if let Some(reply) = verdict {
-                            st.out.append(reply);
-                            let _ = st.out.write_to(&mut conn.stream);
-                            warn_repeating!(
-                                WarnKind::AuthRefused,
-                                "order connection {}: authentication refused",
-                                conn.peer
+            if conn.authed {
+                // The reader is read again only once `next_line` said `None`.
+                while lines < LINES_PER_TURN {
+                    let Some(ev) = st.reader.next_line() else {
+                        break;
+                    };
+                    lines += 1;
+                    match ev {
+                        LineEvent::Line(line) => {
+                            let (live, rate) = (&mut st.live, &mut st.rate);
+                            self.ledger.handle_line(
+                                id,
+                                &conn.peer,
+                                st.out.room_for(REPLY_ROOM),
+                                live,
+                                rate,
+                                line,
                             );
-                            bump(&self.ledger.counters.orders.auth_failures, 1);
-                            close = true;
-                            again = false;
-                            break;
                         }
+                        LineEvent::TooLong { .. } => self.ledger.reject_invalid(
+                            st.out.room_for(REPLY_ROOM),
+                            "-",
+                            InvalidReason::LineTooLong,
+                            "line over the length limit",
+                        ),
+                    }
+                }
+                if st.out.pending() > 0 {
+                    self.dirty.mark(&mut st.dirty, key);
+                }
+                if st.out.over_mark() {
+                    st.paused = true;
+                    break false;
+                }
+                if lines == LINES_PER_TURN {
+                    break true;
+                }
+            }
+            if reads == READS_PER_TURN {
+                break true;
+            }
+            reads += 1;
+            match st.reader.read_from(&mut conn.stream) {
+                // Half-close: keep writing the replies of its orders.
+                Ok(0) => {
+                    st.read_closed = true;
+                    break false;
+                }
+                Ok(_) if conn.authed => {}
+                Ok(_) => match self.auth.first_line(&mut st.reader) {
+                    AuthStep::NeedMore => {}
+                    AuthStep::Passed => {
+                        lines += 1;
                         conn.authed = true;
                         st.out.append(LINE_OK);
                     }
-                    let id = conn.id.as_u64();
-                    while let Some(ev) = st.reader.next_line() {
-                        lines += 1;
-                        match ev {
-                            LineEvent::Line(line) => {
-                                let (live, rate) = (&mut st.live, &mut st.rate);
-                                self.ledger.handle_line(
-                                    id,
-                                    &conn.peer,
-                                    st.out.room_for(REPLY_ROOM),
-                                    live,
-                                    rate,
-                                    line,
-                                );
-                            }
-                            LineEvent::TooLong { .. } => self.ledger.reject_invalid(
-                                st.out.room_for(REPLY_ROOM),
-                                "-",
-                                InvalidReason::LineTooLong,
-                                "line over the length limit",
-                            ),
-                        }
+                    AuthStep::Refused(reply) => {
+                        st.out.append(reply);
+                        let _ = st.out.write_to(&mut conn.stream);
+                        warn_repeating!(
+                            WarnKind::AuthRefused,
+                            "order connection {}: authentication refused",
+                            conn.peer
+                        );
+                        bump(&self.ledger.counters.orders.auth_failures, 1);
+                        close = true;
+                        break false;
                     }
-                    if st.out.pending() > 0 {
-                        self.dirty.mark(&mut st.dirty, key);
-                    }
-                    if st.out.over_mark() {
-                        st.paused = true;
-                        again = false;
-                        break;
-                    }
-                }
-                Err(e) if e.kind() == std::io::ErrorKind::WouldBlock => {
-                    again = false;
-                    break;
-                }
-                Err(e) if e.kind() == std::io::ErrorKind::Interrupted => continue,
+                },
+                Err(e) if e.kind() == std::io::ErrorKind::WouldBlock => break false,
+                Err(e) if e.kind() == std::io::ErrorKind::Interrupted => {}
                 Err(e) => {
                     log::info!("order connection {}: read failed: {e}", conn.peer);
                     close = true;
-                    again = false;
-                    break;
+                    break false;
                 }
             }
-        }
+        };
         if close {
             self.close(key);
         } else if again {
@@ -524,11 +564,13 @@ impl Gateway {
         }
     }
 
-    /// Offers every order whose journal record is durable and writes its
-    /// `ACK`; refuses those whose record never will be. Returns how many.
-    fn release_durable(&mut self) -> usize {
+    /// Offers the orders whose journal record is durable, in admission
+    /// order, and writes their `ACK`; refuses those whose record never will
+    /// be. At most `limit`: the rest stay held for the next turn (still
+    /// counted against their lane's room). Returns how many.
+    fn release_durable(&mut self, limit: usize) -> usize {
         let mut n = 0;
-        loop {
+        while n < limit {
             let Some(p) = &mut self.ledger.pending else {
                 return n;
             };
@@ -615,6 +657,7 @@ impl Gateway {
                 }
             }
         }
+        n
     }
 
     /// Offers the followers whose key's head ended (per-account ordering,
@@ -752,11 +795,12 @@ impl Gateway {
         }
     }
 
-    /// Applies every event the workers and the timer sent. Returns how many,
-    /// and whether all of them have gone.
-    fn drain_events(&mut self) -> (usize, bool) {
+    /// Applies the events the workers and the timer sent, at most `limit`
+    /// (the rest wait in their bounded channel for the next turn). Returns
+    /// how many, and whether all of them have gone.
+    fn drain_events(&mut self, limit: usize) -> (usize, bool) {
         let mut n = 0;
-        loop {
+        while n < limit {
             match self.ledger.events.try_recv() {
                 Ok(ev) => {
                     n += 1;
@@ -784,6 +828,7 @@ impl Gateway {
                 Err(TryRecvError::Disconnected) => return (n, true),
             }
         }
+        (n, false)
     }
 
     fn flush_dirty(&mut self) {

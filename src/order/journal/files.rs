@@ -46,6 +46,21 @@ pub trait JournalFiles: Send {
     fn remove(&mut self, segment: u64) -> io::Result<()>;
 }
 
+/// What the journal writes its segments through, put around the data
+/// directory's [`DirFiles`]: tests hand one to the engine
+/// (`runtime::Injected::journal_files`) for a disk whose syncs they hold
+/// or fail.
+pub struct WrapFiles(pub Box<dyn FnOnce(Files) -> Files + Send>);
+
+/// The set of segments, boxed: what [`WrapFiles`] takes and gives back.
+pub type Files = Box<dyn JournalFiles>;
+
+impl std::fmt::Debug for WrapFiles {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("WrapFiles(..)")
+    }
+}
+
 /// Segments as files in a directory.
 #[derive(Debug)]
 pub struct DirFiles {

@@ -28,7 +28,7 @@ use crate::order::lanes::events::EventKind;
 use crate::sys::clock::wall_ns;
 use crate::sys::watch::Watch;
 
-use super::files::DirFiles;
+use super::files::{DirFiles, JournalFiles, WrapFiles};
 use super::record::{Record, TerminalState};
 use super::recover::{recover, RecoverError};
 use super::writer::{Journal, JournalLimits, Notify};
@@ -160,6 +160,15 @@ fn restored_history(resumed: &Resumed) -> Vec<AttemptRecord> {
         .collect()
 }
 
+/// What the journal thread is started with besides the config.
+#[derive(Debug, Default)]
+pub(crate) struct JournalStart {
+    /// The engine's watch over the thread (`None`: unit tests).
+    pub watch: Option<Arc<Watch>>,
+    /// Put around the data directory's files (`None`: used as they are).
+    pub wrap_files: Option<WrapFiles>,
+}
+
 /// Recovers `c.data_dir`, fills `dedup`, and starts the journal thread.
 ///
 /// `dead_lettered` answers the DLQ's replayable record of an order id. A
@@ -178,7 +187,7 @@ pub(crate) fn open(
     mono_ns: u64,
     notify: Notify,
     dead_lettered: &dyn Fn(&str) -> Option<DeadLetter>,
-    watch: Option<Arc<Watch>>,
+    start: JournalStart,
 ) -> Result<Opened, RecoverError> {
     // id → (its Accepted record, its Terminal record if any, its fills
     // sent), in acceptance order.
@@ -316,21 +325,21 @@ pub(crate) fn open(
         retain_ns: c.dedup_retention.as_nanos() as u64,
     };
     let next = r.next_segment();
-    let (journal, thread) = Journal::start_watched(
-        Box::new(DirFiles {
-            dir: c.data_dir.clone(),
-            reserve: limits.segment_bytes,
-        }),
-        limits,
-        next,
-        r.segments,
-        notify,
-        watch,
-    )
-    .map_err(|source| RecoverError::Io {
-        path: c.data_dir.join(super::segment::file_name(next)),
-        source,
-    })?;
+    let files: Box<dyn JournalFiles> = Box::new(DirFiles {
+        dir: c.data_dir.clone(),
+        reserve: limits.segment_bytes,
+    });
+    let files = match start.wrap_files {
+        Some(WrapFiles(wrap)) => wrap(files),
+        None => files,
+    };
+    let (journal, thread) =
+        Journal::start_watched(files, limits, next, r.segments, notify, start.watch).map_err(
+            |source| RecoverError::Io {
+                path: c.data_dir.join(super::segment::file_name(next)),
+                source,
+            },
+        )?;
     if !ended_by_dlq.is_empty() {
         log::warn!(
             "journal: {} order(s) dead-lettered just before the crash ended DEAD",
@@ -381,7 +390,16 @@ mod tests {
     ) -> (Vec<Order>, Option<OrderStatus>) {
         let c = config(dir);
         let mut dedup = Dedup::new(c.dedup_retention.as_nanos() as u64, 1024);
-        let opened = open(&c, &mut dedup, 100 * SEC, 0, Box::new(|| {}), dead, None).unwrap();
+        let opened = open(
+            &c,
+            &mut dedup,
+            100 * SEC,
+            0,
+            Box::new(|| {}),
+            dead,
+            JournalStart::default(),
+        )
+        .unwrap();
         if let Some(rec) = append {
             let lsn = opened.journal.append(&rec).unwrap();
             assert!(opened.journal.wait_durable(lsn));
@@ -498,7 +516,7 @@ mod tests {
                 0,
                 Box::new(|| {}),
                 &none,
-                None,
+                JournalStart::default(),
             )
             .unwrap();
             opened.journal.stop();
