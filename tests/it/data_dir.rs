@@ -8,7 +8,6 @@
 use std::io::{BufRead, BufReader, Read};
 use std::net::SocketAddr;
 use std::path::Path;
-use std::process::{Command, Stdio};
 
 use tickfan::client::orders::Reply;
 
@@ -17,17 +16,8 @@ use crate::util::{wait_until, OrderClient, Spawned, EPHEMERAL_PORTS};
 /// `tickfan serve` in `cwd` on ephemeral ports, journal on, default
 /// `--data-dir`, stderr piped (not yet read).
 fn serve_in(cwd: &Path) -> Spawned {
-    let child = Command::new(env!("CARGO_BIN_EXE_tickfan"))
-        .args(["serve", "--quiet"])
-        .args(EPHEMERAL_PORTS)
-        .current_dir(cwd)
-        .env_remove("TICKFAN_NO_JOURNAL")
-        .env_remove("TICKFAN_DATA_DIR")
-        .stdout(Stdio::null())
-        .stderr(Stdio::piped())
-        .spawn()
-        .expect("binary runs");
-    Spawned(Some(child))
+    let args: Vec<&str> = std::iter::once("--quiet").chain(EPHEMERAL_PORTS).collect();
+    Spawned(Some(crate::one_host::spawn_serve_in(cwd, &args)))
 }
 
 /// [`serve_in`], once it serves: the child and its order address (the

@@ -12,7 +12,7 @@
 use std::io::{BufRead, BufReader};
 use std::net::SocketAddr;
 use std::path::Path;
-use std::process::{Command, Stdio};
+use std::process::{Child, Command, Stdio};
 use std::sync::{Arc, Mutex};
 use std::time::Instant;
 
@@ -27,20 +27,25 @@ pub(crate) struct Node {
     pub log: Arc<Mutex<Vec<String>>>,
 }
 
+/// `tickfan serve` + `args` in `cwd`, journal on and the default data
+/// directory (no test variable overrides them), stderr piped (not yet read).
+pub(crate) fn spawn_serve_in(cwd: &Path, args: &[&str]) -> Child {
+    Command::new(env!("CARGO_BIN_EXE_tickfan"))
+        .arg("serve")
+        .args(args)
+        .current_dir(cwd)
+        .env_remove("TICKFAN_NO_JOURNAL")
+        .env_remove("TICKFAN_DATA_DIR")
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("binary runs")
+}
+
 impl Node {
-    /// `tickfan serve` + `args` in `cwd`, journal on and the default data
-    /// directory (no test variable overrides them); returns once it serves.
+    /// [`spawn_serve_in`]; returns once it serves.
     pub(crate) fn start(cwd: &Path, args: &[&str]) -> Node {
-        let mut child = Command::new(env!("CARGO_BIN_EXE_tickfan"))
-            .arg("serve")
-            .args(args)
-            .current_dir(cwd)
-            .env_remove("TICKFAN_NO_JOURNAL")
-            .env_remove("TICKFAN_DATA_DIR")
-            .stdout(Stdio::null())
-            .stderr(Stdio::piped())
-            .spawn()
-            .expect("binary runs");
+        let mut child = spawn_serve_in(cwd, args);
         let mut err = BufReader::new(child.stderr.take().unwrap());
         let mut banner = String::new();
         while !banner.contains("tickfan serving") {
@@ -113,36 +118,15 @@ impl OneHost {
         let nats = single(&bin);
         let url = nats.url();
         let any = "127.0.0.1:0";
-        let ingest = Node::start(
-            dir.path(),
-            &[
-                "--role",
-                "ingest",
-                "--nats",
-                &url,
-                "--sub-listen",
-                any,
-                "--admin-listen",
-                any,
-                "--order-listen",
-                any,
-                "--feed-listen",
-                any,
-            ],
-        );
-        let edge = Node::start(
-            dir.path(),
-            &[
-                "--role",
-                "edge",
-                "--nats",
-                &url,
-                "--sub-listen",
-                any,
-                "--admin-listen",
-                any,
-            ],
-        );
+        // The README's lines, every port made free.
+        let node = |role: &str, more: &[&str]| {
+            let mut args = vec!["--role", role, "--nats", &url];
+            args.extend(["--sub-listen", any, "--admin-listen", any]);
+            args.extend(more);
+            Node::start(dir.path(), &args)
+        };
+        let ingest = node("ingest", &["--order-listen", any, "--feed-listen", any]);
+        let edge = node("edge", &[]);
         Some(OneHost {
             nats,
             ingest,
