@@ -85,40 +85,50 @@ fn serve_logged(
     (Spawned(Some(child)), addr, early)
 }
 
+/// A venue that takes 9 s or more: orders sent to it stay accepted, not ended.
+const SLOW_VENUE: &str = "name=slow,latency=uniform:9s..10s,transient=0,permanent=0";
+/// A venue that answers within 0.2 ms.
+const FAST_VENUE: &str = "name=fast,latency=uniform:100us..200us,transient=0,permanent=0";
+
+/// An engine on `dir` in front of [`SLOW_VENUE`] acknowledges `ids`, then
+/// crashes: SIGKILL by pid, no shutdown at all.
+fn acknowledge_then_kill_9(dir: &std::path::Path, ids: &[String]) {
+    let (mut engine, addr) = serve(dir, SLOW_VENUE);
+    let mut cl = OrderClient::connect(addr);
+    for id in ids {
+        cl.accepted(id, "EURUSD", "1");
+    }
+    let mut child = engine.0.take().unwrap();
+    child.kill().unwrap();
+    child.wait().unwrap();
+}
+
+/// Sends `id` again on `cl`: it must be refused as a duplicate (`why` says
+/// where, in a failure).
+fn assert_duplicate(cl: &mut OrderClient, id: &str, why: &str) {
+    cl.new_order(id, "EURUSD", "1");
+    match cl.reply() {
+        Reply::Reject {
+            id: got, reason, ..
+        } => assert_eq!(
+            (got.as_str(), reason),
+            (id, RejectReason::Duplicate),
+            "{why}"
+        ),
+        other => panic!("{why}: {id} acknowledged again: {other:?}"),
+    }
+}
+
 #[test]
 fn acked_orders_survive_kill_9_are_completed_after_restart_and_stay_duplicates() {
     let dir = tempfile::tempdir().unwrap();
     let ids: Vec<String> = (0..40).map(|i| format!("k{i}")).collect();
-    {
-        // A venue that takes 9 s or more: one order at the bridge, the rest queued.
-        let (mut engine, addr) = serve(
-            dir.path(),
-            "name=slow,latency=uniform:9s..10s,transient=0,permanent=0",
-        );
-        let mut cl = OrderClient::connect(addr);
-        for id in &ids {
-            cl.accepted(id, "EURUSD", "1");
-        }
-        // Crash: SIGKILL by pid, no shutdown at all.
-        let mut child = engine.0.take().unwrap();
-        child.kill().unwrap();
-        child.wait().unwrap();
-    }
-    let (mut engine, addr) = serve(
-        dir.path(),
-        "name=fast,latency=uniform:100us..200us,transient=0,permanent=0",
-    );
+    // One order at the bridge, the rest queued, when it crashes.
+    acknowledge_then_kill_9(dir.path(), &ids);
+    let (mut engine, addr) = serve(dir.path(), FAST_VENUE);
     let mut cl = OrderClient::connect(addr);
     for id in ["k0", "k39"] {
-        cl.new_order(id, "EURUSD", "1");
-        match cl.reply() {
-            Reply::Reject {
-                id: got, reason, ..
-            } => {
-                assert_eq!((got.as_str(), reason), (id, RejectReason::Duplicate));
-            }
-            other => panic!("{id} accepted again after the crash: {other:?}"),
-        }
+        assert_duplicate(&mut cl, id, "after the crash");
     }
     // One worker, one lane, first in first out: once a new order is done,
     // every re-queued one before it has been run.
@@ -263,20 +273,7 @@ fn a_journal_torn_at_every_offset_of_its_last_two_records_recovers_and_never_ack
     use tickfan::order::journal::segment::{put_frame, scan};
     let dir = tempfile::tempdir().unwrap();
     let acked: Vec<String> = (0..5).map(|i| format!("a{i}")).collect();
-    {
-        // A venue that takes 9 s or more: the orders stay accepted, not ended.
-        let (mut engine, addr) = serve(
-            dir.path(),
-            "name=slow,latency=uniform:9s..10s,transient=0,permanent=0",
-        );
-        let mut cl = OrderClient::connect(addr);
-        for id in &acked {
-            cl.accepted(id, "EURUSD", "1");
-        }
-        let mut child = engine.0.take().unwrap();
-        child.kill().unwrap();
-        child.wait().unwrap();
-    }
+    acknowledge_then_kill_9(dir.path(), &acked);
     // The last segment's whole records, and two more written after them
     // that were never acknowledged (in flight at the crash): t0 and t1.
     let (n_last, last_path) = segments(dir.path()).pop().expect("a segment");
@@ -375,11 +372,7 @@ fn a_journal_torn_at_every_offset_of_its_last_two_records_recovers_and_never_ack
     ];
     for cut in cuts {
         let copy = journal_copy(dir.path(), &full[..cut]);
-        let (mut engine, addr, early) = serve_logged(
-            copy.path(),
-            &["name=fast,latency=uniform:100us..200us,transient=0,permanent=0"],
-            1,
-        );
+        let (mut engine, addr, early) = serve_logged(copy.path(), &[FAST_VENUE], 1);
         let whole = whole_before(cut);
         let dropped = cut - ends[whole];
         if dropped > 0 {
@@ -395,28 +388,13 @@ fn a_journal_torn_at_every_offset_of_its_last_two_records_recovers_and_never_ack
             .map(String::as_str)
             .chain(torn_ids[..whole].iter().copied())
             .collect();
+        let why = format!("cut at {cut}");
         for id in &known {
-            cl.new_order(id, "EURUSD", "1");
-            match cl.reply() {
-                Reply::Reject {
-                    id: got, reason, ..
-                } => {
-                    assert_eq!(
-                        (got.as_str(), reason),
-                        (*id, RejectReason::Duplicate),
-                        "cut at {cut}"
-                    );
-                }
-                other => panic!("cut at {cut}: {id} acknowledged again: {other:?}"),
-            }
+            assert_duplicate(&mut cl, id, &why);
         }
         for id in &torn_ids[whole..] {
             cl.accepted(id, "EURUSD", "1");
-            cl.new_order(id, "EURUSD", "1");
-            match cl.reply() {
-                Reply::Reject { reason, .. } => assert_eq!(reason, RejectReason::Duplicate),
-                other => panic!("cut at {cut}: {id} acknowledged twice: {other:?}"),
-            }
+            assert_duplicate(&mut cl, id, &why);
         }
         let mut child = engine.0.take().unwrap();
         child.kill().unwrap();
