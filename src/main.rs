@@ -117,8 +117,19 @@ fn serve(args: &ServeArgs) -> Result<(), Failure> {
         Ok(v) => Some(tickfan::sys::watch::Fault::parse(&v).map_err(Failure::Usage)?),
         Err(_) => None,
     };
+    // Fault injection for benchmarks: `TICKFAN_FAULT_FSYNC_MS=<ms>` makes
+    // every journal sync that much slower (see
+    // `tickfan::order::journal::fault`). Off unless set.
+    let slow_sync = tickfan::order::journal::fault::slow_sync_from_env().map_err(Failure::Usage)?;
+    if let Some(d) = slow_sync {
+        log::warn!(
+            "fault injection: every order journal sync takes {d:?} longer ({}); not for production",
+            tickfan::order::journal::fault::FSYNC_FAULT_ENV
+        );
+    }
     let injected = tickfan::runtime::Injected {
         fault,
+        journal_files: slow_sync.map(tickfan::order::journal::fault::slow_sync),
         ..Default::default()
     };
     let engine = Engine::start_with(&config, injected).map_err(|e| {

@@ -444,6 +444,30 @@ pub(crate) fn render(s: &Scrape<'_>) -> String {
         "--journal-max-bytes (0 with --no-journal); at it new orders get SYSTEM_BUSY journal_full.",
         ord.journal_max_bytes,
     );
+    o.one(
+        "tickfan_journal_disk_full",
+        "gauge",
+        "1 while the order journal's disk is full: new orders get SYSTEM_BUSY journal_full until a probe (every 1 s) finds room.",
+        ord.journal_disk_full,
+    );
+    o.one(
+        "tickfan_journal_disk_full_episodes_total",
+        "counter",
+        "Times the order journal's disk was found full.",
+        ord.journal_disk_full_episodes,
+    );
+    o.one(
+        "tickfan_journal_failed",
+        "gauge",
+        "1 once an order journal write or sync failed for good (not a full disk): new orders get SYSTEM_BUSY journal_error until a restart.",
+        ord.journal_failed,
+    );
+    o.one(
+        "tickfan_orders_journal_full_total",
+        "counter",
+        "Orders refused SYSTEM_BUSY journal_full: the journal at --journal-max-bytes or its disk full (also counted as SYSTEM_BUSY).",
+        ord.journal_full_rejects,
+    );
     let sq = &ord.sequencing;
     o.head(
         "tickfan_fills_total",

@@ -1,6 +1,8 @@
 //! What each route answers: the pure step between a parsed request and its
 //! response (no socket here). Runs on the admin workers.
 
+use std::sync::atomic::Ordering;
+
 use super::http::{Request, Response};
 use super::latency_buckets::LatencyBuckets;
 use super::orders_switch;
@@ -34,6 +36,19 @@ fn authorized(req: &Request, sh: &Shared) -> bool {
         .is_some_and(|t| token.verify(t.trim().as_bytes()))
 }
 
+/// Why the engine is degraded: it serves, but its order journal refuses
+/// new orders (read from the gauges the order gateway keeps).
+fn degraded(st: &super::server::AdminState) -> Option<&'static str> {
+    let o = &st.counters.orders;
+    if o.journal_failed.load(Ordering::Relaxed) == 1 {
+        Some("journal_error: the order journal cannot be written; new orders get SYSTEM_BUSY journal_error until a restart")
+    } else if o.journal_disk_full.load(Ordering::Relaxed) == 1 {
+        Some("journal_full: the order journal's disk is full; new orders get SYSTEM_BUSY journal_full until it has room")
+    } else {
+        None
+    }
+}
+
 /// Answers one request.
 pub(crate) fn route(req: &Request, sh: &Shared) -> Routed {
     let st = &sh.state;
@@ -49,10 +64,16 @@ pub(crate) fn route(req: &Request, sh: &Shared) -> Routed {
         ("GET", "/health") if req.query("format") == Some("json") => {
             let halted = st.orders.as_ref().is_some_and(|o| o.is_halted());
             let (code, v) = match st.watch.health() {
-                Ok(()) => (
-                    200,
-                    serde_json::json!({"status": "ok", "orders_halted": halted}),
-                ),
+                Ok(()) => match degraded(st) {
+                    None => (
+                        200,
+                        serde_json::json!({"status": "ok", "orders_halted": halted}),
+                    ),
+                    Some(why) => (
+                        200,
+                        serde_json::json!({"status": "degraded", "why": why, "orders_halted": halted}),
+                    ),
+                },
                 Err(why) => (
                     503,
                     serde_json::json!({"status": "unhealthy", "why": why.to_string(), "orders_halted": halted}),
@@ -65,9 +86,12 @@ pub(crate) fn route(req: &Request, sh: &Shared) -> Routed {
             // said on a second line, so a check that reads the body sees it.
             let halted = st.orders.as_ref().is_some_and(|o| o.is_halted());
             let note = if halted { "orders: halted\n" } else { "" };
-            match st.watch.health() {
-                Ok(()) => Response::text(200, format!("ok\n{note}")),
-                Err(why) => Response::text(503, format!("unhealthy: {why}\n{note}")),
+            match (st.watch.health(), degraded(st)) {
+                (Ok(()), None) => Response::text(200, format!("ok\n{note}")),
+                // Serving, orders refused: a restart would not help (a
+                // full disk), so not a 503 that invites one.
+                (Ok(()), Some(why)) => Response::text(200, format!("degraded: {why}\n{note}")),
+                (Err(why), _) => Response::text(503, format!("unhealthy: {why}\n{note}")),
             }
         }
         ("POST", "/orders/halt" | "/orders/resume") => {

@@ -40,11 +40,15 @@ pub enum Alert {
 
     /// A symbol's source sent nothing for `--stale-after` (its value is flagged stale).
     FeedSilent,
+    /// The order journal's disk is full, or was found full since the last
+    /// evaluation: new orders get SYSTEM_BUSY journal_full until a probe
+    /// finds room (`order::journal::disk_full`).
+    JournalDiskFull,
 }
 
 impl Alert {
     /// Number of alerts.
-    pub const COUNT: usize = 11;
+    pub const COUNT: usize = 12;
     /// Every alert, in gauge-index order.
     pub const ALL: [Alert; Alert::COUNT] = [
         Alert::SymbolsNearLimit,
@@ -58,6 +62,7 @@ impl Alert {
         Alert::JournalFull,
         Alert::OrderDrainOverSlo,
         Alert::FeedSilent,
+        Alert::JournalDiskFull,
     ];
 
     /// Stable snake-case name (log lines, metric label).
@@ -75,6 +80,7 @@ impl Alert {
             Alert::OrderDrainOverSlo => "order_drain_over_slo",
 
             Alert::FeedSilent => "feed_silent",
+            Alert::JournalDiskFull => "journal_disk_full",
         }
     }
 }
@@ -282,6 +288,22 @@ impl Alerts {
                     n.cluster.symbols_silent
                 ),
             ),
+            (
+                Alert::JournalDiskFull,
+                // An episode shorter than the interval still raises it once.
+                n.orders.journal_disk_full == 1
+                    || n.orders.journal_disk_full_episodes
+                        > i.before.orders.journal_disk_full_episodes,
+                if n.orders.journal_disk_full == 1 {
+                    "the order journal's disk is full: new orders get SYSTEM_BUSY journal_full"
+                        .to_string()
+                } else {
+                    format!(
+                        "the order journal's disk has room ({} times full since start)",
+                        n.orders.journal_disk_full_episodes
+                    )
+                },
+            ),
         ];
         let mut out = Vec::new();
         for (alert, on, detail) in checks {
@@ -347,6 +369,8 @@ mod tests {
         busy.capacity.slo_s = 1.0;
         busy.capacity.lanes[0].drain_s = None; // not draining
         busy.cluster.symbols_silent = 1;
+        busy.orders.journal_disk_full = 1;
+        busy.orders.journal_disk_full_episodes = 1;
         let stale = [SubscriberStats {
             connected: true,
             staleness_us: 2_000_000,
@@ -378,6 +402,7 @@ mod tests {
         calm.orders.bridge_call_oldest_age_us = 0;
         calm.capacity.lanes[0].drain_s = Some(0.4);
         calm.capacity.lanes[1].drain_s = Some(0.0);
+        calm.orders.journal_disk_full = 0;
         let off = AlertInputs {
             now: &calm,
             before: &busy,
@@ -394,7 +419,8 @@ mod tests {
                 Alert::OrderQueueHigh,
                 Alert::OrderQueueOld,
                 Alert::BridgeCallSlow,
-                Alert::OrderDrainOverSlo
+                Alert::OrderDrainOverSlo,
+                Alert::JournalDiskFull
             ]
         );
         let mut slow_drain = calm.clone();

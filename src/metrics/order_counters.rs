@@ -70,6 +70,17 @@ pub struct OrderCounters {
     pub journal_bytes: AtomicU64,
     /// Gauge: `--journal-max-bytes` (0 with `--no-journal`).
     pub journal_max_bytes: AtomicU64,
+    /// Gauge: 1 while the journal's disk is full (new orders refused
+    /// `SYSTEM_BUSY journal_full` until a probe finds room).
+    pub journal_disk_full: AtomicU64,
+    /// Gauge: 1 once a journal write or sync failed for good
+    /// (`SYSTEM_BUSY journal_error` until a restart).
+    pub journal_failed: AtomicU64,
+    /// Times the journal's disk was found full.
+    pub journal_disk_full_episodes: AtomicU64,
+    /// Orders refused `SYSTEM_BUSY journal_full` (the journal at
+    /// `--journal-max-bytes`, or its disk full; also counted as `SYSTEM_BUSY`).
+    pub journal_full_rejects: AtomicU64,
     /// Gauge: 1 while the order kill switch is on (`POST /orders/halt`).
     pub halted: AtomicU64,
     /// `NEW`s refused `SYSTEM_BUSY halted` (also counted as `SYSTEM_BUSY`).
@@ -239,6 +250,14 @@ pub struct OrderSnapshot {
     pub journal_bytes: u64,
     /// `--journal-max-bytes` (0 with `--no-journal`).
     pub journal_max_bytes: u64,
+    /// 1 while the journal's disk is full.
+    pub journal_disk_full: u64,
+    /// 1 once the journal failed for good.
+    pub journal_failed: u64,
+    /// Times the journal's disk was found full.
+    pub journal_disk_full_episodes: u64,
+    /// `SYSTEM_BUSY journal_full` rejects (part of `busy`).
+    pub journal_full_rejects: u64,
     /// Fill sequencing, positions and chunks.
     pub sequencing: FillSnapshot,
     /// Connections refused for a wrong, missing or late token.
@@ -314,6 +333,10 @@ impl OrderSnapshot {
             bridge_call_oldest_age_us: get(&o.bridge_call_oldest_age_us),
             journal_bytes: get(&o.journal_bytes),
             journal_max_bytes: get(&o.journal_max_bytes),
+            journal_disk_full: get(&o.journal_disk_full),
+            journal_failed: get(&o.journal_failed),
+            journal_disk_full_episodes: get(&o.journal_disk_full_episodes),
+            journal_full_rejects: get(&o.journal_full_rejects),
             sequencing: FillSnapshot::take(f),
             auth_failures: get(&o.auth_failures),
             rate_limited: get(&o.rate_limited),

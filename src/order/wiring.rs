@@ -290,6 +290,7 @@ impl OrderPath {
                 startup::JournalStart {
                     watch: Some(Arc::clone(&i.watch)),
                     wrap_files: i.journal_files.take(),
+                    clock: Some(Arc::clone(&i.clock)),
                 },
             )
             .map_err(std::io::Error::other)?;

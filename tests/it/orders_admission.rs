@@ -399,6 +399,10 @@ impl JournalFile for GatedFile {
         self.gate.pass();
         self.inner.sync_data()
     }
+
+    fn truncate(&mut self, len: u64) -> std::io::Result<()> {
+        self.inner.truncate(len)
+    }
 }
 
 #[test]

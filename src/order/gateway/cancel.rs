@@ -41,7 +41,7 @@ use crate::model::order_reasons::{DoneStatus, RejectReason};
 use crate::model::warning::WarnKind;
 use crate::order::accepted::ConnId;
 use crate::order::journal::record::{Record, TerminalState};
-use crate::order::journal::writer::Journal;
+use crate::order::journal::writer::{Durability, Journal};
 use crate::order::lanes::claim::{CancelRefused, Cancelled, Claim};
 use crate::order::lanes::events::{Event, EventKind};
 
@@ -208,7 +208,7 @@ impl CancelBook {
         let front = self.held.front()?;
         let ready = match journal {
             None => true,
-            Some(j) => front.lsn <= j.durable_lsn() || j.lost_from().is_some_and(|l| front.lsn > l),
+            Some(j) => j.outcome(front.lsn) != Durability::Pending,
         };
         if !ready {
             return None;

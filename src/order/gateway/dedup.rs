@@ -246,6 +246,14 @@ impl Dedup {
         }
     }
 
+    /// Forgets `id` at once (its order was refused after all, never
+    /// `ACK`ed: the id may be sent again).
+    pub fn forget(&mut self, id: &str) {
+        if let Some(i) = self.find(self.fingerprint(id)) {
+            self.remove_at(i);
+        }
+    }
+
     /// The state of `id` at `now_ns`, if remembered.
     pub fn state(&self, id: &str, now_ns: u64) -> Option<IdState> {
         let s = self.slots[self.find(self.fingerprint(id))?];
@@ -368,6 +376,24 @@ mod tests {
         assert!(d.check("a", 99, false).is_err());
         d.check("a", 100, false).unwrap();
         assert_eq!(d.state("a", 100), None);
+    }
+
+    #[test]
+    fn a_forgotten_id_is_free_at_once_and_its_neighbours_stay_found() {
+        let mut d = Dedup::new(1_000, 64);
+        let ids: Vec<String> = (0..40).map(|i| format!("id{i}")).collect();
+        for id in &ids {
+            d.check(id, 0, false).unwrap();
+            d.insert(id, 0);
+        }
+        d.forget("id7");
+        d.forget("never-seen");
+        assert_eq!(d.len(), 39);
+        assert_eq!(d.state("id7", 1), None);
+        d.check("id7", 1, false).unwrap();
+        for id in ids.iter().filter(|i| *i != "id7") {
+            assert_eq!(d.state(id, 1), Some(IdState::Live), "{id}");
+        }
     }
 
     #[test]

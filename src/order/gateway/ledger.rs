@@ -269,7 +269,12 @@ impl Ledger {
                     return true;
                 }
                 Err(AppendError::Full) => {
+                    bump(&self.counters.orders.journal_full_rejects, 1);
                     "journal_full: the journal is at --journal-max-bytes".to_owned()
+                }
+                Err(AppendError::DiskFull) => {
+                    bump(&self.counters.orders.journal_full_rejects, 1);
+                    super::JOURNAL_DISK_FULL.to_owned()
                 }
                 Err(AppendError::Failed(e)) => format!("journal_error: {e}"),
                 Err(AppendError::Stopped) => "shutting down".to_owned(),

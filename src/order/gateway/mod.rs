@@ -83,6 +83,7 @@ use crate::model::order_reasons::RejectReason;
 use crate::model::units::{Amount, Lots};
 use crate::order::accepted::Order;
 use crate::order::journal::record::{Record, TerminalState};
+use crate::order::journal::writer::Loss;
 use crate::order::lanes::admission::Busy;
 use dedup::{Dedup, IdState};
 use pending_acks::Released;
@@ -125,6 +126,10 @@ const OUT_INITIAL: usize = 4096;
 /// characters); a longer one still goes in, growing the buffer.
 const REPLY_ROOM: usize = 512;
 const MAX_PARK: Duration = Duration::from_millis(10);
+/// The detail of `REJECT <id> SYSTEM_BUSY` while the journal's disk is full
+/// (`journal::disk_full`): a new order, or one whose record the full disk
+/// cut off.
+pub(crate) const JOURNAL_DISK_FULL: &str = "journal_full: the journal's disk is full";
 /// The line an order client over the connection limit reads before its close.
 const REFUSAL: &[u8] = b"REJECT - SYSTEM_BUSY too many order connections\n";
 
@@ -580,9 +585,8 @@ impl Gateway {
             let Some(admission) = &self.ledger.admission else {
                 // Closing: `close_intake` refuses what is left.
                 match released {
-                    Released::Durable { order, lsn, .. } => p.put_back(order, lsn),
-                    // Above the durable LSN: still lost when looked at again.
-                    Released::Lost(order) => p.put_back(order, u64::MAX),
+                    Released::Durable { order, lsn, .. } => p.put_back(order, lsn, None),
+                    Released::Lost(order, loss) => p.put_back(order, 0, Some(loss)),
                 }
                 return n;
             };
@@ -646,14 +650,25 @@ impl Gateway {
                             }
                         }
                         Err(Busy(back)) => {
-                            p.put_back(back, lsn);
+                            p.put_back(back, lsn, None);
                             return n;
                         }
                     }
                 }
-                Released::Lost(order) => {
+                Released::Lost(order, loss) => {
                     n += 1;
-                    self.refuse(order, "journal_error: the journal could not be written");
+                    let detail = match loss {
+                        Loss::DiskFull => {
+                            bump(&self.ledger.counters.orders.journal_full_rejects, 1);
+                            JOURNAL_DISK_FULL
+                        }
+                        Loss::Failed => "journal_error: the journal could not be written",
+                    };
+                    // Never durable, never `ACK`ed: like any `SYSTEM_BUSY`,
+                    // its id may be sent again.
+                    let id = Arc::clone(&order.id);
+                    self.refuse(order, detail);
+                    self.ledger.dedup.forget(&id);
                 }
             }
         }
@@ -886,8 +901,12 @@ impl Gateway {
         self.bridge_calls.publish_gauges(o, &*self.ledger.clock);
         if let Some(p) = &self.ledger.pending {
             p.publish_oldest_live();
-            set(&o.journal_bytes, p.journal().used_bytes());
-            set(&o.journal_max_bytes, p.journal().limits().max_bytes);
+            let j = p.journal();
+            set(&o.journal_bytes, j.used_bytes());
+            set(&o.journal_max_bytes, j.limits().max_bytes);
+            set(&o.journal_disk_full, u64::from(j.is_disk_full()));
+            set(&o.journal_failed, u64::from(j.is_failed()));
+            set(&o.journal_disk_full_episodes, j.disk_full_episodes());
         }
     }
 

@@ -26,7 +26,7 @@ use std::sync::Arc;
 
 use crate::model::lane::Lane;
 use crate::order::accepted::Order;
-use crate::order::journal::writer::Journal;
+use crate::order::journal::writer::{Durability, Journal, Loss};
 
 /// An order waiting for its LSN to be durable.
 #[derive(Debug)]
@@ -34,6 +34,8 @@ struct Held {
     /// Its `Accepted` record's LSN (0: recovered, durable already).
     lsn: u64,
     order: Order,
+    /// Known lost already (put back while the intake closes).
+    lost: Option<Loss>,
 }
 
 /// What the front of the hold has become.
@@ -48,8 +50,9 @@ pub(super) enum Released {
         /// Recovered at start (no `ACK` owed).
         recovered: bool,
     },
-    /// Its record will never be durable (disk error): `REJECT … journal_error`.
-    Lost(Order),
+    /// Its record will never be durable: `REJECT … journal_full` (the disk
+    /// was full: the record was cut off) or `journal_error` (a disk error).
+    Lost(Order, Loss),
 }
 
 /// The held orders and the journal they wait on.
@@ -100,33 +103,41 @@ impl PendingAcks {
     /// Holds `order` (its lane set) until `lsn` is durable.
     pub(super) fn hold(&mut self, lsn: u64, order: Order) {
         self.per_lane[order.lane.index()] += 1;
-        self.held.push_back(Held { lsn, order });
+        self.held.push_back(Held {
+            lsn,
+            order,
+            lost: None,
+        });
     }
 
-    /// Puts back a released order (its lane was full), at the front.
-    pub(super) fn put_back(&mut self, order: Order, lsn: u64) {
+    /// Puts back a released order (its lane was full, or the intake is
+    /// closing), at the front; `lost`: it was released as lost.
+    pub(super) fn put_back(&mut self, order: Order, lsn: u64, lost: Option<Loss>) {
         self.per_lane[order.lane.index()] += 1;
-        self.held.push_front(Held { lsn, order });
+        self.held.push_front(Held { lsn, order, lost });
     }
 
     /// The front order if it is durable or lost, else `None`.
     pub(super) fn next(&mut self) -> Option<Released> {
         let front = self.held.front()?;
-        let durable = self.journal.durable_lsn();
-        let released = if front.lsn <= durable {
-            let h = self.held.pop_front()?;
-            Released::Durable {
-                order: h.order,
-                lsn: h.lsn,
-                recovered: h.lsn == 0,
+        let fate = match front.lost {
+            Some(loss) => Durability::Lost(loss),
+            None => self.journal.outcome(front.lsn),
+        };
+        let released = match fate {
+            Durability::Pending => return None,
+            Durability::Durable => {
+                let h = self.held.pop_front()?;
+                Released::Durable {
+                    order: h.order,
+                    lsn: h.lsn,
+                    recovered: h.lsn == 0,
+                }
             }
-        } else if self.journal.lost_from().is_some_and(|l| front.lsn > l) {
-            Released::Lost(self.held.pop_front()?.order)
-        } else {
-            return None;
+            Durability::Lost(loss) => Released::Lost(self.held.pop_front()?.order, loss),
         };
         let o = match &released {
-            Released::Durable { order, .. } | Released::Lost(order) => order,
+            Released::Durable { order, .. } | Released::Lost(order, _) => order,
         };
         self.per_lane[o.lane.index()] -= 1;
         Some(released)
@@ -220,7 +231,7 @@ mod tests {
             }
             other => panic!("{other:?}"),
         }
-        // The disk fails: the orders waiting for the failed sync are lost,
+        // The disk fills: the orders waiting for the failed write are lost,
         // never durable, in order.
         fail.store(true, Ordering::Relaxed);
         let a = j.append(&rec).unwrap();
@@ -228,7 +239,7 @@ mod tests {
         assert!(!j.wait_durable(a));
         assert!(j.append(&rec).is_err(), "new orders are refused");
         match p.next() {
-            Some(Released::Lost(o)) => assert_eq!(o.seq, 3),
+            Some(Released::Lost(o, Loss::DiskFull)) => assert_eq!(o.seq, 3),
             other => panic!("{other:?}"),
         }
         assert!(p.next().is_none());

@@ -1,6 +1,7 @@
 //! Where segments are written: the [`JournalFiles`] trait (create, remove)
 //! and its file-system implementation [`DirFiles`]. Tests inject their own
-//! implementation to fail writes or syncs on demand (`ENOSPC`, `EIO`).
+//! implementation to fail writes or syncs on demand (`ENOSPC`, `EIO`), and
+//! [`super::fault`] one whose syncs are slow.
 //!
 //! [`DirFiles`] reserves each new segment's space up front (`fallocate`)
 //! and writes into it from the start: an `fdatasync` then has only data to
@@ -11,7 +12,7 @@
 //! as the segment's clean end ([`super::segment::scan`]).
 
 use std::fs::{File, OpenOptions};
-use std::io::{self, Write};
+use std::io::{self, Seek, SeekFrom, Write};
 use std::path::PathBuf;
 
 use super::segment::file_name;
@@ -30,6 +31,17 @@ pub trait JournalFile: Send {
     /// The OS error; after it nothing written since the last good sync is
     /// known to be on disk.
     fn sync_data(&mut self) -> io::Result<()>;
+    /// Cuts the file back to its first `len` bytes (the end of its last
+    /// durable record), makes the cut durable, and writes from `len` on.
+    ///
+    /// The journal calls it after a write or sync failed because the disk
+    /// is full: what that batch left in the file (a part of a record, or
+    /// whole records whose sync failed and whose orders are refused) must
+    /// never be read back at a restart, nor sit in front of later records.
+    ///
+    /// # Errors
+    /// The OS error; the journal then stops for good (`journal_error`).
+    fn truncate(&mut self, len: u64) -> io::Result<()>;
 }
 
 /// The set of segments.
@@ -80,6 +92,14 @@ impl JournalFile for File {
     fn sync_data(&mut self) -> io::Result<()> {
         File::sync_data(self)
     }
+
+    fn truncate(&mut self, len: u64) -> io::Result<()> {
+        self.set_len(len)?;
+        // The cursor places the writes: back to the cut, or the next write
+        // would leave a hole of zeros (a clean end for the scan) before it.
+        self.seek(SeekFrom::Start(len))?;
+        File::sync_data(self)
+    }
 }
 
 /// Zeros written ahead of the records, per step.
@@ -121,6 +141,17 @@ impl JournalFile for ZeroedAhead {
     }
 
     fn sync_data(&mut self) -> io::Result<()> {
+        self.file.sync_data()
+    }
+
+    /// The reserved space past `len` is given back with the cut (a full
+    /// disk wants it); the segment then grows as it is written, and the
+    /// next one is reserved again.
+    fn truncate(&mut self, len: u64) -> io::Result<()> {
+        self.file.set_len(len)?;
+        self.written = len;
+        self.zeroed = len;
+        self.reserve = len;
         self.file.sync_data()
     }
 }

@@ -11,14 +11,21 @@
 //!   trait so tests can inject a failing disk);
 //! * [`writer`]: the journal thread (`tickfan-journal`, single writer) and
 //!   its handle, group commit (one write and one `fdatasync` per batch);
+//! * [`disk_full`]: a full disk (`ENOSPC`): the cut back to the last
+//!   durable record, refusals while full, the probe that finds room;
+//! * [`lost`]: the LSNs lost to a full disk;
+//! * [`fault`]: a slow-sync disk for benchmarks (`TICKFAN_FAULT_FSYNC_MS`);
 //! * [`recover`]: reading the segments back at start;
 //! * [`startup`]: recovery into the order path (re-queued orders, the
 //!   dedup store) and the journal thread's start.
 //!
 //! Invariant: an LSN is reported durable only after the `fdatasync` that
-//! covers its bytes returned success.
+//! covers its bytes returned success, and never once it was reported lost.
 
+pub mod disk_full;
+pub mod fault;
 pub mod files;
+pub mod lost;
 pub mod record;
 pub mod recover;
 pub mod segment;

@@ -1,12 +1,15 @@
 //! Reading the journal back at start: every segment in the data directory,
 //! in order, each record handed to a visitor; a torn tail of the last
 //! segment is cut off (it was never acknowledged: its sync never returned).
+//! A last segment whose header was never made durable (created just before
+//! a crash, or as the disk filled) is removed: a segment's header is synced
+//! before any record is written into it, so nothing in it was acknowledged.
 
 use std::fs::OpenOptions;
 use std::path::{Path, PathBuf};
 
 use super::record::Record;
-use super::segment::{parse_file_name, scan, HeaderError, Torn};
+use super::segment::{header, parse_file_name, scan, HeaderError, Torn, HEADER_LEN};
 
 /// The journal cannot be read back.
 #[derive(Debug, thiserror::Error)]
@@ -60,6 +63,24 @@ impl Recovered {
     }
 }
 
+/// True when `bytes` (segment `n`) do not start with its whole header but
+/// with a part of it, or nothing, followed by zeros: a file created (and
+/// perhaps reserved) whose header write never reached the disk. A header
+/// of another segment or of another file stays an error.
+fn header_never_written(bytes: &[u8], n: u64) -> bool {
+    let h = header(n);
+    let k = bytes.len().min(HEADER_LEN);
+    if bytes[..k] == h[..k] && k == HEADER_LEN {
+        return false;
+    }
+    let same = bytes[..k]
+        .iter()
+        .zip(h)
+        .take_while(|(a, b)| **a == *b)
+        .count();
+    bytes[same..k].iter().all(|&b| b == 0)
+}
+
 /// Reads every segment in `dir` (created when missing), oldest first,
 /// calling `visit` with each record, and cuts a torn tail off the last one.
 ///
@@ -84,6 +105,18 @@ pub fn recover(dir: &Path, mut visit: impl FnMut(Record)) -> Result<Recovered, R
     for (i, &n) in numbers.iter().enumerate() {
         let path = dir.join(super::segment::file_name(n));
         let bytes = std::fs::read(&path).map_err(io(&path))?;
+        if i + 1 == numbers.len() && header_never_written(&bytes, n) {
+            log::warn!(
+                "journal: removed {} ({} bytes): its header was never written (made just before a crash or as the disk filled); nothing in it was acknowledged",
+                path.display(),
+                bytes.len()
+            );
+            std::fs::remove_file(&path).map_err(io(&path))?;
+            std::fs::File::open(dir)
+                .and_then(|d| d.sync_all())
+                .map_err(io(dir))?;
+            continue;
+        }
         let s = scan(&bytes, n, |r| {
             out.records += 1;
             visit(r);

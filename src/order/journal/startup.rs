@@ -25,13 +25,14 @@ use crate::order::config::OrderConfig;
 use crate::order::gateway::dedup::{Dedup, IdState};
 use crate::order::gateway::status::OrderStatus;
 use crate::order::lanes::events::EventKind;
-use crate::sys::clock::wall_ns;
+use crate::retry::SharedClock;
+use crate::sys::clock::{wall_ns, MonoClock};
 use crate::sys::watch::Watch;
 
 use super::files::{DirFiles, JournalFiles, WrapFiles};
 use super::record::{Record, TerminalState};
 use super::recover::{recover, RecoverError};
-use super::writer::{Journal, JournalLimits, Notify};
+use super::writer::{Journal, JournalEnv, JournalLimits, Notify};
 use crate::dlq::{AttemptRecord, DeadLetter};
 
 /// Largest segment; smaller when `--journal-max-bytes` is small, so old
@@ -167,6 +168,8 @@ pub(crate) struct JournalStart {
     pub watch: Option<Arc<Watch>>,
     /// Put around the data directory's files (`None`: used as they are).
     pub wrap_files: Option<WrapFiles>,
+    /// The engine clock, for the disk-full probe (`None`: the monotonic clock).
+    pub clock: Option<SharedClock>,
 }
 
 /// Recovers `c.data_dir`, fills `dedup`, and starts the journal thread.
@@ -333,13 +336,18 @@ pub(crate) fn open(
         Some(WrapFiles(wrap)) => wrap(files),
         None => files,
     };
+    let env = JournalEnv {
+        notify,
+        watch: start.watch,
+        clock: start.clock.unwrap_or_else(|| Arc::new(MonoClock::new())),
+    };
     let (journal, thread) =
-        Journal::start_watched(files, limits, next, r.segments, notify, start.watch).map_err(
-            |source| RecoverError::Io {
+        Journal::start_in(files, limits, next, r.segments, env).map_err(|source| {
+            RecoverError::Io {
                 path: c.data_dir.join(super::segment::file_name(next)),
                 source,
-            },
-        )?;
+            }
+        })?;
     if !ended_by_dlq.is_empty() {
         log::warn!(
             "journal: {} order(s) dead-lettered just before the crash ended DEAD",

@@ -217,7 +217,7 @@ fn the_size_limit_refuses_appends_with_full() {
 }
 
 #[test]
-fn a_failing_disk_never_reports_durable_and_refuses_new_appends() {
+fn a_failing_or_full_disk_never_reports_durable_and_refuses_new_appends() {
     for kind in [io::ErrorKind::StorageFull, io::ErrorKind::Other] {
         let fail = Arc::new(AtomicBool::new(false));
         let wakes = Arc::new(AtomicUsize::new(0));
@@ -244,8 +244,15 @@ fn a_failing_disk_never_reports_durable_and_refuses_new_appends() {
         let bad = j.append(&rec).unwrap();
         assert!(!j.wait_durable(bad), "{kind:?}");
         assert_eq!(j.durable_lsn(), good);
-        assert_eq!(j.lost_from(), Some(good));
-        assert!(matches!(j.append(&rec), Err(AppendError::Failed(_))));
+        if kind == io::ErrorKind::StorageFull {
+            // Cut back and full, not failed: refused until a probe finds room.
+            assert_eq!(j.lost_from(), None);
+            assert!(j.is_disk_full());
+            assert_eq!(j.append(&rec), Err(AppendError::DiskFull));
+        } else {
+            assert_eq!(j.lost_from(), Some(good));
+            assert!(matches!(j.append(&rec), Err(AppendError::Failed(_))));
+        }
         assert!(wakes.load(Ordering::Relaxed) >= 2, "the owner is woken");
         j.stop();
         h.join().unwrap();
@@ -289,6 +296,10 @@ impl JournalFile for InjectedFile {
 
     fn sync_data(&mut self) -> io::Result<()> {
         self.syncs.fetch_add(1, Ordering::Relaxed);
+        Ok(())
+    }
+
+    fn truncate(&mut self, _len: u64) -> io::Result<()> {
         Ok(())
     }
 }
@@ -363,21 +374,28 @@ impl JournalFile for PanickingFile {
     fn sync_data(&mut self) -> io::Result<()> {
         Ok(())
     }
+
+    fn truncate(&mut self, _len: u64) -> io::Result<()> {
+        Ok(())
+    }
 }
 
 #[test]
 fn a_journal_thread_that_panics_is_named_dead_and_nobody_waits_on_it_for_ever() {
     let panic = Arc::new(AtomicBool::new(false));
     let watch = Arc::new(crate::sys::watch::Watch::default());
-    let (j, h) = Journal::start_watched(
+    let (j, h) = Journal::start_in(
         Box::new(Panicking {
             panic: Arc::clone(&panic),
         }),
         LIMITS,
         1,
         Vec::new(),
-        Box::new(|| {}),
-        Some(Arc::clone(&watch)),
+        super::writer::JournalEnv {
+            notify: Box::new(|| {}),
+            watch: Some(Arc::clone(&watch)),
+            clock: Arc::new(crate::retry::SimClock::new()),
+        },
     )
     .unwrap();
     let rec = samples().remove(0);
@@ -412,4 +430,247 @@ fn sync_pending_returns_once_everything_appended_is_durable() {
     let mut n = 0;
     recover(dir.path(), |_| n += 1).unwrap();
     assert_eq!(n, 200);
+}
+
+/// How a [`FullDisk`] fails its next writes and syncs.
+const ROOM: u8 = 0;
+/// A write puts half its bytes in the file, then fails `ENOSPC`.
+const PARTIAL_WRITE: u8 = 1;
+/// Writes go through, the sync fails `ENOSPC`.
+const SYNC_FAILS: u8 = 2;
+
+/// Real segments in a directory whose disk fills on demand ([`ROOM`],
+/// [`PARTIAL_WRITE`], [`SYNC_FAILS`]).
+struct FullDisk {
+    inner: DirFiles,
+    mode: Arc<std::sync::atomic::AtomicU8>,
+    /// Writes and syncs failed so far.
+    failures: Arc<AtomicUsize>,
+}
+
+struct FullDiskFile {
+    inner: Box<dyn JournalFile>,
+    mode: Arc<std::sync::atomic::AtomicU8>,
+    failures: Arc<AtomicUsize>,
+}
+
+impl FullDisk {
+    fn new(
+        dir: &std::path::Path,
+    ) -> (FullDisk, Arc<std::sync::atomic::AtomicU8>, Arc<AtomicUsize>) {
+        let mode = Arc::new(std::sync::atomic::AtomicU8::new(ROOM));
+        let failures = Arc::new(AtomicUsize::new(0));
+        let disk = FullDisk {
+            inner: DirFiles {
+                dir: dir.to_path_buf(),
+                reserve: LIMITS.segment_bytes,
+            },
+            mode: Arc::clone(&mode),
+            failures: Arc::clone(&failures),
+        };
+        (disk, mode, failures)
+    }
+}
+
+impl JournalFiles for FullDisk {
+    fn create(&mut self, segment: u64) -> io::Result<Box<dyn JournalFile>> {
+        Ok(Box::new(FullDiskFile {
+            inner: self.inner.create(segment)?,
+            mode: Arc::clone(&self.mode),
+            failures: Arc::clone(&self.failures),
+        }))
+    }
+
+    fn remove(&mut self, segment: u64) -> io::Result<()> {
+        self.inner.remove(segment)
+    }
+}
+
+impl JournalFile for FullDiskFile {
+    fn write_all(&mut self, buf: &[u8]) -> io::Result<()> {
+        if self.mode.load(Ordering::SeqCst) == PARTIAL_WRITE {
+            self.inner.write_all(&buf[..buf.len() / 2])?;
+            self.failures.fetch_add(1, Ordering::SeqCst);
+            return Err(io::Error::from_raw_os_error(libc::ENOSPC));
+        }
+        self.inner.write_all(buf)
+    }
+
+    fn sync_data(&mut self) -> io::Result<()> {
+        if self.mode.load(Ordering::SeqCst) == SYNC_FAILS {
+            self.failures.fetch_add(1, Ordering::SeqCst);
+            return Err(io::Error::from_raw_os_error(libc::ENOSPC));
+        }
+        self.inner.sync_data()
+    }
+
+    fn truncate(&mut self, len: u64) -> io::Result<()> {
+        self.inner.truncate(len)
+    }
+}
+
+/// Polls `cond` (the journal thread acts on its own) for up to a minute.
+fn eventually(what: &str, cond: impl Fn() -> bool) {
+    let end = std::time::Instant::now() + std::time::Duration::from_secs(60);
+    while !cond() {
+        assert!(std::time::Instant::now() < end, "timed out: {what}");
+        std::thread::sleep(std::time::Duration::from_millis(1));
+    }
+}
+
+/// A journal on `disk` probing on `clock`; the count of its notifications
+/// (after each commit, failure and probe, its state updated).
+fn start_on(
+    disk: FullDisk,
+    clock: &crate::retry::SimClock,
+) -> (Journal, std::thread::JoinHandle<()>, Arc<AtomicUsize>) {
+    let notes = Arc::new(AtomicUsize::new(0));
+    let n = Arc::clone(&notes);
+    let (j, h) = Journal::start_in(
+        Box::new(disk),
+        LIMITS,
+        1,
+        Vec::new(),
+        super::writer::JournalEnv {
+            notify: Box::new(move || {
+                n.fetch_add(1, Ordering::SeqCst);
+            }),
+            watch: None,
+            clock: Arc::new(clock.clone()),
+        },
+    )
+    .unwrap();
+    (j, h, notes)
+}
+
+#[test]
+fn a_full_disk_cuts_the_failed_batch_refuses_until_a_probe_finds_room_then_takes_appends_again() {
+    use super::disk_full::PROBE_EVERY;
+    use super::writer::{Durability, Loss};
+    for how in [PARTIAL_WRITE, SYNC_FAILS] {
+        let dir = tempfile::tempdir().unwrap();
+        let clock = crate::retry::SimClock::new();
+        let (disk, mode, failures) = FullDisk::new(dir.path());
+        let (j, h, notes) = start_on(disk, &clock);
+        let rec = samples().remove(0);
+        let mut good = 0;
+        for _ in 0..3 {
+            good = j.append(&rec).unwrap();
+        }
+        assert!(j.wait_durable(good));
+
+        // The disk fills under a batch: it is cut off, its LSN lost.
+        mode.store(how, Ordering::SeqCst);
+        let lost = j.append(&rec).unwrap();
+        assert!(!j.wait_durable(lost), "mode {how}");
+        assert_eq!(j.outcome(lost), Durability::Lost(Loss::DiskFull));
+        assert_eq!(j.outcome(good), Durability::Durable);
+        assert!(j.is_disk_full() && !j.is_failed());
+        assert_eq!(j.disk_full_episodes(), 1);
+        assert_eq!(j.append(&rec), Err(AppendError::DiskFull));
+
+        // A probe while still full finds none: still full, one episode.
+        let (before, told) = (
+            failures.load(Ordering::SeqCst),
+            notes.load(Ordering::SeqCst),
+        );
+        clock.advance(PROBE_EVERY.as_nanos() as u64);
+        assert_eq!(j.append(&rec), Err(AppendError::DiskFull));
+        eventually("a probe met the full disk", || {
+            failures.load(Ordering::SeqCst) > before && notes.load(Ordering::SeqCst) > told
+        });
+        assert!(j.is_disk_full());
+        assert_eq!(j.disk_full_episodes(), 1);
+        assert_eq!(j.append(&rec), Err(AppendError::DiskFull));
+
+        // Room again: refused until the next probe is due, on the engine clock.
+        mode.store(ROOM, Ordering::SeqCst);
+        assert_eq!(j.append(&rec), Err(AppendError::DiskFull));
+        clock.advance(PROBE_EVERY.as_nanos() as u64);
+        let _ = j.append(&rec);
+        eventually("a probe found room", || !j.is_disk_full());
+        let after = j.append(&rec).unwrap();
+        assert!(j.wait_durable(after));
+        assert!(after > lost);
+        // Later LSNs durable, the lost one stays lost.
+        assert_eq!(j.outcome(lost), Durability::Lost(Loss::DiskFull));
+        // Until no one can ask about it any more.
+        j.set_oldest_live(lost);
+        assert_eq!(j.outcome(lost), Durability::Lost(Loss::DiskFull));
+        j.stop();
+        h.join().unwrap();
+
+        // On disk: the three records before and the one after, no more,
+        // nothing torn (the cut, not the recovery, removed the batch).
+        let mut n = 0;
+        let r = recover(dir.path(), |_| n += 1).unwrap();
+        assert_eq!((n, r.torn_bytes), (4, 0), "mode {how}");
+    }
+}
+
+#[test]
+fn a_segment_the_full_disk_would_not_take_is_removed_and_the_journal_rolls_once_it_has_room() {
+    use super::disk_full::PROBE_EVERY;
+    let dir = tempfile::tempdir().unwrap();
+    let clock = crate::retry::SimClock::new();
+    let (disk, mode, _) = FullDisk::new(dir.path());
+    let (j, h, _) = start_on(disk, &clock);
+    let rec = samples().remove(0);
+    // Fill segment 1 near its 4 KiB.
+    let mut last = 0;
+    while j.used_bytes() < LIMITS.segment_bytes - 200 {
+        last = j.append(&rec).unwrap();
+        assert!(j.wait_durable(last));
+    }
+    // The next batch needs segment 2, whose header the full disk cuts.
+    mode.store(PARTIAL_WRITE, Ordering::SeqCst);
+    let mut lost = 0;
+    for _ in 0..10 {
+        lost = j.append(&rec).unwrap();
+    }
+    assert!(!j.wait_durable(lost));
+    let seg2 = dir.path().join(super::segment::file_name(2));
+    assert!(!seg2.exists(), "the half-made segment is removed");
+    mode.store(ROOM, Ordering::SeqCst);
+    clock.advance(PROBE_EVERY.as_nanos() as u64);
+    let _ = j.append(&rec);
+    eventually("room again", || !j.is_disk_full());
+    let mut after = 0;
+    for _ in 0..10 {
+        after = j.append(&rec).unwrap();
+    }
+    assert!(j.wait_durable(after));
+    assert!(seg2.exists(), "rolled once there was room");
+    j.stop();
+    h.join().unwrap();
+    let mut n = 0u64;
+    let r = recover(dir.path(), |_| n += 1).unwrap();
+    assert_eq!((n, r.torn_bytes), (last + 10, 0));
+}
+
+#[test]
+fn recovery_removes_a_last_segment_whose_header_never_reached_the_disk() {
+    let rec = samples().remove(0);
+    for stub in [Vec::new(), b"TFJOUR".to_vec(), vec![0u8; 4096]] {
+        let dir = tempfile::tempdir().unwrap();
+        let (j, h) = start(dir.path(), LIMITS);
+        assert!(j.wait_durable(j.append(&rec).unwrap()));
+        j.stop();
+        h.join().unwrap();
+        let seg2 = dir.path().join(super::segment::file_name(2));
+        std::fs::write(&seg2, &stub).unwrap();
+        let mut n = 0;
+        let r = recover(dir.path(), |_| n += 1).unwrap();
+        assert_eq!(n, 1);
+        assert!(!seg2.exists(), "{stub:?}");
+        assert_eq!(r.next_segment(), 2);
+    }
+    // A whole header of another segment is not a stub: an error, as before.
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::write(
+        dir.path().join(super::segment::file_name(2)),
+        super::segment::header(7),
+    )
+    .unwrap();
+    assert!(recover(dir.path(), |_| {}).is_err());
 }

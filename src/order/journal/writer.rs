@@ -10,12 +10,17 @@
 //! LSN and calls the notifier (the gateway's mio waker).
 //!
 //! Invariants: the durable LSN only grows and never passes an LSN whose
-//! bytes were not synced; after a failed write or sync the journal is
-//! *failed* for good (after a failed `fsync` the kernel may have dropped the
-//! dirty pages, so nothing later can be trusted): every LSN above the
-//! durable one will never be durable, and new appends are refused. Disk use
-//! (segments on disk plus pending bytes) never passes `max_bytes` by more
-//! than a segment header.
+//! bytes were not synced; an LSN is durable when it is at or below the
+//! durable LSN and not *lost* ([`super::lost`]). A write or sync that fails
+//! because the disk is full makes the journal *full*
+//! ([`super::disk_full`]): the segment is cut back to its last durable
+//! record, the LSNs not yet durable are lost, appends are refused until a
+//! probe finds room, then taken again. Any other failed write or sync makes
+//! the journal *failed* for good (after a failed `fsync` the kernel may
+//! have dropped the dirty pages, so nothing later can be trusted): every
+//! LSN above the durable one will never be durable, and new appends are
+//! refused. Disk use (segments on disk plus pending bytes) never passes
+//! `max_bytes` by more than a segment header.
 //!
 //! Retirement: a closed segment is deleted once every order accepted in it
 //! has ended (its last LSN is below the oldest live order's, which the
@@ -27,17 +32,20 @@
 //! Segments found at start count as holding LSN 0 and as written at start.
 
 use std::io;
-use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
 use std::sync::{Arc, Condvar, Mutex, MutexGuard};
 use std::thread::JoinHandle;
 use std::time::Duration;
 
 use crate::logging::repeat::warn_repeating;
 use crate::model::warning::WarnKind;
-use crate::sys::clock::wall_ns;
+use crate::retry::Clock;
+use crate::sys::clock::{wall_ns, MonoClock};
 use crate::sys::watch::Watch;
 
+use super::disk_full::{is_disk_full, probe, DiskFull, Probe, FULL_POLL, PROBE_EVERY};
 use super::files::{JournalFile, JournalFiles};
+use super::lost::LostRanges;
 use super::record::Record;
 use super::segment::{header, put_frame};
 
@@ -70,18 +78,65 @@ struct Segment {
     last_wall_ns: u64,
 }
 
+/// What the journal thread works with besides its files and sizes.
+pub struct JournalEnv {
+    /// Called by the journal thread after each commit, failure, probe.
+    pub notify: Notify,
+    /// The engine's watch over the thread (`None`: not watched): if it
+    /// panics, the watch names it dead (the engine exits, `/health`
+    /// answers 503) and the journal turns failed, so no one waits on it
+    /// for ever.
+    pub watch: Option<Arc<Watch>>,
+    /// The engine clock: when a full journal probes for room
+    /// ([`super::disk_full::PROBE_EVERY`]).
+    pub clock: Arc<dyn Clock>,
+}
+
+impl std::fmt::Debug for JournalEnv {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("JournalEnv")
+            .field("watch", &self.watch.is_some())
+            .field("clock", &self.clock)
+            .finish_non_exhaustive()
+    }
+}
+
 /// Why an append was refused.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 pub enum AppendError {
     /// The journal is at `--journal-max-bytes` (`SYSTEM_BUSY journal_full`).
     #[error("journal full")]
     Full,
+    /// The journal's disk is full (`SYSTEM_BUSY journal_full`); appends are
+    /// taken again once a probe finds room ([`super::disk_full`]).
+    #[error("journal disk full")]
+    DiskFull,
     /// A write or sync failed earlier (`SYSTEM_BUSY journal_error`).
     #[error("journal failed: {0}")]
     Failed(String),
     /// The journal is stopping.
     #[error("journal stopped")]
     Stopped,
+}
+
+/// What became of an appended record.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Durability {
+    /// Synced: it survives a crash.
+    Durable,
+    /// Not synced yet.
+    Pending,
+    /// It will never be durable (and was never read back): why.
+    Lost(Loss),
+}
+
+/// Why a record will never be durable.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Loss {
+    /// Its batch met a full disk and was cut off (`journal_full`).
+    DiskFull,
+    /// A write or sync failed for good (`journal_error`).
+    Failed,
 }
 
 /// The state shared by appenders and the journal thread.
@@ -94,8 +149,13 @@ struct State {
     disk_bytes: u64,
     /// Segments on disk, oldest first; the last is the one written.
     segments: Vec<Segment>,
-    /// Set once a write or sync failed: the error, for new appends.
+    /// Set once a write or sync failed for good: the error, for new appends.
     failed: Option<String>,
+    /// Set while the disk is full (appends refused, probes due).
+    full: Option<DiskFull>,
+    /// LSNs lost to a full disk (written by the journal thread, pruned by
+    /// [`Journal::set_oldest_live`]).
+    lost: LostRanges,
     /// Set by [`Journal::stop`].
     stop: bool,
 }
@@ -108,8 +168,20 @@ struct Shared {
     committed: Condvar,
     /// Highest durable LSN (Release by the journal thread, Acquire by readers).
     durable: AtomicU64,
-    /// LSNs above this never become durable (`u64::MAX` while healthy).
+    /// LSNs above this never become durable (`u64::MAX` while not failed
+    /// for good).
     lost_from: AtomicU64,
+    /// `lost.len()`, so a journal that never lost anything answers
+    /// [`Journal::outcome`] without the mutex. Stored (Release) by the
+    /// journal thread before the durable LSN can pass a lost range, read
+    /// (Acquire) after the durable LSN.
+    lost_ranges: AtomicUsize,
+    /// True while the disk is full (the gateway's gauge reads it).
+    disk_full: AtomicBool,
+    /// Times the disk was found full.
+    full_episodes: AtomicU64,
+    /// The engine clock (probe cadence).
+    clock: Arc<dyn Clock>,
     /// LSN of the oldest order not ended (`u64::MAX`: none), written by the
     /// gateway, read by the journal thread for retirement.
     oldest_live: AtomicU64,
@@ -138,7 +210,8 @@ fn lock(s: &Shared) -> MutexGuard<'_, State> {
 
 impl Journal {
     /// Starts the journal thread writing new segments from `first_segment`
-    /// on, with `existing` segments (number, bytes) already on disk.
+    /// on, with `existing` segments (number, bytes) already on disk; not
+    /// watched, probing on the monotonic clock.
     ///
     /// # Errors
     /// The first segment cannot be created, or the thread cannot start.
@@ -149,27 +222,27 @@ impl Journal {
         existing: Vec<(u64, u64)>,
         notify: Notify,
     ) -> io::Result<(Journal, JoinHandle<()>)> {
-        Self::start_watched(files, limits, first_segment, existing, notify, None)
+        let env = JournalEnv {
+            notify,
+            watch: None,
+            clock: Arc::new(MonoClock::new()),
+        };
+        Self::start_in(files, limits, first_segment, existing, env)
     }
 
-    /// [`Journal::start`], the thread guarded by `watch` (the engine's): if
-    /// it panics, the watch names it dead (the engine exits, `/health`
-    /// answers 503) and the journal turns failed, so no one waits on it
-    /// for ever.
+    /// [`Journal::start`] with its thread's environment: the notifier, the
+    /// engine's watch and clock.
     ///
     /// # Errors
-    /// As [`Journal::start`].
-    pub fn start_watched(
+    /// As [`Journal::start`]; a first segment left half made is removed.
+    pub fn start_in(
         mut files: Box<dyn JournalFiles>,
         limits: JournalLimits,
         first_segment: u64,
         existing: Vec<(u64, u64)>,
-        notify: Notify,
-        watch: Option<Arc<Watch>>,
+        env: JournalEnv,
     ) -> io::Result<(Journal, JoinHandle<()>)> {
-        let mut file = files.create(first_segment)?;
-        file.write_all(&header(first_segment))?;
-        file.sync_data()?;
+        let file = open_segment(&mut *files, first_segment)?;
         let now = wall_ns();
         let seg = |(number, bytes)| Segment {
             number,
@@ -187,15 +260,21 @@ impl Journal {
                 disk_bytes,
                 segments,
                 failed: None,
+                full: None,
+                lost: LostRanges::default(),
                 stop: false,
             }),
             work: Condvar::new(),
             committed: Condvar::new(),
             durable: AtomicU64::new(0),
             lost_from: AtomicU64::new(u64::MAX),
+            lost_ranges: AtomicUsize::new(0),
+            disk_full: AtomicBool::new(false),
+            full_episodes: AtomicU64::new(0),
+            clock: env.clock,
             oldest_live: AtomicU64::new(0),
             limits,
-            notify,
+            notify: env.notify,
         });
         let thread = Writer {
             shared: Arc::clone(&shared),
@@ -204,6 +283,7 @@ impl Journal {
             segment: first_segment,
             segment_len: header(0).len() as u64,
         };
+        let watch = env.watch;
         let handle = std::thread::Builder::new()
             .name("tickfan-journal".into())
             .spawn(move || {
@@ -218,8 +298,9 @@ impl Journal {
     /// the returned LSN.
     ///
     /// # Errors
-    /// [`AppendError::Full`] at `max_bytes`, [`AppendError::Failed`] after a
-    /// disk error, [`AppendError::Stopped`] after [`Journal::stop`].
+    /// [`AppendError::Full`] at `max_bytes`, [`AppendError::DiskFull`]
+    /// while the disk is full, [`AppendError::Failed`] after a disk error,
+    /// [`AppendError::Stopped`] after [`Journal::stop`].
     pub fn append(&self, rec: &Record) -> Result<u64, AppendError> {
         let mut st = lock(&self.shared);
         if let Some(e) = &st.failed {
@@ -227,6 +308,14 @@ impl Journal {
         }
         if st.stop {
             return Err(AppendError::Stopped);
+        }
+        if let Some(full) = &st.full {
+            // A probe is due: the journal thread may be asleep on its poll.
+            if full.probe_due(self.shared.clock.now_ns()) {
+                drop(st);
+                self.shared.work.notify_one();
+            }
+            return Err(AppendError::DiskFull);
         }
         let before = st.pending.len();
         put_frame(&mut st.pending, rec);
@@ -243,9 +332,69 @@ impl Journal {
     }
 
     /// Publishes the LSN of the oldest order not ended (`u64::MAX`: none;
-    /// 0 holds every segment), for retirement.
+    /// 0 holds every segment), for retirement, and forgets the lost ranges
+    /// below it.
+    ///
+    /// The caller (the gateway, once per turn) computes it after its own
+    /// appends of the turn: every LSN anyone may still ask
+    /// [`outcome`](Self::outcome) about (an order held for its `ACK`, a
+    /// cancel's record, a worker's attempt of an order not ended) is at or
+    /// above it, so a lost range below it is never asked about again.
     pub fn set_oldest_live(&self, lsn: u64) {
         self.shared.oldest_live.store(lsn, Ordering::Relaxed);
+        if self.shared.lost_ranges.load(Ordering::Acquire) > 0 {
+            let mut st = lock(&self.shared);
+            st.lost.prune_below(lsn);
+            self.shared
+                .lost_ranges
+                .store(st.lost.len(), Ordering::Release);
+        }
+    }
+
+    /// What became of the record appended as `lsn`.
+    pub fn outcome(&self, lsn: u64) -> Durability {
+        let durable = self.durable_lsn();
+        // After the durable LSN (see `Shared::lost_ranges`): a durable LSN
+        // past a lost range comes with the range's count.
+        if self.shared.lost_ranges.load(Ordering::Acquire) == 0 && self.lost_from().is_none() {
+            return if lsn <= durable {
+                Durability::Durable
+            } else {
+                Durability::Pending
+            };
+        }
+        let st = lock(&self.shared);
+        self.outcome_locked(&st, lsn)
+    }
+
+    /// [`outcome`](Self::outcome) under the state lock (the journal thread
+    /// changes the durable LSN, the lost ranges and the failure under it).
+    fn outcome_locked(&self, st: &State, lsn: u64) -> Durability {
+        if st.lost.contains(lsn) {
+            Durability::Lost(Loss::DiskFull)
+        } else if lsn <= self.durable_lsn() {
+            Durability::Durable
+        } else if self.lost_from().is_some_and(|l| lsn > l) {
+            Durability::Lost(Loss::Failed)
+        } else {
+            Durability::Pending
+        }
+    }
+
+    /// True while the disk is full: appends are refused until a probe
+    /// finds room.
+    pub fn is_disk_full(&self) -> bool {
+        self.shared.disk_full.load(Ordering::Acquire)
+    }
+
+    /// True once a write or sync failed for good.
+    pub fn is_failed(&self) -> bool {
+        self.lost_from().is_some()
+    }
+
+    /// Times the disk was found full since start.
+    pub fn disk_full_episodes(&self) -> u64 {
+        self.shared.full_episodes.load(Ordering::Relaxed)
     }
 
     /// Segments on disk now (retired ones are gone).
@@ -258,8 +407,9 @@ impl Journal {
         self.shared.durable.load(Ordering::Acquire)
     }
 
-    /// LSNs above this will never be durable (a disk error); `None` while
-    /// the journal is healthy.
+    /// LSNs above this will never be durable (a disk error for good);
+    /// `None` while the journal has not failed. LSNs lost to a full disk
+    /// are not counted here: ask [`outcome`](Self::outcome).
     pub fn lost_from(&self) -> Option<u64> {
         Some(self.shared.lost_from.load(Ordering::Acquire)).filter(|&l| l != u64::MAX)
     }
@@ -279,11 +429,11 @@ impl Journal {
     pub fn wait_durable(&self, lsn: u64) -> bool {
         let mut st = lock(&self.shared);
         loop {
-            if self.durable_lsn() >= lsn {
-                return true;
-            }
-            if self.lost_from().is_some_and(|l| lsn > l) || st.stop && st.pending.is_empty() {
-                return self.durable_lsn() >= lsn;
+            match self.outcome_locked(&st, lsn) {
+                Durability::Durable => return true,
+                Durability::Lost(_) => return false,
+                Durability::Pending if st.stop && st.pending.is_empty() => return false,
+                Durability::Pending => {}
             }
             st = self
                 .shared
@@ -302,11 +452,10 @@ impl Journal {
         let mut st = lock(&self.shared);
         let last = st.last_lsn;
         loop {
-            if self.durable_lsn() >= last {
-                return true;
-            }
-            if self.lost_from().is_some_and(|l| last > l) {
-                return false;
+            match self.outcome_locked(&st, last) {
+                Durability::Durable => return true,
+                Durability::Lost(_) => return false,
+                Durability::Pending => {}
             }
             let Some(left) = deadline.checked_duration_since(std::time::Instant::now()) else {
                 return false;
@@ -340,7 +489,9 @@ impl Drop for FailOnPanic {
         }
         let mut st = lock(&self.0);
         st.failed = Some("the journal thread died".into());
+        st.full = None;
         st.pending.clear();
+        self.0.disk_full.store(false, Ordering::Release);
         self.0
             .lost_from
             .store(self.0.durable.load(Ordering::Acquire), Ordering::Release);
@@ -356,7 +507,41 @@ struct Writer {
     files: Box<dyn JournalFiles>,
     file: Box<dyn JournalFile>,
     segment: u64,
+    /// Bytes of the open segment that are durable (its header and the
+    /// records of every successful commit): where a cut goes back to.
     segment_len: u64,
+}
+
+/// What the journal thread does next.
+enum Step {
+    /// Write and sync the batch, whose last record is this LSN.
+    Commit(u64),
+    /// The disk is full and a probe is due.
+    Probe,
+}
+
+/// Creates segment `n`, writes its header and syncs it, so a segment on
+/// disk always starts with a durable header (a later cut never goes below
+/// it). On failure the half-made file is removed (a file that cannot be
+/// removed is left for recovery, which removes a last segment with no
+/// header).
+///
+/// # Errors
+/// The OS error of the creation, the write or the sync.
+fn open_segment(files: &mut dyn JournalFiles, n: u64) -> io::Result<Box<dyn JournalFile>> {
+    let made = files.create(n).and_then(|mut f| {
+        f.write_all(&header(n))?;
+        f.sync_data()?;
+        Ok(f)
+    });
+    if made.is_err() {
+        match files.remove(n) {
+            Ok(()) => {}
+            Err(e) if e.kind() == io::ErrorKind::NotFound => {}
+            Err(e) => log::warn!("journal: cannot remove the half-made segment {n}: {e}"),
+        }
+    }
+    made
 }
 
 impl Writer {
@@ -364,59 +549,157 @@ impl Writer {
         let shared = Arc::clone(&self.shared);
         let mut batch = Vec::with_capacity(1 << 16);
         loop {
-            let last = {
+            let step = {
                 let mut st = lock(&shared);
-                while st.pending.is_empty() && !st.stop {
-                    let (next, waited) = shared
-                        .work
-                        .wait_timeout(st, RETIRE_TICK)
-                        .unwrap_or_else(|p| p.into_inner());
-                    st = next;
-                    if waited.timed_out() {
-                        self.retire(&mut st);
+                loop {
+                    if st.failed.is_some() {
+                        return;
                     }
+                    if let Some(full) = &st.full {
+                        if st.stop {
+                            // Nothing is pending: every append was refused.
+                            return;
+                        }
+                        if full.probe_due(shared.clock.now_ns()) {
+                            break Step::Probe;
+                        }
+                        st = self.idle(st, FULL_POLL);
+                        continue;
+                    }
+                    if !st.pending.is_empty() {
+                        std::mem::swap(&mut st.pending, &mut batch);
+                        break Step::Commit(st.last_lsn);
+                    }
+                    if st.stop {
+                        return;
+                    }
+                    st = self.idle(st, RETIRE_TICK);
                 }
-                if st.pending.is_empty() || st.failed.is_some() {
-                    return;
-                }
-                std::mem::swap(&mut st.pending, &mut batch);
-                st.last_lsn
             };
-            let result = self.commit(&batch);
-            let mut st = lock(&shared);
-            match result {
-                Ok(()) => {
-                    st.disk_bytes += batch.len() as u64;
-                    if let Some(s) = st.segments.last_mut() {
-                        s.bytes = self.segment_len;
-                        s.last_lsn = last;
-                        s.last_wall_ns = wall_ns();
-                    }
-                    self.shared.durable.store(last, Ordering::Release);
-                    self.retire(&mut st);
+            match step {
+                Step::Commit(last) => {
+                    let result = self.commit(&batch);
+                    self.committed(result, last, batch.len() as u64);
+                    batch.clear();
                 }
-                Err(e) => {
-                    log::error!("journal: write failed, new orders are refused: {e}");
-                    st.failed = Some(e.to_string());
-                    // Nothing pending will be written either.
-                    st.pending.clear();
-                    self.shared.lost_from.store(
-                        self.shared.durable.load(Ordering::Acquire),
-                        Ordering::Release,
-                    );
-                }
-            }
-            let failed = st.failed.is_some();
-            // Under the lock: whoever sees the new durable LSN (or the
-            // failure) in `wait_durable` also sees the owner woken.
-            (self.shared.notify)();
-            drop(st);
-            batch.clear();
-            self.shared.committed.notify_all();
-            if failed {
-                return;
+                Step::Probe => self.probe(),
             }
         }
+    }
+
+    /// Waits for work at most `tick`; retires segments when it times out
+    /// (a full journal appends nothing, and must still empty).
+    fn idle<'a>(&mut self, st: MutexGuard<'a, State>, tick: Duration) -> MutexGuard<'a, State> {
+        let (mut st, waited) = self
+            .shared
+            .work
+            .wait_timeout(st, tick)
+            .unwrap_or_else(|p| p.into_inner());
+        if waited.timed_out() {
+            self.retire(&mut st);
+        }
+        st
+    }
+
+    /// Publishes the outcome of a commit of `bytes` bytes whose last record
+    /// is `last`: durable; or, the disk full, cut back and full; or failed.
+    fn committed(&mut self, result: io::Result<()>, last: u64, bytes: u64) {
+        // The cut is I/O: before the lock, as the commit was.
+        let cut = match &result {
+            Err(e) if is_disk_full(e) => Some(self.file.truncate(self.segment_len)),
+            _ => None,
+        };
+        let now_ns = self.shared.clock.now_ns();
+        let shared = Arc::clone(&self.shared);
+        let mut st = lock(&shared);
+        match (result, cut) {
+            (Ok(()), _) => {
+                st.disk_bytes += bytes;
+                if let Some(s) = st.segments.last_mut() {
+                    s.bytes = self.segment_len;
+                    s.last_lsn = last;
+                    s.last_wall_ns = wall_ns();
+                }
+                self.shared.durable.store(last, Ordering::Release);
+                self.retire(&mut st);
+            }
+            (Err(e), Some(Ok(()))) => self.disk_full(&mut st, &e, now_ns),
+            (Err(e), Some(Err(cut))) => self.fail(
+                &mut st,
+                format!("{e}; and the cut back to the last durable record failed: {cut}"),
+            ),
+            (Err(e), None) => self.fail(&mut st, e.to_string()),
+        }
+        // Under the lock: whoever sees the new durable LSN (or the loss)
+        // in `wait_durable` also sees the owner woken.
+        (self.shared.notify)();
+        drop(st);
+        self.shared.committed.notify_all();
+    }
+
+    /// The disk is full: every LSN not durable is lost, appends are
+    /// refused until a probe finds room.
+    fn disk_full(&self, st: &mut State, e: &io::Error, now_ns: u64) {
+        let durable = self.shared.durable.load(Ordering::Acquire);
+        let lost = st.last_lsn.saturating_sub(durable);
+        if let Err(too_many) = st.lost.add(durable, st.last_lsn) {
+            return self.fail(st, format!("{e}; {too_many}"));
+        }
+        self.shared
+            .lost_ranges
+            .store(st.lost.len(), Ordering::Release);
+        st.pending.clear();
+        st.full = Some(DiskFull::new(e, now_ns));
+        self.shared.disk_full.store(true, Ordering::Release);
+        self.shared.full_episodes.fetch_add(1, Ordering::Relaxed);
+        log::warn!(
+            "journal: the disk is full ({e}): {lost} record(s) not made durable were cut off; new orders are refused (SYSTEM_BUSY journal_full) until a probe finds room (every {PROBE_EVERY:?})"
+        );
+    }
+
+    /// A write or sync failed for good: nothing pending will be written.
+    fn fail(&self, st: &mut State, error: String) {
+        log::error!("journal: write failed, new orders are refused: {error}");
+        st.failed = Some(error);
+        st.full = None;
+        st.pending.clear();
+        self.shared.disk_full.store(false, Ordering::Release);
+        self.shared.lost_from.store(
+            self.shared.durable.load(Ordering::Acquire),
+            Ordering::Release,
+        );
+    }
+
+    /// Probes a full disk for room ([`super::disk_full::probe`]); with
+    /// room, appends are taken again.
+    fn probe(&mut self) {
+        let found = probe(&mut *self.file, self.segment_len);
+        let now_ns = self.shared.clock.now_ns();
+        let shared = Arc::clone(&self.shared);
+        let mut st = lock(&shared);
+        match found {
+            Probe::Room => {
+                let (since, error) = st
+                    .full
+                    .take()
+                    .map_or((now_ns, String::new()), |f| (f.since_ns, f.error));
+                self.shared.disk_full.store(false, Ordering::Release);
+                log::warn!(
+                    "journal: the disk has room again after {:.1} s full ({error}); orders are accepted",
+                    now_ns.saturating_sub(since) as f64 / 1e9
+                );
+            }
+            Probe::Full(e) => {
+                log::debug!("journal: the disk is still full: {e}");
+                if let Some(f) = &mut st.full {
+                    f.next_probe_ns = now_ns.saturating_add(PROBE_EVERY.as_nanos() as u64);
+                }
+            }
+            Probe::Broken(e) => self.fail(&mut st, format!("probing a full disk: {e}")),
+        }
+        (self.shared.notify)();
+        drop(st);
+        self.shared.committed.notify_all();
     }
 
     /// Deletes the oldest closed segments whose orders have all ended and
@@ -445,15 +728,14 @@ impl Writer {
     }
 
     /// One write and one sync for the whole batch, rolling to a new segment
-    /// first when the current one is full.
+    /// first when the current one is full (its header synced on its own,
+    /// see [`open_segment`]).
     fn commit(&mut self, batch: &[u8]) -> io::Result<()> {
         if self.segment_len + batch.len() as u64 > self.shared.limits.segment_bytes
             && self.segment_len > header(0).len() as u64
         {
             let next = self.segment + 1;
-            let mut f = self.files.create(next)?;
-            f.write_all(&header(next))?;
-            self.file = f;
+            self.file = open_segment(&mut *self.files, next)?;
             self.segment = next;
             self.segment_len = header(0).len() as u64;
             let mut st = lock(&self.shared);

@@ -349,8 +349,8 @@ impl Worker {
     /// epoch (see `journal::startup::first_fence_token`).
     ///
     /// `false`: the journal failed (the attempt is not made); `true`
-    /// without a journal (`--no-journal`) and when the journal is full
-    /// (accepted orders must still end to free it).
+    /// without a journal (`--no-journal`) and when the journal or its disk
+    /// is full (accepted orders must still end to free it).
     fn journal_attempt(&self, o: &Order, bridge: &str, fence_token: u64) -> bool {
         let Some(j) = &self.journal else {
             return true;
@@ -372,9 +372,10 @@ impl Worker {
                 );
                 false
             }
-            // A full journal refuses new orders; the accepted ones still
-            // run (their ends free the journal), this attempt unrecorded.
-            Err(AppendError::Full) => true,
+            // A full journal (or its full disk) refuses new orders; the
+            // accepted ones still run (their ends free the journal), this
+            // attempt unrecorded.
+            Err(AppendError::Full | AppendError::DiskFull) => true,
             Err(e) => {
                 warn_repeating!(
                     WarnKind::NotJournaled,
