@@ -7,17 +7,18 @@
 use std::collections::HashMap;
 use std::io::{BufRead, BufReader, Read, Write};
 use std::sync::atomic::{AtomicUsize, Ordering};
-use std::sync::{Arc, Condvar, Mutex};
+use std::sync::Arc;
 
 use tickfan::bridge::Bridge;
 use tickfan::client::orders::Reply;
 use tickfan::model::order_reasons::{DoneStatus, RejectReason};
 use tickfan::model::units::Lots;
-use tickfan::order::journal::files::{JournalFile, JournalFiles, WrapFiles};
 use tickfan::retry::SimClock;
 use tickfan::runtime::{Engine, Injected};
 
-use crate::util::{order_engine, wait_until, OpenOnDrop, OrderClient, ScriptBridge};
+use crate::util::{
+    order_engine, wait_until, OpenOnDrop, OrderClient, ReleaseOnDrop, ScriptBridge, TestDisk,
+};
 
 #[test]
 fn overload_every_order_gets_exactly_one_answer_and_none_is_lost() {
@@ -334,83 +335,12 @@ fn a_burst_on_one_connection_does_not_hold_another_connections_ping() {
     assert_eq!(b.reply(), Reply::Pong);
 }
 
-/// A disk whose syncs a test can hold: each `sync_data` waits while the
-/// gate is held, then syncs the real file.
-#[derive(Debug, Default)]
-struct SyncGate {
-    held: Mutex<bool>,
-    released: Condvar,
-    /// Syncs waiting at the gate now.
-    waiting: AtomicUsize,
-}
-
-impl SyncGate {
-    fn set(&self, held: bool) {
-        *self.held.lock().unwrap() = held;
-        self.released.notify_all();
-    }
-
-    fn pass(&self) {
-        let mut held = self.held.lock().unwrap();
-        self.waiting.fetch_add(1, Ordering::SeqCst);
-        while *held {
-            held = self.released.wait(held).unwrap();
-        }
-        self.waiting.fetch_sub(1, Ordering::SeqCst);
-    }
-
-    /// The engine's journal files, each segment's syncs through this gate.
-    fn files(self: &Arc<Self>) -> WrapFiles {
-        let gate = Arc::clone(self);
-        WrapFiles(Box::new(move |inner| Box::new(GatedFiles { inner, gate })))
-    }
-}
-
-struct GatedFiles {
-    inner: Box<dyn JournalFiles>,
-    gate: Arc<SyncGate>,
-}
-
-impl JournalFiles for GatedFiles {
-    fn create(&mut self, segment: u64) -> std::io::Result<Box<dyn JournalFile>> {
-        let inner = self.inner.create(segment)?;
-        Ok(Box::new(GatedFile {
-            inner,
-            gate: Arc::clone(&self.gate),
-        }))
-    }
-
-    fn remove(&mut self, segment: u64) -> std::io::Result<()> {
-        self.inner.remove(segment)
-    }
-}
-
-struct GatedFile {
-    inner: Box<dyn JournalFile>,
-    gate: Arc<SyncGate>,
-}
-
-impl JournalFile for GatedFile {
-    fn write_all(&mut self, buf: &[u8]) -> std::io::Result<()> {
-        self.inner.write_all(buf)
-    }
-
-    fn sync_data(&mut self) -> std::io::Result<()> {
-        self.gate.pass();
-        self.inner.sync_data()
-    }
-
-    fn truncate(&mut self, len: u64) -> std::io::Result<()> {
-        self.inner.truncate(len)
-    }
-}
-
 #[test]
 fn a_refusal_is_answered_while_the_journal_sync_is_held() {
     let dir = tempfile::tempdir().unwrap();
     let clock = SimClock::new();
     let bridge = ScriptBridge::new();
-    let gate = Arc::new(SyncGate::default());
+    let gate = TestDisk::new();
     let mut cfg = crate::util::sim_config();
     cfg.order.workers = 1;
     cfg.order.queue_capacity = 10;
@@ -433,7 +363,7 @@ fn a_refusal_is_answered_while_the_journal_sync_is_held() {
 
     // The disk stops syncing: A's orders are journaled and held, the
     // lane's room all taken by them, none acknowledged.
-    gate.set(true);
+    gate.hold_syncs(true);
     let mut a = OrderClient::connect(e.order_addr());
     for i in 0..10 {
         a.new_order(&format!("a{i}"), "EURUSD", "1");
@@ -470,7 +400,7 @@ fn a_refusal_is_answered_while_the_journal_sync_is_held() {
     );
     a.socket().set_nonblocking(false).unwrap();
 
-    gate.set(false);
+    gate.hold_syncs(false);
     for i in 0..10 {
         assert_eq!(
             a.reply(),
@@ -478,15 +408,5 @@ fn a_refusal_is_answered_while_the_journal_sync_is_held() {
                 id: format!("a{i}")
             }
         );
-    }
-}
-
-/// Lets a held [`SyncGate`] go when dropped, so a failing test does not
-/// leave the journal thread (and the engine's stop) waiting.
-struct ReleaseOnDrop(Arc<SyncGate>);
-
-impl Drop for ReleaseOnDrop {
-    fn drop(&mut self) {
-        self.0.set(false);
     }
 }

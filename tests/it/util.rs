@@ -276,6 +276,7 @@ use std::sync::{Arc, Condvar, Mutex};
 use tickfan::bridge::{Bridge, BridgeOrder, Outcome, VenueFill};
 use tickfan::client::orders::Reply;
 use tickfan::model::units::{Amount, Lots, Price};
+use tickfan::order::journal::files::{JournalFile, JournalFiles, WrapFiles};
 use tickfan::retry::SimClock;
 use tickfan::runtime::Injected;
 
@@ -669,4 +670,144 @@ fn stderr_until(
         );
     }
     (err, line)
+}
+
+/// How a [`TestDisk`] answers writes and syncs.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum DiskMode {
+    /// Every write and sync goes to the real file.
+    Room,
+    /// The disk is full: a write puts half its bytes into the file, then
+    /// fails `ENOSPC` (a torn record left behind for the engine to cut).
+    FullOnWrite,
+    /// The disk is full at the sync: writes go into the file, the
+    /// `fdatasync` fails `ENOSPC` (whole records whose sync failed).
+    FullOnSync,
+}
+
+/// The engine's journal disk under a test's control: its syncs can be
+/// held on a gate (a stalled `fdatasync`), and its writes or syncs can fail
+/// with `ENOSPC` (a full file system), over the real segment files in the
+/// data directory. Hand it to the engine with [`TestDisk::files`].
+#[derive(Debug)]
+pub struct TestDisk {
+    held: Mutex<bool>,
+    released: Condvar,
+    /// Syncs waiting at the gate now.
+    pub waiting: std::sync::atomic::AtomicUsize,
+    mode: Mutex<DiskMode>,
+    /// Writes and syncs that failed `ENOSPC` so far.
+    pub failures: std::sync::atomic::AtomicUsize,
+}
+
+impl Default for TestDisk {
+    fn default() -> Self {
+        TestDisk {
+            held: Mutex::new(false),
+            released: Condvar::new(),
+            waiting: Default::default(),
+            mode: Mutex::new(DiskMode::Room),
+            failures: Default::default(),
+        }
+    }
+}
+
+impl TestDisk {
+    /// A disk with room whose syncs pass.
+    pub fn new() -> Arc<Self> {
+        Arc::new(TestDisk::default())
+    }
+
+    /// Holds (or lets go) every sync at the gate.
+    pub fn hold_syncs(&self, held: bool) {
+        *self.held.lock().unwrap() = held;
+        self.released.notify_all();
+    }
+
+    /// Fills the disk (or frees it).
+    pub fn set_mode(&self, mode: DiskMode) {
+        *self.mode.lock().unwrap() = mode;
+    }
+
+    fn mode(&self) -> DiskMode {
+        *self.mode.lock().unwrap()
+    }
+
+    fn pass(&self) {
+        let mut held = self.held.lock().unwrap();
+        self.waiting.fetch_add(1, Ordering::SeqCst);
+        while *held {
+            held = self.released.wait(held).unwrap();
+        }
+        self.waiting.fetch_sub(1, Ordering::SeqCst);
+    }
+
+    fn full(&self) -> std::io::Error {
+        self.failures.fetch_add(1, Ordering::SeqCst);
+        std::io::Error::from_raw_os_error(28) // ENOSPC
+    }
+
+    /// The engine's journal files, each segment's writes and syncs through
+    /// this disk.
+    pub fn files(self: &Arc<Self>) -> WrapFiles {
+        let disk = Arc::clone(self);
+        WrapFiles(Box::new(move |inner| Box::new(TestFiles { inner, disk })))
+    }
+}
+
+/// Opens a [`TestDisk`]'s gate and frees it when dropped, so a failing test
+/// does not leave the journal thread (and the engine's stop) waiting.
+pub struct ReleaseOnDrop(pub Arc<TestDisk>);
+
+impl Drop for ReleaseOnDrop {
+    fn drop(&mut self) {
+        self.0.set_mode(DiskMode::Room);
+        self.0.hold_syncs(false);
+    }
+}
+
+struct TestFiles {
+    inner: Box<dyn JournalFiles>,
+    disk: Arc<TestDisk>,
+}
+
+impl JournalFiles for TestFiles {
+    fn create(&mut self, segment: u64) -> std::io::Result<Box<dyn JournalFile>> {
+        let inner = self.inner.create(segment)?;
+        Ok(Box::new(TestFile {
+            inner,
+            disk: Arc::clone(&self.disk),
+        }))
+    }
+
+    fn remove(&mut self, segment: u64) -> std::io::Result<()> {
+        self.inner.remove(segment)
+    }
+}
+
+struct TestFile {
+    inner: Box<dyn JournalFile>,
+    disk: Arc<TestDisk>,
+}
+
+impl JournalFile for TestFile {
+    fn write_all(&mut self, buf: &[u8]) -> std::io::Result<()> {
+        if self.disk.mode() == DiskMode::FullOnWrite {
+            self.inner.write_all(&buf[..buf.len() / 2])?;
+            return Err(self.disk.full());
+        }
+        self.inner.write_all(buf)
+    }
+
+    fn sync_data(&mut self) -> std::io::Result<()> {
+        self.disk.pass();
+        if self.disk.mode() == DiskMode::FullOnSync {
+            return Err(self.disk.full());
+        }
+        self.inner.sync_data()
+    }
+
+    fn truncate(&mut self, len: u64) -> std::io::Result<()> {
+        self.inner.truncate(len)
+    }
 }

@@ -68,7 +68,18 @@ pub(super) struct Ledger {
     /// Per-account ordering: the active (account, symbol) keys and the
     /// followers parked behind their heads.
     pub(super) acct: AcctKeys,
+    /// Terminal records refused while the journal's disk was full, written
+    /// once it has room ([`Ledger::rejournal`]), so an order that ended
+    /// meanwhile is not run again after a later restart. Bounded: no order
+    /// is accepted while the disk is full, so at most the orders in flight
+    /// when it filled end meanwhile (and at most [`UNJOURNALED_MAX`]).
+    pub(super) unjournaled: Vec<Record>,
 }
+
+/// Most terminal records kept for a disk that has no room; past it a record
+/// is dropped (as if lost in a crash: a restart re-runs its order under its
+/// idempotent id).
+const UNJOURNALED_MAX: usize = 1 << 16;
 
 impl Ledger {
     pub(super) fn handle_line(
@@ -478,15 +489,20 @@ impl Ledger {
             if let Some((state, reason, cum, amount, attempts)) = rec {
                 // Not waited for: a terminal record lost in a crash only
                 // makes recovery run the order again, under its idempotent id.
-                if let Err(e) = p.journal().append(&Record::Terminal {
+                let rec = Record::Terminal {
                     id: id.to_owned(),
                     state,
                     reason: reason.to_owned(),
                     cum,
                     amount,
                     attempts,
-                }) {
-                    log::debug!("terminal record of {id} not journaled: {e}");
+                };
+                match p.journal().append(&rec) {
+                    Ok(_) => {}
+                    Err(AppendError::DiskFull) if self.unjournaled.len() < UNJOURNALED_MAX => {
+                        self.unjournaled.push(rec);
+                    }
+                    Err(e) => log::debug!("terminal record of {id} not journaled: {e}"),
                 }
             }
         }
@@ -498,6 +514,34 @@ impl Ledger {
             self.recorder
                 .record_span(e2e_stage(ev.lane), ev.recv_mono_ns, now);
         }
+    }
+}
+
+impl Ledger {
+    /// Appends the terminal records a full disk refused, once the journal
+    /// takes appends again; those it refuses again wait for the next call.
+    /// Called every gateway turn (nothing to do in the common case).
+    pub(super) fn rejournal(&mut self) {
+        let Some(p) = &self.pending else { return };
+        if self.unjournaled.is_empty() || p.journal().is_disk_full() {
+            return;
+        }
+        let n = self.unjournaled.len();
+        let mut kept = Vec::new();
+        for rec in self.unjournaled.drain(..) {
+            match p.journal().append(&rec) {
+                Ok(_) => {}
+                Err(AppendError::DiskFull) => kept.push(rec),
+                Err(e) => log::debug!("terminal record not journaled: {e}"),
+            }
+        }
+        if kept.len() < n {
+            log::info!(
+                "journal: {} terminal record(s) refused while the disk was full written now",
+                n - kept.len()
+            );
+        }
+        self.unjournaled = kept;
     }
 }
 

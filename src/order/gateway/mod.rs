@@ -288,6 +288,7 @@ impl Gateway {
                 halt,
                 cancels: cancel::CancelBook::default(),
                 acct: acct::AcctKeys::new(settings.acct_keys),
+                unjournaled: Vec::new(),
             },
             bridge_calls,
             settings,
@@ -368,6 +369,7 @@ impl Gateway {
             work += self.answer_cancels();
             let (applied, workers_gone) = self.drain_events(EVENTS_PER_TURN);
             work += applied;
+            self.ledger.rejournal();
             if self.ledger.acct.parked() > 0 {
                 work += self.release_followers();
             }
