@@ -40,6 +40,7 @@
 //! - `orders_sequencing`: out-of-order and duplicated fills in order once; the gap timer
 //! - `faults`: misbehaving peers (10 MB lines, idle peers, floods, vanishing and trickling subscribers)
 //! - `accounting`: after mixed traffic every tick, update and order is counted exactly once
+//! - `sigstop`: `tickfan serve` stopped 5.5 s (`SIGSTOP`) under load and continued: subscribers catch up to the latest values, every order ends exactly once, it goes on serving
 //! - `health`: a thread that panics or stalls: `/health` 503 naming it; the binary exits 3 with one line
 //! - `admin`: `/metrics` (parsed as Prometheus text), `/report`, `/health`, `/dlq`, alerts; stalled clients cannot freeze it
 //! - `metrics`: `promtool check metrics` on a live scrape, `process_*`, series bounded under reconnect loops; a repeating warning written once per 10 s and counted in `tickfan_warnings_total{kind}`
@@ -92,6 +93,7 @@ mod recorded_data;
 mod report;
 mod security;
 mod shutdown;
+mod sigstop;
 mod slow_subscriber;
 mod sub_control;
 mod tool_flags;
