@@ -13,7 +13,10 @@
 //! * a stalled `fdatasync`: the orders held for it stay within the lane's
 //!   bound (`SYSTEM_BUSY` past it, at once), ticks keep reaching a
 //!   subscriber, and once the sync returns every order has exactly one
-//!   terminal reply.
+//!   terminal reply;
+//! * the binary's fault injection `TICKFAN_FAULT_FSYNC_MS` (every sync
+//!   slower, for `perf/stalled_fsync.sh`): said at start, a bad value
+//!   refused with exit 2.
 
 use std::collections::HashMap;
 use std::path::Path;
@@ -342,4 +345,59 @@ fn a_stalled_sync_keeps_the_order_queue_bounded_ticks_flowing_and_gives_every_or
     assert_eq!(cl.reply(), Reply::Pong);
     assert!(terminal.values().all(|&n| n == 1), "{terminal:?}");
     assert_eq!(e.counters().snapshot().orders.in_flight, 0);
+}
+
+#[test]
+fn the_binary_takes_a_slow_sync_fault_from_the_environment_says_so_and_refuses_a_bad_value() {
+    use std::io::{BufRead, BufReader};
+    use std::process::{Command, Stdio};
+    let serve = |dir: &Path, value: &str| {
+        Command::new(env!("CARGO_BIN_EXE_tickfan"))
+            .args(["serve", "--quiet"])
+            .args(crate::util::EPHEMERAL_PORTS)
+            .args(["--data-dir", dir.to_str().unwrap()])
+            .env_remove("TICKFAN_NO_JOURNAL")
+            .env("TICKFAN_FAULT_FSYNC_MS", value)
+            .stdout(Stdio::null())
+            .stderr(Stdio::piped())
+            .spawn()
+            .expect("binary runs")
+    };
+    let dir = tempfile::tempdir().unwrap();
+    let out = serve(dir.path(), "2s").wait_with_output().unwrap();
+    assert_eq!(out.status.code(), Some(2));
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(err.contains("TICKFAN_FAULT_FSYNC_MS=\"2s\""), "{err}");
+
+    let mut child = serve(dir.path(), "50");
+    let mut err = BufReader::new(child.stderr.take().unwrap());
+    let mut early = Vec::new();
+    let mut line = String::new();
+    while !line.contains("tickfan serving") {
+        early.push(std::mem::take(&mut line));
+        assert!(err.read_line(&mut line).unwrap() > 0, "{early:?}");
+    }
+    let child = crate::util::Spawned(Some(child));
+    std::thread::spawn(move || std::io::copy(&mut err, &mut std::io::sink()));
+    assert!(
+        early
+            .iter()
+            .any(|l| l.contains("fault injection: every order journal sync takes 50ms longer")),
+        "{early:?}"
+    );
+    let orders: std::net::SocketAddr = line
+        .split(" orders ")
+        .nth(1)
+        .and_then(|r| r.split_whitespace().next())
+        .and_then(|a| a.parse().ok())
+        .expect("orders address in the banner");
+    // Slower, still correct: an ACK after its (slow) sync, then the end.
+    let mut cl = OrderClient::connect(orders);
+    cl.accepted("slow1", "EURUSD", "1");
+    let end = cl.until_terminal("slow1").pop();
+    assert!(
+        matches!(end, Some(Reply::Done { .. }) | Some(Reply::Dead { .. })),
+        "{end:?}"
+    );
+    drop(child);
 }
