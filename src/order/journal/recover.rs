@@ -64,9 +64,10 @@ impl Recovered {
 }
 
 /// True when `bytes` (segment `n`) do not start with its whole header but
-/// with a part of it, or nothing, followed by zeros: a file created (and
-/// perhaps reserved) whose header write never reached the disk. A header
-/// of another segment or of another file stays an error.
+/// with a part of it, or nothing, and hold only zeros after that: a file
+/// created (and perhaps reserved) whose header write never reached the
+/// disk. A header of another segment or file, or a damaged header with
+/// data after it, stays an error (the operator decides).
 fn header_never_written(bytes: &[u8], n: u64) -> bool {
     let h = header(n);
     let k = bytes.len().min(HEADER_LEN);
@@ -78,7 +79,7 @@ fn header_never_written(bytes: &[u8], n: u64) -> bool {
         .zip(h)
         .take_while(|(a, b)| **a == *b)
         .count();
-    bytes[same..k].iter().all(|&b| b == 0)
+    bytes[same..].iter().all(|&b| b == 0)
 }
 
 /// Reads every segment in `dir` (created when missing), oldest first,

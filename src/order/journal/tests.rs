@@ -665,12 +665,13 @@ fn recovery_removes_a_last_segment_whose_header_never_reached_the_disk() {
         assert!(!seg2.exists(), "{stub:?}");
         assert_eq!(r.next_segment(), 2);
     }
-    // A whole header of another segment is not a stub: an error, as before.
-    let dir = tempfile::tempdir().unwrap();
-    std::fs::write(
-        dir.path().join(super::segment::file_name(2)),
-        super::segment::header(7),
-    )
-    .unwrap();
-    assert!(recover(dir.path(), |_| {}).is_err());
+    // A whole header of another segment is not a stub, nor a lost header
+    // with data after it: errors, as before.
+    let mut zeros_then_data = vec![0u8; 64];
+    zeros_then_data.push(1);
+    for bad in [super::segment::header(7).to_vec(), zeros_then_data] {
+        let dir = tempfile::tempdir().unwrap();
+        std::fs::write(dir.path().join(super::segment::file_name(2)), &bad).unwrap();
+        assert!(recover(dir.path(), |_| {}).is_err(), "{bad:?}");
+    }
 }
