@@ -14,6 +14,10 @@
 //!   bound (`SYSTEM_BUSY` past it, at once), ticks keep reaching a
 //!   subscriber, and once the sync returns every order has exactly one
 //!   terminal reply;
+//! * the same with a real kernel: `tickfan serve` on an 8 MiB tmpfs that
+//!   another writer fills (root only; skipped elsewhere): refused, degraded,
+//!   taken again once the file is removed, and after a `kill -9` every
+//!   acknowledged id known, the refused one not;
 //! * the binary's fault injection `TICKFAN_FAULT_FSYNC_MS` (every sync
 //!   slower, for `perf/stalled_fsync.sh`): said at start, a bad value
 //!   refused with exit 2.
@@ -400,4 +404,146 @@ fn the_binary_takes_a_slow_sync_fault_from_the_environment_says_so_and_refuses_a
         "{end:?}"
     );
     drop(child);
+}
+
+/// A small tmpfs mounted for one test (root only), unmounted when dropped.
+struct Tmpfs {
+    dir: tempfile::TempDir,
+}
+
+impl Tmpfs {
+    fn mount(size: &str) -> Result<Tmpfs, String> {
+        let dir = tempfile::tempdir().map_err(|e| e.to_string())?;
+        let ok = std::process::Command::new("mount")
+            .args(["-t", "tmpfs", "-o", &format!("size={size}"), "tmpfs"])
+            .arg(dir.path())
+            .stderr(std::process::Stdio::null())
+            .status()
+            .is_ok_and(|s| s.success());
+        if !ok {
+            return Err("cannot mount a tmpfs (not root?)".into());
+        }
+        Ok(Tmpfs { dir })
+    }
+
+    fn path(&self) -> &Path {
+        self.dir.path()
+    }
+}
+
+impl Drop for Tmpfs {
+    fn drop(&mut self) {
+        let _ = std::process::Command::new("umount")
+            .arg("-l")
+            .arg(self.dir.path())
+            .status();
+    }
+}
+
+/// Writes zeros into `path` until the file system is full.
+fn fill(path: &Path) {
+    use std::io::Write;
+    let mut f = std::fs::File::create(path).unwrap();
+    let zeros = [0u8; 4096];
+    loop {
+        match f.write_all(&zeros) {
+            Ok(()) => {}
+            Err(e) if e.kind() == std::io::ErrorKind::StorageFull => return,
+            Err(e) => panic!("filling {}: {e}", path.display()),
+        }
+    }
+}
+
+/// `tickfan serve` journaling into `data`, one instant venue; returns the
+/// process and its order and admin addresses.
+fn serve_on(
+    data: &Path,
+) -> (
+    crate::util::Spawned,
+    std::net::SocketAddr,
+    std::net::SocketAddr,
+) {
+    let mut args = crate::util::EPHEMERAL_PORTS.to_vec();
+    let data = data.to_str().unwrap();
+    args.extend([
+        "--quiet",
+        "--data-dir",
+        data,
+        "--bridge",
+        "name=v1,latency=0ms,transient=0,permanent=0,partial=0",
+    ]);
+    let cwd = data.rsplit_once('/').map_or(".", |(p, _)| p).to_string();
+    let node = crate::one_host::Node::start(Path::new(&cwd), &args);
+    let (orders, admin) = (node.addr("orders"), node.addr("admin"));
+    (node.proc, orders, admin)
+}
+
+#[test]
+fn a_real_tmpfs_that_fills_refuses_orders_then_takes_them_again_once_freed_and_a_kill_9_loses_no_ack(
+) {
+    let fs = match Tmpfs::mount("8m") {
+        Ok(fs) => fs,
+        Err(why) => return eprintln!("SKIPPED tmpfs test: {why}"),
+    };
+    let data = fs.path().join("data");
+    let (mut engine, orders, admin) = serve_on(&data);
+    let mut cl = OrderClient::connect(orders);
+    done(&mut cl, "before", "EURUSD");
+
+    // The file system fills (another writer): orders are acknowledged while
+    // the journal's last page has room, then refused.
+    let filler = fs.path().join("filler");
+    fill(&filler);
+    let mut acked = vec!["before".to_string()];
+    let mut refused = Vec::new();
+    for i in 0..2_000 {
+        let id = format!("f{i}");
+        cl.new_order(&id, "EURUSD", "1");
+        match cl.reply() {
+            Reply::Ack { .. } => {
+                let end = cl.until_terminal(&id).pop();
+                assert!(matches!(end, Some(Reply::Done { .. })), "{end:?}");
+                acked.push(id);
+            }
+            r => {
+                assert_journal_full(r, &id);
+                refused.push(id);
+                break;
+            }
+        }
+    }
+    assert_eq!(refused.len(), 1, "the disk never filled up");
+    wait_until("/health degraded", || {
+        http(admin, "GET", "/health")
+            .1
+            .starts_with("degraded: journal_full")
+    });
+
+    // Room again: within a probe (1 s) orders are taken, no restart.
+    std::fs::remove_file(&filler).unwrap();
+    wait_until("/health ok", || {
+        http(admin, "GET", "/health") == (200, "ok\n".to_string())
+    });
+    done(&mut cl, "after", "EURUSD");
+    acked.push("after".into());
+
+    // A crash, and a start on the same file system: every acknowledged id
+    // is known, the refused one never was.
+    let mut child = engine.0.take().unwrap();
+    child.kill().unwrap();
+    child.wait().unwrap();
+    drop(cl);
+    let (_engine, orders, _) = serve_on(&data);
+    let mut cl = OrderClient::connect(orders);
+    for id in &acked {
+        cl.new_order(id, "EURUSD", "1");
+        match cl.reply() {
+            Reply::Reject {
+                reason: RejectReason::Duplicate,
+                ..
+            } => {}
+            other => panic!("{id} after the restart: {other:?}"),
+        }
+    }
+    done(&mut cl, &refused[0], "EURUSD");
 }

@@ -32,7 +32,7 @@
 //! - `orders_venue`: the venue's exec_log across a restart (an id executes once); leases: a hung venue never holds a worker, late answers discarded
 //! - `orders_crash`: STATUS after a `kill -9` restart; five `kill -9`s in a row then SIGTERM: every ACKed id terminal, DUPLICATE, executed at most once; a recovered order back to its venue, fill numbers continuing
 //! - `orders_journal`: ACK after durable; `kill -9` and restart (re-queued, still duplicates); journal full
-//! - `journal_faults`: a full disk (`ENOSPC` on a write or a sync): `SYSTEM_BUSY journal_full`, never an ACK, `/health` degraded, alert, orders taken again once a probe finds room, nothing ACKed lost across a restart; a stalled sync: the queue bounded, ticks flowing, one terminal reply per order
+//! - `journal_faults`: a full disk (`ENOSPC` on a write or a sync): `SYSTEM_BUSY journal_full`, never an ACK, `/health` degraded, alert, orders taken again once a probe finds room, nothing ACKed lost across a restart (injected, and on a real tmpfs); a stalled sync: the queue bounded, ticks flowing, one terminal reply per order
 //! - `orders_tool`: `tickfan orders` against a running engine
 //! - `orders_lanes`: small orders never wait behind a large one; no lane starves; chunking
 //! - `orders_status`: `STATUS <id>` from any connection, after the sender left, past the retention, malformed
