@@ -440,9 +440,11 @@ fn the_demo_report_shows_a_stalled_readers_staleness_that_delivered_latency_hide
         fresh >= STALL_US / 2.0,
         "freshness p99 {fresh} µs does not show a {STALL_US} µs stall:\n{stdout}"
     );
+    // Judged against the freshness of the same run, not a fixed figure: a
+    // loaded machine delays every delivery, and the stall still stands out.
     assert!(
-        delivered <= STALL_US / 5.0,
-        "delivered latency p99 {delivered} µs: the stall was not hidden from it (the test's premise):\n{stdout}"
+        delivered * 4.0 <= fresh,
+        "delivered latency p99 {delivered} µs against freshness p99 {fresh} µs: the stall was not hidden from it (the test's premise):\n{stdout}"
     );
     // Every sent tick × reader is measured, none left out.
     let sent: u64 = stdout
