@@ -178,7 +178,7 @@ pub fn run(args: &ReplayArgs) -> Result<(), Failure> {
             String::new()
         },
         if skips.total() > 0 {
-            format!("; skipped {} records: {skips}", skips.total())
+            format!("; records skipped: {skips}")
         } else {
             String::new()
         },
