@@ -21,7 +21,8 @@ use std::sync::Arc;
 
 use criterion::{criterion_group, criterion_main, Criterion, Throughput};
 
-#[allow(dead_code, unused_imports)] // reason: only the replay source and the DBN generator are used here; the tools' test modules are built without their tests
+#[allow(dead_code, unused_imports)]
+// reason: only the replay source and the DBN generator are used here; the tools' test modules are built without their tests
 #[path = "../tools/mod.rs"]
 mod tools;
 
@@ -34,8 +35,13 @@ const QUOTES: u64 = 200_000;
 /// Decodes every quote of `bytes`; returns the count.
 fn decode_all(bytes: &Arc<[u8]>) -> u64 {
     let reader = Box::new(Cursor::new(Arc::clone(bytes)));
-    let mut src = Source::from_reader("bench", reader, InputFormat::Auto, &DecodeOptions::default())
-        .expect("a DBN stream");
+    let mut src = Source::from_reader(
+        "bench",
+        reader,
+        InputFormat::Auto,
+        &DecodeOptions::default(),
+    )
+    .expect("a DBN stream");
     let mut line = Vec::with_capacity(128);
     let mut n = 0;
     loop {

@@ -15,9 +15,7 @@
 use std::io::{self, Write};
 
 use dbn::encode::{DbnEncoder, EncodeRecord};
-use dbn::{
-    rtype, BidAskPair, Mbp1Msg, Metadata, RecordHeader, SType, Schema, SymbolMappingMsg,
-};
+use dbn::{rtype, BidAskPair, Mbp1Msg, Metadata, RecordHeader, SType, Schema, SymbolMappingMsg};
 
 use super::gen::{GenSpec, Limit, TickGen};
 
@@ -34,7 +32,8 @@ pub fn write_dbn(spec: &GenSpec, limit: Limit, sink: impl Write) -> io::Result<u
         .stype_in(Some(SType::RawSymbol))
         .stype_out(SType::InstrumentId)
         .build();
-    let mut zst = zstd::stream::write::Encoder::new(io::BufWriter::with_capacity(256 * 1024, sink), 1)?;
+    let mut zst =
+        zstd::stream::write::Encoder::new(io::BufWriter::with_capacity(256 * 1024, sink), 1)?;
     let mut enc = DbnEncoder::new(&mut zst, &metadata).map_err(io::Error::other)?;
     let mut g = TickGen::new(spec);
     for i in 0..spec.symbols {
@@ -78,7 +77,7 @@ pub fn write_dbn(spec: &GenSpec, limit: Limit, sink: impl Write) -> io::Result<u
         enc.encode_record(&rec).map_err(io::Error::other)?;
         n += 1;
     }
-    drop(enc);
+    // `enc` (which borrows `zst`) is done: finish the frame.
     let mut buffered = zst.finish()?;
     buffered.flush()?;
     Ok(n)

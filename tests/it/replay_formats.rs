@@ -42,7 +42,13 @@ const DBN_QUOTES: [&str; 9] = [
 fn replay_to_capture(file: &Path, extra: &[&str]) -> (std::process::Output, Vec<String>) {
     let (addr, got) = capture();
     let addr = addr.to_string();
-    let mut args = vec!["replay", file.to_str().unwrap(), "--to", &addr, "--no-progress"];
+    let mut args = vec![
+        "replay",
+        file.to_str().unwrap(),
+        "--to",
+        &addr,
+        "--no-progress",
+    ];
     args.extend_from_slice(extra);
     let out = tickfan(&args);
     // A refused file never connects: let the listener go.
@@ -82,10 +88,8 @@ fn dbn_mbp1_of_every_version_gives_the_same_quotes() {
         assert!(text(&out.stderr).contains("mbp-1 (GLBX.MDP3), ts_ns from ts_recv"));
     }
     // ts_event instead: the same quotes, the venue's times.
-    let (out, lines) = replay_to_capture(
-        &data("dbn/test_data.mbp-1.v3.dbn.zst"),
-        &["--ts", "event"],
-    );
+    let (out, lines) =
+        replay_to_capture(&data("dbn/test_data.mbp-1.v3.dbn.zst"), &["--ts", "event"]);
     ok(&out);
     assert_eq!(lines.len(), 2);
     assert!(lines[0].ends_with(",ESH1,3720.25,3720.5,24,11"));
@@ -134,7 +138,9 @@ fn a_dbn_schema_without_quotes_is_refused_naming_it() {
         let err = text(&out.stderr);
         assert_eq!(err.lines().count(), 1, "{err}");
         assert!(
-            err.contains(&format!("DBN schema {schema} holds no quotes; replay takes mbp-1")),
+            err.contains(&format!(
+                "DBN schema {schema} holds no quotes; replay takes mbp-1"
+            )),
             "{err}"
         );
         assert!(lines.is_empty());
@@ -245,13 +251,19 @@ fn format_overrides_detection_and_names_the_send_side_flag() {
     assert_eq!(out.status.code(), Some(2));
     let err = text(&out.stderr);
     assert_eq!(err.lines().count(), 1, "{err}");
-    assert!(err.contains("--format dbn, but the file does not start with DBN"), "{err}");
+    assert!(
+        err.contains("--format dbn, but the file does not start with DBN"),
+        "{err}"
+    );
     // The send side's values, given to --format: a pointer to --send-as.
     let out = tickfan(&["replay", plain.to_str().unwrap(), "--format", "pmessage"]);
     assert_eq!(out.status.code(), Some(2));
     let err = text(&out.stderr);
     assert!(
-        err.lines().next().unwrap().contains("what replay sends is --send-as pmessage"),
+        err.lines()
+            .next()
+            .unwrap()
+            .contains("what replay sends is --send-as pmessage"),
         "{err}"
     );
 }
@@ -269,7 +281,13 @@ fn a_cut_zst_or_gz_is_one_line_and_the_quotes_before_it_are_sent() {
     // A generated DBN stream, cut in the middle of its zstd frame.
     let full = dir.path().join("gen.dbn.zst");
     ok(&tickfan(&[
-        "gen", "--dbn", "--ticks", "20000", "--symbols", "20", "-o",
+        "gen",
+        "--dbn",
+        "--ticks",
+        "20000",
+        "--symbols",
+        "20",
+        "-o",
         full.to_str().unwrap(),
     ]));
     let bytes = std::fs::read(&full).unwrap();
@@ -287,7 +305,15 @@ fn a_cut_zst_or_gz_is_one_line_and_the_quotes_before_it_are_sent() {
         "{err}"
     );
     // The record named is the one after the last sent (20 mappings first).
-    let n: u64 = skips[0].split("record ").nth(1).unwrap().split(':').next().unwrap().parse().unwrap();
+    let n: u64 = skips[0]
+        .split("record ")
+        .nth(1)
+        .unwrap()
+        .split(':')
+        .next()
+        .unwrap()
+        .parse()
+        .unwrap();
     assert_eq!(n, lines.len() as u64 + 20 + 1, "{err}");
     assert!(lines.len() > 1000 && lines.len() < 20_000);
     assert!(err.contains("records skipped: truncated 1"), "{err}");
@@ -310,7 +336,15 @@ fn a_cut_zst_or_gz_is_one_line_and_the_quotes_before_it_are_sent() {
     let skips = skip_lines(&err);
     assert_eq!(skips.len(), 1, "{err}");
     assert!(skips[0].contains(": truncated (gzip stream"), "{err}");
-    let n: usize = skips[0].split("line ").nth(1).unwrap().split(':').next().unwrap().parse().unwrap();
+    let n: usize = skips[0]
+        .split("line ")
+        .nth(1)
+        .unwrap()
+        .split(':')
+        .next()
+        .unwrap()
+        .parse()
+        .unwrap();
     assert_eq!(n, lines.len() + 2, "header + rows sent, then the cut row");
     for l in &lines {
         assert_eq!(l.split(',').count(), 6, "a whole quote: {l}");
@@ -374,7 +408,10 @@ fn a_tardis_row_missing_a_field_is_named_and_skipped_or_stopped_at() {
     let err = text(&out.stderr);
     assert_eq!(
         skip_lines(&err),
-        [format!("replay: {}: line 3: missing_field (bid_price)", gz.display())],
+        [format!(
+            "replay: {}: line 3: missing_field (bid_price)",
+            gz.display()
+        )],
         "{err}"
     );
     assert_eq!(lines.len(), 5);
@@ -405,7 +442,11 @@ fn demo_file_takes_a_dbn_file() {
         dir.path().to_str().unwrap(),
     ]);
     ok(&out);
-    assert!(text(&out.stdout).contains("poison 0"), "{}", text(&out.stdout));
+    assert!(
+        text(&out.stdout).contains("poison 0"),
+        "{}",
+        text(&out.stdout)
+    );
 }
 
 /// `VmHWM` (peak resident set) of process `pid`, in KiB.
@@ -432,13 +473,27 @@ fn stream_generated_dbn(ticks: u64) -> (u64, u64) {
     let addr = l.local_addr().unwrap().to_string();
     let bin = env!("CARGO_BIN_EXE_tickfan");
     let mut gen = Command::new(bin)
-        .args(["gen", "--dbn", "--symbols", "1000", "--ticks", &ticks.to_string(), "-o"])
+        .args([
+            "gen",
+            "--dbn",
+            "--symbols",
+            "1000",
+            "--ticks",
+            &ticks.to_string(),
+            "-o",
+        ])
         .arg(&fifo)
         .stderr(Stdio::null())
         .spawn()
         .unwrap();
     let replay = Command::new(bin)
-        .args(["replay", fifo.to_str().unwrap(), "--to", &addr, "--no-progress"])
+        .args([
+            "replay",
+            fifo.to_str().unwrap(),
+            "--to",
+            &addr,
+            "--no-progress",
+        ])
         .stderr(Stdio::piped())
         .spawn()
         .unwrap();

@@ -213,19 +213,51 @@ impl DbnSource {
             let bbo = match rec.header().rtype {
                 rtype::MBP_1 => rec.get::<Mbp1Msg>().map(|r| {
                     let l = &r.levels[0];
-                    bbo(r.hd.ts_event, r.ts_recv, r.hd.instrument_id, l.bid_px, l.ask_px, l.bid_sz, l.ask_sz)
+                    bbo(
+                        r.hd.ts_event,
+                        r.ts_recv,
+                        r.hd.instrument_id,
+                        l.bid_px,
+                        l.ask_px,
+                        l.bid_sz,
+                        l.ask_sz,
+                    )
                 }),
                 rtype::BBO_1S | rtype::BBO_1M => rec.get::<BboMsg>().map(|r| {
                     let l = &r.levels[0];
-                    bbo(r.hd.ts_event, r.ts_recv, r.hd.instrument_id, l.bid_px, l.ask_px, l.bid_sz, l.ask_sz)
+                    bbo(
+                        r.hd.ts_event,
+                        r.ts_recv,
+                        r.hd.instrument_id,
+                        l.bid_px,
+                        l.ask_px,
+                        l.bid_sz,
+                        l.ask_sz,
+                    )
                 }),
                 rtype::CMBP_1 | rtype::TCBBO => rec.get::<Cmbp1Msg>().map(|r| {
                     let l = &r.levels[0];
-                    bbo(r.hd.ts_event, r.ts_recv, r.hd.instrument_id, l.bid_px, l.ask_px, l.bid_sz, l.ask_sz)
+                    bbo(
+                        r.hd.ts_event,
+                        r.ts_recv,
+                        r.hd.instrument_id,
+                        l.bid_px,
+                        l.ask_px,
+                        l.bid_sz,
+                        l.ask_sz,
+                    )
                 }),
                 rtype::CBBO_1S | rtype::CBBO_1M => rec.get::<CbboMsg>().map(|r| {
                     let l = &r.levels[0];
-                    bbo(r.hd.ts_event, r.ts_recv, r.hd.instrument_id, l.bid_px, l.ask_px, l.bid_sz, l.ask_sz)
+                    bbo(
+                        r.hd.ts_event,
+                        r.ts_recv,
+                        r.hd.instrument_id,
+                        l.bid_px,
+                        l.ask_px,
+                        l.bid_sz,
+                        l.ask_sz,
+                    )
                 }),
                 rtype::SYMBOL_MAPPING => {
                     on_mapping(&mut self.map, &mut self.named, rec);
@@ -234,10 +266,16 @@ impl DbnSource {
                 rtype::SYSTEM => continue,
                 other => {
                     let (reason, detail) = match RType::try_from(other) {
-                        Ok(t) => (Reason::NotAQuote, format!("{t:?} record, rtype {other:#04x}")),
+                        Ok(t) => (
+                            Reason::NotAQuote,
+                            format!("{t:?} record, rtype {other:#04x}"),
+                        ),
                         Err(_) => (
                             Reason::UnknownRecord,
-                            format!("rtype {other:#04x} is unknown to DBN 1-3; {} bytes skipped", rec.record_size()),
+                            format!(
+                                "rtype {other:#04x} is unknown to DBN 1-3; {} bytes skipped",
+                                rec.record_size()
+                            ),
                         ),
                     };
                     return Step::Skipped(Skip {
@@ -300,11 +338,19 @@ impl DbnSource {
             TsField::Recv => b.ts_recv,
         };
         if ts == UNDEF_TIMESTAMP {
-            let which = if self.ts == TsField::Event { "ts_event" } else { "ts_recv" };
+            let which = if self.ts == TsField::Event {
+                "ts_event"
+            } else {
+                "ts_recv"
+            };
             return Err((Reason::UndefinedTimestamp, which.into()));
         }
         if b.bid_px == UNDEF_PRICE || b.ask_px == UNDEF_PRICE {
-            let side = if b.bid_px == UNDEF_PRICE { "bid" } else { "ask" };
+            let side = if b.bid_px == UNDEF_PRICE {
+                "bid"
+            } else {
+                "ask"
+            };
             return Err((Reason::UndefinedPrice, format!("{side} side empty")));
         }
         if b.bid_px <= 0 || b.ask_px <= 0 {

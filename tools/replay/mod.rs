@@ -316,4 +316,3 @@ pub fn decode_all(path: &Path) -> Result<(Vec<u8>, Skips), Failure> {
         }
     }
 }
-

@@ -42,8 +42,8 @@ use tickfan::error::Failure;
 use tickfan::metrics::hlog::HistogramLog;
 use tickfan::sys::clock::wall_ns;
 
-use super::schedule::{leading_ts, Pace, Schedule};
 use super::super::auth;
+use super::schedule::{leading_ts, Pace, Schedule};
 
 /// What each line is sent as.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]

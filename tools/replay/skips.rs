@@ -80,10 +80,7 @@ impl Reason {
     }
 
     fn index(self) -> usize {
-        Reason::ALL
-            .iter()
-            .position(|r| *r == self)
-            .expect("listed")
+        Reason::ALL.iter().position(|r| *r == self).expect("listed")
     }
 }
 

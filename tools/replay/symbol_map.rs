@@ -108,7 +108,10 @@ mod tests {
             .unwrap_err()
             .1
             .contains("not a symbol"));
-        assert!(SymbolMap::parse("a,b\na,c").unwrap_err().1.contains("twice"));
+        assert!(SymbolMap::parse("a,b\na,c")
+            .unwrap_err()
+            .1
+            .contains("twice"));
     }
 
     #[test]

@@ -80,7 +80,12 @@ impl Columns {
     pub fn from_header(line: &[u8]) -> Result<Columns, NotQuotes> {
         let line = line.strip_suffix(b"\r").unwrap_or(line);
         let names: Vec<&[u8]> = line.split(|&b| b == b',').collect();
-        if names.len() < 4 || !names.iter().zip(&NAMES[..4]).all(|(n, w)| *n == w.as_bytes()) {
+        if names.len() < 4
+            || !names
+                .iter()
+                .zip(&NAMES[..4])
+                .all(|(n, w)| *n == w.as_bytes())
+        {
             return Err(NotQuotes::NotTardis);
         }
         let mut at = [0usize; 8];
@@ -248,11 +253,17 @@ impl TardisSource {
         let ts_us = tickfan::feed::parse::ascii_u64(&row[a..b]).ok_or_else(|| {
             (
                 Reason::BadField,
-                format!("{ts_name} `{}` is not microseconds", String::from_utf8_lossy(&row[a..b])),
+                format!(
+                    "{ts_name} `{}` is not microseconds",
+                    String::from_utf8_lossy(&row[a..b])
+                ),
             )
         })?;
         let ts_ns = ts_us.checked_mul(1_000).ok_or_else(|| {
-            (Reason::BadField, format!("{ts_name} {ts_us} µs overflows ns"))
+            (
+                Reason::BadField,
+                format!("{ts_name} {ts_us} µs overflows ns"),
+            )
         })?;
         self.key.clear();
         self.key.extend_from_slice(field(EXCHANGE)?);
@@ -280,7 +291,11 @@ impl TardisSource {
             Ok(_) => Ok(()),
             Err(PoisonReason::NonPositivePrice) => Err((
                 Reason::NonPositivePrice,
-                format!("bid {} ask {}", text(field(BID_PRICE)?), text(field(ASK_PRICE)?)),
+                format!(
+                    "bid {} ask {}",
+                    text(field(BID_PRICE)?),
+                    text(field(ASK_PRICE)?)
+                ),
             )),
             Err(p) => Err((Reason::BadField, self.culprit(row, p))),
         }
@@ -293,9 +308,7 @@ impl TardisSource {
             let f = &row[a..b];
             let ok = match k {
                 BID_PRICE | ASK_PRICE => tickfan::feed::parse::parse_decimal(f).is_ok(),
-                _ => {
-                    !f.starts_with(b"-") && tickfan::feed::parse::parse_decimal(f).is_ok()
-                }
+                _ => !f.starts_with(b"-") && tickfan::feed::parse::parse_decimal(f).is_ok(),
             };
             if !ok {
                 return format!("{} `{}`: {}", NAMES[k], text(f), p.as_str());
@@ -311,8 +324,8 @@ fn text(b: &[u8]) -> String {
 
 #[cfg(test)]
 mod tests {
-    use super::*;
     use super::super::source::{InputFormat, Source};
+    use super::*;
 
     fn from_bytes(bytes: Vec<u8>, ts: TsField) -> Source {
         let opts = DecodeOptions {
@@ -337,7 +350,10 @@ mod tests {
             Columns::from_header(b"exchange,symbol,timestamp,local_timestamp,id,side,price,amount"),
             Err(NotQuotes::OtherTardis)
         );
-        assert_eq!(Columns::from_header(b"ts_ns,symbol"), Err(NotQuotes::NotTardis));
+        assert_eq!(
+            Columns::from_header(b"ts_ns,symbol"),
+            Err(NotQuotes::NotTardis)
+        );
     }
 
     #[test]
