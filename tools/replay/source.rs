@@ -276,8 +276,21 @@ impl Source {
         opts: &DecodeOptions,
     ) -> Result<Source, Failure> {
         let read_err = |e: io::Error| Failure::Usage(format!("cannot read {name}: {e}"));
-        let mut raw = BufReader::with_capacity(READ_BUF, reader);
-        let magic = io::BufRead::fill_buf(&mut raw).map_err(read_err)?;
+        // The magic bytes, read whole even from a pipe that yields them
+        // one at a time, then put back in front of the rest.
+        let mut reader = reader;
+        let mut magic = [0u8; 4];
+        let mut got = 0;
+        while got < magic.len() {
+            match reader.read(&mut magic[got..]) {
+                Ok(0) => break,
+                Ok(k) => got += k,
+                Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
+                Err(e) => return Err(read_err(e)),
+            }
+        }
+        let magic = &magic[..got];
+        let raw = BufReader::with_capacity(READ_BUF, Cursor::new(magic.to_vec()).chain(reader));
         let (inner, codec): (Box<dyn Read + Send>, &'static str) = if magic.starts_with(&ZSTD_MAGIC)
         {
             let d = zstd::stream::read::Decoder::with_buffer(raw).map_err(read_err)?;

@@ -68,6 +68,9 @@ pub enum NotQuotes {
 pub struct Columns {
     /// `at[k]`: the index in the row of `NAMES[k]`.
     at: [usize; 8],
+    /// The `k`s of `at` in the row's order (a missing field is named in
+    /// the order a reader sees the row).
+    by_position: [usize; 8],
     /// Fields in the header.
     count: usize,
 }
@@ -95,8 +98,11 @@ impl Columns {
                 .position(|n| n == &want.as_bytes())
                 .ok_or(NotQuotes::OtherTardis)?;
         }
+        let mut by_position = [0, 1, 2, 3, 4, 5, 6, 7];
+        by_position.sort_by_key(|&k| at[k]);
         Ok(Columns {
             at,
+            by_position,
             count: names.len(),
         })
     }
@@ -234,14 +240,9 @@ impl TardisSource {
                 _ => Err((Reason::MissingField, NAMES[k].to_string())),
             }
         };
-        // Every needed field first, in the header's order, so the first
+        // Every needed field first, in the row's order, so the first
         // missing one is named.
-        let mut order = [0usize; 8];
-        for (k, o) in order.iter_mut().enumerate() {
-            *o = k;
-        }
-        order.sort_by_key(|&k| cols.at[k]);
-        for k in order {
+        for k in cols.by_position {
             field(k)?;
         }
         let ts_name = if self.ts_col == cols.at[TIMESTAMP] {
