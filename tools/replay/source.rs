@@ -235,7 +235,7 @@ pub enum Source {
     /// DBN records mapped to quotes.
     Dbn(Box<DbnSource>),
     /// Tardis rows mapped to quotes.
-    Tardis(TardisSource),
+    Tardis(Box<TardisSource>),
 }
 
 /// One step of a [`Source`].
@@ -346,7 +346,7 @@ impl Source {
             Detected::Dbn(version) => {
                 Source::Dbn(Box::new(DbnSource::new(name, stream, version, opts)?))
             }
-            Detected::Tardis => Source::Tardis(TardisSource::new(name, stream, opts)?),
+            Detected::Tardis => Source::Tardis(Box::new(TardisSource::new(name, stream, opts)?)),
             Detected::TardisOther => unreachable!("refused above"),
         })
     }
