@@ -2,7 +2,7 @@
 //! only the engine's public library API.
 //!
 //! - `gen`: synthetic tick files (bursts, Zipf popularity, random walks); `gen_dbn`: the same as Databento DBN (`--dbn`)
-//! - `replay`: open-loop sender of a tick file (feed, Redis `PUBLISH`, raw frames)
+//! - `replay`: open-loop sender of a tick file: tickfan CSV, Databento DBN or Tardis CSV, plain or compressed (to the feed, Redis `PUBLISH`, raw frames)
 //! - `subscribe`: subscriber load on one event loop, end-to-end latency per class
 //! - `forward`: the raw loopback floor (a byte forwarder) for the benchmark
 //! - `report`: percentile tables, SVG charts, an HTML page and JSON from HdrHistogram logs
