@@ -95,7 +95,7 @@ run() { # server scenario rcvbuf
   fi
   local rss0 rss1
   rss0=$(rss_kib "$spid")
-  "${CLI[@]}" "$BIN" replay "$TICKS" --to "127.0.0.1:$pport" --format "$fmt" --stamp --record-sent "$logs/sent.csv" \
+  "${CLI[@]}" "$BIN" replay "$TICKS" --to "127.0.0.1:$pport" --send-as "$fmt" --stamp --record-sent "$logs/sent.csv" \
     --rate 50000 --loops 1000 --duration "${DUR}s" --no-progress 2> "$logs/replay.err" || true
   wait "$subpid" || true
   [ -n "$subpid2" ] && { wait "$subpid2" || true; }

@@ -107,7 +107,7 @@ run() { # load server rep
   fi
   local rss0 rss1
   rss0=$(rss_kib "$spid")
-  "${CLI[@]}" "$BIN" replay "$TICKS" --to "127.0.0.1:$pport" --format "$fmt" --stamp \
+  "${CLI[@]}" "$BIN" replay "$TICKS" --to "127.0.0.1:$pport" --send-as "$fmt" --stamp \
     --record-sent "$logs/sent.csv" --rate "$rate" --loops 1000 --duration "${DUR}s" --no-progress \
     2> "$logs/replay.err" || true
   wait "$subpid" || true

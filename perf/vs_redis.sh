@@ -114,7 +114,7 @@ run() { # server scenario
     > "$logs/rss.samples" &
   local sampler=$!
   PIDS+=("$sampler")
-  "${CLI[@]}" "$BIN" replay "$OUT/ticks.csv" --to "127.0.0.1:$pport" --format "$fmt" --stamp \
+  "${CLI[@]}" "$BIN" replay "$OUT/ticks.csv" --to "127.0.0.1:$pport" --send-as "$fmt" --stamp \
     --rate "$rate" --loops 1000 --duration "${DUR}s" --no-progress --log-dir "$logs" \
     2> "$logs/replay.err" || true
   wait "$subpid" || true

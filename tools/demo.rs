@@ -23,7 +23,7 @@
 //! one normal subscriber stop reading for D a third into the run, to see
 //! what the report shows of a reader that stalls.
 //!
-//! Ticks come from `--file` (any tick file, looped) or from `tickfan gen`'s
+//! Ticks come from `--file` (any file `replay` reads, decoded into memory and looped) or from `tickfan gen`'s
 //! model over `--symbols` symbols. The sender is `replay`'s open-loop sender
 //! at `--rate` with `--stamp`: each tick carries the time it was *meant* to
 //! be sent, so the subscribers' latency includes any time the sender fell
@@ -45,7 +45,7 @@ use tickfan::runtime::Engine;
 use super::freshness::DEMO_SENT_MAX;
 use super::gen::{GenSpec, TickGen};
 use super::orders::{self, OrdersArgs};
-use super::replay::{progress_bar, Format, Pace, Sender, SenderSettings};
+use super::replay::{progress_bar, Pace, SendAs, Sender, SenderSettings};
 use super::report;
 use super::subscribe::{run_load, LoadProgress, LoadReport, LoadSpec, Stall};
 use tickfan::error::Failure;
@@ -53,7 +53,7 @@ use tickfan::error::Failure;
 /// Flags of `tickfan demo`.
 #[derive(Debug, Clone, Args)]
 pub struct DemoArgs {
-    /// Replay this tick file (looped) instead of generated ticks; `ts_ns` is re-stamped.
+    /// Replay this tick file (looped) instead of generated ticks: tickfan CSV, DBN or Tardis CSV, plain or compressed; `ts_ns` is re-stamped.
     #[arg(long, value_name = "PATH")]
     pub file: Option<PathBuf>,
     /// Ticks per second sent to the engine.
@@ -126,8 +126,19 @@ impl TickRing {
 
 pub(crate) fn ticks(args: &DemoArgs) -> Result<TickRing, Failure> {
     let bytes = match &args.file {
-        Some(p) => std::fs::read(p)
-            .map_err(|e| Failure::Usage(format!("cannot read {}: {e}", p.display())))?,
+        // Any replay format (tickfan CSV, DBN, Tardis; plain or
+        // compressed), decoded to quote lines the demo loops over.
+        Some(p) => {
+            let (lines, skips) = super::replay::decode_all(p)?;
+            if skips.total() > 0 {
+                eprintln!(
+                    "demo: {}: skipped {} records: {skips}",
+                    p.display(),
+                    skips.total()
+                );
+            }
+            lines
+        }
         None => {
             // Enough distinct ticks for the run, at most 200,000 (then they repeat).
             let n = (args.rate as f64 * args.duration.as_secs_f64()).clamp(1.0, 200_000.0) as usize;
@@ -276,7 +287,7 @@ pub fn run(args: &DemoArgs) -> Result<(), Failure> {
         SenderSettings {
             pace: Pace::Rate(args.rate as f64),
             stamp: true,
-            format: Format::Csv,
+            send_as: SendAs::Csv,
             duration: Some(args.duration),
             log_dir: Some(dir.clone()),
             stop: None,

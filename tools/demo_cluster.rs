@@ -28,7 +28,7 @@ use tickfan::metrics::Stage;
 use tickfan::runtime::Engine;
 
 use super::demo::{ticks, DemoArgs};
-use super::replay::{progress_bar, Format, Pace, Sender, SenderSettings};
+use super::replay::{progress_bar, Pace, SendAs, Sender, SenderSettings};
 use super::subscribe::{run_load, LoadProgress, LoadReport, LoadSpec};
 
 /// The NATS binary, or the one-line error naming the package.
@@ -215,7 +215,7 @@ pub fn run(args: &DemoArgs) -> Result<(), Failure> {
         SenderSettings {
             pace: Pace::Rate(args.rate as f64),
             stamp: true,
-            format: Format::Csv,
+            send_as: SendAs::Csv,
             duration: Some(args.duration),
             log_dir: None,
             stop: None,

@@ -3,7 +3,7 @@
 //! sends is written, unchanged, to every subscriber connection.
 //!
 //! ```text
-//!  replay --format pmessage ──bytes──▶ forward ──same bytes──▶ N subscribers
+//!  replay --send-as pmessage ──bytes──▶ forward ──same bytes──▶ N subscribers
 //!                                      (read 64 KiB, write_all to each)
 //! ```
 //!

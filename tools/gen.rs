@@ -11,6 +11,8 @@
 //! - **Symbols**: FX-style pair names (`EURUSD`, `USDJPY`, …; a `.N` suffix
 //!   past the 870 distinct pairs), chosen with Zipf popularity of exponent
 //!   `--zipf` (rank 1 = the first name; 0 = uniform).
+//! - **Output**: tickfan CSV, or with `--dbn` the same ticks as Databento
+//!   DBN mbp-1 records, zstd-compressed ([`super::gen_dbn`]).
 //! - **Prices**: a random walk per symbol in integer price ticks. Pairs
 //!   priced above 20 quote 3 decimals (JPY-like), the others 5. The spread is
 //!   1–8 price ticks; one quote in a thousand is locked or crossed (aggregated
@@ -63,6 +65,9 @@ pub struct GenArgs {
     /// Seed: the same seed writes the same file.
     #[arg(long, default_value_t = 1)]
     pub seed: u64,
+    /// Write Databento DBN instead of CSV: schema mbp-1, DBN v3, zstd-compressed (a `.dbn.zst`).
+    #[arg(long)]
+    pub dbn: bool,
     /// `ts_ns` of the first tick's time base (ns since the Unix epoch).
     #[arg(long, value_name = "NS", default_value_t = 1_700_000_000_000_000_000)]
     pub start_ns: u64,
@@ -171,6 +176,25 @@ struct Walk {
     decimals: u32,
 }
 
+/// One generated tick: prices in price ticks of `10^-decimals`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct GenQuote {
+    /// Source time, ns since the epoch.
+    pub ts_ns: u64,
+    /// The symbol's index (its name: [`TickGen::name`]).
+    pub symbol: usize,
+    /// Bid, in price ticks.
+    pub bid: i64,
+    /// Ask, in price ticks.
+    pub ask: i64,
+    /// Decimals of a price tick (3 or 5).
+    pub decimals: u32,
+    /// Quantity at the bid.
+    pub bid_qty: u64,
+    /// Quantity at the ask.
+    pub ask_qty: u64,
+}
+
 /// The tick generator: an endless, deterministic stream of feed lines.
 #[derive(Debug)]
 pub struct TickGen {
@@ -218,9 +242,8 @@ impl TickGen {
         }
     }
 
-    /// Appends the next tick line (without a newline) to `out`; returns its
-    /// `ts_ns`.
-    pub fn next_into(&mut self, out: &mut Vec<u8>) -> u64 {
+    /// The next tick, as numbers.
+    pub fn next_quote(&mut self) -> GenQuote {
         let ts = self.spec.start_ns + self.t_ns as u64;
         let gap: f64 = Exp1.sample(&mut self.rng);
         self.t_ns += gap / self.rate_at(self.t_ns) * 1e9;
@@ -228,7 +251,7 @@ impl TickGen {
         let step = self.step.sample(&mut self.rng).round() as i64;
         let spread: i64 = self.rng.random_range(1..=8);
         let crossed = self.rng.random_range(0..1000) == 0;
-        let (bq, aq): (u64, u64) = (
+        let (bid_qty, ask_qty): (u64, u64) = (
             self.rng.random_range(1..=50) * 100_000,
             self.rng.random_range(1..=50) * 100_000,
         );
@@ -241,20 +264,39 @@ impl TickGen {
         } else {
             bid + spread
         };
-        let ask = ask.max(1);
+        GenQuote {
+            ts_ns: ts,
+            symbol: s,
+            bid,
+            ask: ask.max(1),
+            decimals: w.decimals,
+            bid_qty,
+            ask_qty,
+        }
+    }
+
+    /// The name of symbol `i` (as [`GenQuote::symbol`] gives it).
+    pub fn name(&self, i: usize) -> &str {
+        &self.walks[i].name
+    }
+
+    /// Appends the next tick line (without a newline) to `out`; returns its
+    /// `ts_ns`.
+    pub fn next_into(&mut self, out: &mut Vec<u8>) -> u64 {
+        let q = self.next_quote();
         let mut num = itoa::Buffer::new();
-        out.extend_from_slice(num.format(ts).as_bytes());
+        out.extend_from_slice(num.format(q.ts_ns).as_bytes());
         out.push(b',');
-        out.extend_from_slice(w.name.as_bytes());
+        out.extend_from_slice(self.walks[q.symbol].name.as_bytes());
         out.push(b',');
-        push_price(out, bid, w.decimals);
+        push_price(out, q.bid, q.decimals);
         out.push(b',');
-        push_price(out, ask, w.decimals);
+        push_price(out, q.ask, q.decimals);
         out.push(b',');
-        out.extend_from_slice(num.format(bq).as_bytes());
+        out.extend_from_slice(num.format(q.bid_qty).as_bytes());
         out.push(b',');
-        out.extend_from_slice(num.format(aq).as_bytes());
-        ts
+        out.extend_from_slice(num.format(q.ask_qty).as_bytes());
+        q.ts_ns
     }
 
     /// Source time of the next tick relative to `start_ns`.
@@ -294,8 +336,12 @@ pub fn run(args: &GenArgs) -> Result<(), Failure> {
         ),
         _ => (Box::new(std::io::stdout().lock()), "standard output".into()),
     };
-    let n = write_file(&spec, limit, sink)
-        .map_err(|e| Failure::Runtime(format!("cannot write {name}: {e}")))?;
+    let n = if args.dbn {
+        super::gen_dbn::write_dbn(&spec, limit, sink)
+    } else {
+        write_file(&spec, limit, sink)
+    }
+    .map_err(|e| Failure::Runtime(format!("cannot write {name}: {e}")))?;
     if args.out.is_some() {
         eprintln!(
             "gen: wrote {n} ticks over {} symbols to {name}",

@@ -1,8 +1,8 @@
 //! The client-side tools, subcommands of the one `tickfan` binary. They use
 //! only the engine's public library API.
 //!
-//! - `gen`: synthetic tick files (bursts, Zipf popularity, random walks)
-//! - `replay`: open-loop sender of a tick file (feed, Redis `PUBLISH`, raw frames)
+//! - `gen`: synthetic tick files (bursts, Zipf popularity, random walks); `gen_dbn`: the same as Databento DBN (`--dbn`)
+//! - `replay`: open-loop sender of a tick file: tickfan CSV, Databento DBN or Tardis CSV, plain or compressed (to the feed, Redis `PUBLISH`, raw frames)
 //! - `subscribe`: subscriber load on one event loop, end-to-end latency per class
 //! - `forward`: the raw loopback floor (a byte forwarder) for the benchmark
 //! - `report`: percentile tables, SVG charts, an HTML page and JSON from HdrHistogram logs
@@ -22,6 +22,7 @@ pub mod flags;
 pub mod forward;
 pub mod freshness;
 pub mod gen;
+pub mod gen_dbn;
 pub mod orders;
 pub mod orders_status;
 pub mod replay;

@@ -21,6 +21,7 @@
 //! - `data_dir`: one engine per `--data-dir`: a second one on it exits 2 with one line naming the directory, the holder's pid and the flag; the first keeps serving
 //! - `cli_env`: `TICKFAN_<FLAG>` variables; command line > environment > `--config` file > default
 //! - `tools`: gen, replay, subscribe, report and demo as an operator runs them
+//! - `replay_formats`: replay of vendor files (Databento's DBN samples, a Tardis quotes sample): quotes the engine takes, refusals naming the schema, `--format`/`--ts`/`--symbol-map`/`--speed`, bad input named and skipped or stopped at, memory flat on a stream from a pipe
 //! - `tool_flags`: `--to localhost:PORT`, zero durations refused, `--bridge` errors that name the key and its forms
 //! - `tools_token`: replay, subscribe and orders with `--token-file` against a secured engine (and a Redis with `requirepass`)
 //! - `vs_redis`: the benchmark's tool modes against a real `redis-server` and the raw forwarder
@@ -90,6 +91,7 @@ mod poison;
 mod protocol;
 mod readme_flags;
 mod recorded_data;
+mod replay_formats;
 mod report;
 mod security;
 mod shutdown;

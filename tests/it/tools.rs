@@ -158,11 +158,11 @@ fn gen_bursts_multiply_the_rate() {
 }
 
 /// Reads of one connection: (wall ns when it arrived, bytes).
-type Reads = Vec<(u64, Vec<u8>)>;
+pub(crate) type Reads = Vec<(u64, Vec<u8>)>;
 
 /// Accepts one connection and returns every byte it sent, each read
 /// tagged with the wall time it arrived.
-fn capture() -> (std::net::SocketAddr, std::thread::JoinHandle<Reads>) {
+pub(crate) fn capture() -> (std::net::SocketAddr, std::thread::JoinHandle<Reads>) {
     let l = TcpListener::bind("127.0.0.1:0").unwrap();
     let addr = l.local_addr().unwrap();
     let h = std::thread::spawn(move || {

@@ -148,7 +148,7 @@ fn replay_presents_the_token_to_redis_in_publish_mode() {
             &file,
             "--to",
             &addr.to_string(),
-            "--format",
+            "--send-as",
             "redis-publish",
             "--no-progress",
             "--token-file",
@@ -339,14 +339,14 @@ fn a_missing_or_empty_token_file_is_a_usage_error() {
         &file,
         "--to",
         "127.0.0.1:9",
-        "--format",
+        "--send-as",
         "pmessage",
         "--token-file",
         &f.right,
     ]);
     assert_eq!(out.status.code(), Some(2));
     assert!(
-        text(&out.stderr).contains("--format pmessage"),
+        text(&out.stderr).contains("--send-as pmessage"),
         "{}",
         text(&out.stderr)
     );

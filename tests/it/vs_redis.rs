@@ -1,6 +1,6 @@
 //! The benchmark's tool modes (`perf/vs_redis.sh`), each checked end to end:
-//! `replay --format redis-publish` against a real `redis-server` and
-//! `replay --format pmessage` through the raw forwarder, both measured by
+//! `replay --send-as redis-publish` against a real `redis-server` and
+//! `replay --send-as pmessage` through the raw forwarder, both measured by
 //! `subscribe`, which must count every message (neither conflates) with no
 //! sequence gap.
 
@@ -52,7 +52,7 @@ fn measure(sub_addr: &str, pub_addr: &str, format: &str) -> (Value, String) {
             file.to_str().unwrap(),
             "--to",
             pub_addr,
-            "--format",
+            "--send-as",
             format,
             "--stamp",
             "--rate",

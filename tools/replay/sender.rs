@@ -1,26 +1,23 @@
-//! `tickfan replay FILE --to ADDR`: sends a tick file to a feed port (or,
-//! for the benchmark, to a Redis server or the raw forwarder).
+//! The open-loop sender: schedules, stamps, encodes and writes tick lines
+//! to one connection, whatever file format they came from.
 //!
-//! - **Every line, once per loop, in order.** Lines go out exactly as they
-//!   are in the file (a malformed line is sent as is: the engine
-//!   dead-letters it), each ending with `\n`.
-//! - **Pacing is open-loop.** Each line has an intended send time fixed in
-//!   advance by the [`Schedule`] (fixed rate, or the file's recorded `ts_ns`
-//!   gaps divided by a speed factor). The sender never sends a line before
-//!   its time; when it falls behind it sends at once and does *not* move the
-//!   schedule, so the lag shows up as latency (no coordinated omission).
+//! - **Every line it is given, in order.** A line goes out exactly as given
+//!   (a malformed tickfan CSV line is sent as is: the engine dead-letters
+//!   it), ending with `\n`.
+//! - **Pacing is open-loop**: see [`super::schedule`].
 //! - **`--stamp`** rewrites `ts_ns` to the line's intended send time (wall
 //!   clock, ns), so subscribers measure end to end from when the tick was
 //!   meant to leave. A line whose first field is not a number is not stamped.
-//! - **Formats**: `csv` (the feed), `redis-publish` (`PUBLISH symbol payload`
-//!   as RESP, pipelined; replies are drained by a second thread), `pmessage`
-//!   (ready-made `pmessage` frames for the raw forwarder). In the two RESP
-//!   formats the payload is the line plus `,seq,send_ns` (seq = that
-//!   symbol's count so far), the same shape as tickfan's payload, and lines
-//!   that are not ticks (header, comments, fewer than six fields) are skipped.
+//! - **What it is sent as** (`--send-as`): `csv` (the feed), `redis-publish`
+//!   (`PUBLISH symbol payload` as RESP, pipelined; replies are drained by a
+//!   second thread), `pmessage` (ready-made `pmessage` frames for the raw
+//!   forwarder). In the two RESP forms the payload is the line plus
+//!   `,seq,send_ns` (seq = that symbol's count so far), the same shape as
+//!   tickfan's payload, and lines that are not ticks (header, comments,
+//!   fewer than six fields) are skipped.
 //! - **`--record-sent FILE`** (with `--stamp`): one line per tick sent,
 //!   `intended_ns,symbol`, for `subscribe --sent` to compute freshness
-//!   ([`super::freshness`]); bounded by the run (~25 bytes a tick).
+//!   ([`super::super::freshness`]); bounded by the run (~25 bytes a tick).
 //! - **`--token-file`** (a secured engine): the connection opens with
 //!   `AUTH <token>` and waits for `OK` before the first line (`csv`), or with
 //!   RESP `AUTH <token>` and waits for `+OK` (`redis-publish`, a Redis with
@@ -28,165 +25,35 @@
 //!   `pmessage` goes to the raw forwarder, which has no authentication: the
 //!   flag is refused there.
 
-use std::io::{BufRead, BufReader, Read, Write};
+use std::io::{Read, Write};
 use std::net::{SocketAddr, TcpStream};
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant, SystemTime};
 
-use clap::{Args, ValueEnum};
+use clap::ValueEnum;
 use hdrhistogram::Histogram;
 use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
 use rustc_hash::FxHashMap;
 
 use tickfan::auth::Token;
+use tickfan::error::Failure;
 use tickfan::metrics::hlog::HistogramLog;
 use tickfan::sys::clock::wall_ns;
 
-use super::auth;
-use tickfan::error::Failure;
-
-/// Flags of `tickfan replay`.
-#[derive(Debug, Clone, Args)]
-pub struct ReplayArgs {
-    /// The tick file (CSV, one tick per line).
-    pub file: PathBuf,
-    /// Where to send: the engine's feed port (or Redis / the forwarder, see --format).
-    #[arg(long, value_name = "ADDR", value_parser = tickfan::sys::net::parse_socket_addr, default_value = "127.0.0.1:9101")]
-    pub to: SocketAddr,
-    /// Fixed rate in lines per second (0 = as fast as possible).
-    #[arg(
-        long,
-        value_name = "PER_SEC",
-        default_value_t = 0.0,
-        conflicts_with = "speed"
-    )]
-    pub rate: f64,
-    /// Recorded pacing: the file's ts_ns gaps divided by this factor (2 = twice as fast).
-    #[arg(long, value_name = "FACTOR")]
-    pub speed: Option<f64>,
-    /// Times to send the whole file.
-    #[arg(long, value_name = "N", default_value_t = 1)]
-    pub loops: u64,
-    /// Stop after this long even if loops remain (e.g. `10s`).
-    #[arg(long, value_name = "DURATION", value_parser = super::flags::positive_duration)]
-    pub duration: Option<Duration>,
-    /// Rewrite ts_ns to each line's intended send time (wall clock ns).
-    #[arg(long)]
-    pub stamp: bool,
-    /// What to send each line as.
-    #[arg(long, value_enum, default_value_t = Format::Csv)]
-    pub format: Format,
-    /// Write the send-lag histogram (HdrHistogram interval log `replay.hlog`) into this directory.
-    #[arg(long, value_name = "DIR")]
-    pub log_dir: Option<PathBuf>,
-    /// No progress bar.
-    #[arg(long)]
-    pub no_progress: bool,
-    /// File holding the engine's token, presented first (`AUTH <token>`; RESP `AUTH` with --format redis-publish).
-    #[arg(long, value_name = "PATH")]
-    pub token_file: Option<PathBuf>,
-    /// Write `intended_ns,symbol` per tick sent to this file (needs --stamp), for `subscribe --sent`.
-    #[arg(long, value_name = "PATH", requires = "stamp")]
-    pub record_sent: Option<PathBuf>,
-}
+use super::super::auth;
+use super::schedule::{leading_ts, Pace, Schedule};
 
 /// What each line is sent as.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
-pub enum Format {
+pub enum SendAs {
     /// The line itself (tickfan's feed).
     Csv,
     /// `PUBLISH symbol payload` as a RESP command, pipelined (a Redis server).
     RedisPublish,
     /// A ready-made `pmessage` frame for pattern `*` (the raw forwarder).
     Pmessage,
-}
-
-/// When lines are meant to be sent.
-#[derive(Debug, Clone, Copy, PartialEq)]
-pub enum Pace {
-    /// As fast as possible: every line is due at once.
-    Unpaced,
-    /// Line `k` (counting every line of every loop) is due at `k / rate` s.
-    Rate(f64),
-    /// Each line is due at its `ts_ns` gap from the file's first tick
-    /// divided by the factor; each loop starts one mean gap after the
-    /// previous one ended.
-    Recorded(f64),
-}
-
-/// The intended send offsets of a stream of lines: a pure function of the
-/// lines and the pace, so tests check the schedule without a clock.
-///
-/// Invariant: offsets never decrease (a line with a smaller or unreadable
-/// `ts_ns` is due with the line before it).
-#[derive(Debug, Clone)]
-pub struct Schedule {
-    pace: Pace,
-    /// Lines scheduled so far (all loops).
-    lines: u64,
-    /// Offset (ns) of the current loop's start.
-    loop_base: u64,
-    /// First `ts_ns` of the current loop.
-    first_ts: Option<u64>,
-    /// Largest offset given so far.
-    last: u64,
-    /// Ticks with a `ts_ns` in the current loop.
-    ticks_in_loop: u64,
-}
-
-impl Schedule {
-    /// A schedule for `pace`.
-    pub fn new(pace: Pace) -> Schedule {
-        Schedule {
-            pace,
-            lines: 0,
-            loop_base: 0,
-            first_ts: None,
-            last: 0,
-            ticks_in_loop: 0,
-        }
-    }
-
-    /// The intended offset (ns from the start) of the next line, `None`
-    /// when unpaced.
-    pub fn next(&mut self, line: &[u8]) -> Option<u64> {
-        let k = self.lines;
-        self.lines += 1;
-        let off = match self.pace {
-            Pace::Unpaced => return None,
-            Pace::Rate(r) => (k as f64 * 1e9 / r) as u64,
-            Pace::Recorded(speed) => match leading_ts(line) {
-                Some(ts) => {
-                    self.ticks_in_loop += 1;
-                    let first = *self.first_ts.get_or_insert(ts);
-                    self.loop_base + (ts.saturating_sub(first) as f64 / speed) as u64
-                }
-                None => self.last,
-            },
-        };
-        self.last = self.last.max(off);
-        Some(self.last)
-    }
-
-    /// Marks the end of one pass over the file.
-    pub fn end_loop(&mut self) {
-        if let Pace::Recorded(_) = self.pace {
-            let span = self.last.saturating_sub(self.loop_base);
-            let gap = span / self.ticks_in_loop.saturating_sub(1).max(1);
-            self.loop_base = self.last + gap.max(1);
-            self.last = self.loop_base;
-            self.first_ts = None;
-            self.ticks_in_loop = 0;
-        }
-    }
-}
-
-/// The line's first field as a `ts_ns`, if it is an integer.
-pub fn leading_ts(line: &[u8]) -> Option<u64> {
-    let end = memchr::memchr(b',', line)?;
-    tickfan::feed::parse::ascii_u64(&line[..end])
 }
 
 /// Appends `ts_ns,symbol` of a stamped tick `line` to the sent record
@@ -237,7 +104,7 @@ pub struct SenderSettings {
     /// Rewrite `ts_ns` to the intended send time.
     pub stamp: bool,
     /// Wire format.
-    pub format: Format,
+    pub send_as: SendAs,
     /// Stop after this long.
     pub duration: Option<Duration>,
     /// Send-lag interval log directory.
@@ -320,9 +187,9 @@ impl Sender {
         s: SenderSettings,
         progress: ProgressBar,
     ) -> Result<Sender, Failure> {
-        if s.token.is_some() && s.format == Format::Pmessage {
+        if s.token.is_some() && s.send_as == SendAs::Pmessage {
             return Err(Failure::Usage(
-                "--token-file does not apply to --format pmessage (the raw forwarder has no authentication)"
+                "--token-file does not apply to --send-as pmessage (the raw forwarder has no authentication)"
                     .into(),
             ));
         }
@@ -330,12 +197,12 @@ impl Sender {
             .map_err(|e| Failure::Runtime(format!("cannot connect to {to}: {e}")))?;
         let _ = stream.set_nodelay(true);
         // Before the reply-draining thread starts, so the answer is ours.
-        match (&s.token, s.format) {
-            (Some(t), Format::Csv) => auth::line_handshake(&stream, t, "feed port")?,
-            (Some(t), Format::RedisPublish) => auth::resp_handshake(&stream, t, "server")?,
+        match (&s.token, s.send_as) {
+            (Some(t), SendAs::Csv) => auth::line_handshake(&stream, t, "feed port")?,
+            (Some(t), SendAs::RedisPublish) => auth::resp_handshake(&stream, t, "server")?,
             _ => {}
         }
-        let replies = if s.format == Format::RedisPublish {
+        let replies = if s.send_as == SendAs::RedisPublish {
             let mut r = stream
                 .try_clone()
                 .map_err(|e| Failure::Runtime(format!("socket: {e}")))?;
@@ -516,7 +383,7 @@ impl Sender {
         let line = &self.line;
         // 2. The wire form (into `self.buf`).
         self.buf.clear();
-        if self.s.format == Format::Csv {
+        if self.s.send_as == SendAs::Csv {
             self.buf.extend_from_slice(line);
             self.buf.push(b'\n');
             return self.buf.len();
@@ -547,7 +414,7 @@ impl Sender {
         self.payload
             .extend_from_slice(num.format(wall_ns()).as_bytes());
         self.buf
-            .extend_from_slice(if self.s.format == Format::RedisPublish {
+            .extend_from_slice(if self.s.send_as == SendAs::RedisPublish {
                 b"*3\r\n$7\r\nPUBLISH\r\n"
             } else {
                 b"*4\r\n$8\r\npmessage\r\n$1\r\n*\r\n"
@@ -643,7 +510,7 @@ impl Sender {
                 let _ = s.shutdown(std::net::Shutdown::Both);
             }
             let _ = h.join();
-        } else if self.s.format == Format::Csv {
+        } else if self.s.send_as == SendAs::Csv {
             self.confirm_feed_end()?;
         }
         if !self.lag.is_empty() {
@@ -696,20 +563,6 @@ impl Sender {
 /// How long `replay` waits at the end for the feed port to close.
 const FEED_END_WAIT: Duration = Duration::from_secs(5);
 
-/// The pace `args` ask for.
-///
-/// # Errors
-/// A negative or non-finite rate or speed.
-pub fn pace_of(rate: f64, speed: Option<f64>) -> Result<Pace, Failure> {
-    match speed {
-        Some(s) if s > 0.0 && s.is_finite() => Ok(Pace::Recorded(s)),
-        Some(_) => Err(Failure::Usage("--speed must be positive".into())),
-        None if rate == 0.0 => Ok(Pace::Unpaced),
-        None if rate > 0.0 && rate.is_finite() => Ok(Pace::Rate(rate)),
-        None => Err(Failure::Usage("--rate must be 0 or positive".into())),
-    }
-}
-
 /// A progress bar on stderr: ticks sent, rate, behind schedule.
 pub fn progress_bar(total: Option<u64>, hidden: bool) -> ProgressBar {
     let target = if hidden {
@@ -725,154 +578,4 @@ pub fn progress_bar(total: Option<u64>, hidden: bool) -> ProgressBar {
     .progress_chars("=> ");
     pb.set_style(style);
     pb
-}
-
-/// Runs the subcommand.
-pub fn run(args: &ReplayArgs) -> Result<(), Failure> {
-    let pace = pace_of(args.rate, args.speed)?;
-    if args.loops == 0 {
-        return Err(Failure::Usage("--loops must be at least 1".into()));
-    }
-    let token = auth::load(args.token_file.as_deref())?;
-    let per_loop = count_lines(&args.file)?;
-    let stop = tickfan::sys::signals::stop_flag()
-        .map_err(|e| Failure::Runtime(format!("cannot install signal handlers: {e}")))?;
-    let pb = progress_bar(Some(per_loop * args.loops), args.no_progress);
-    let s = replay_file(
-        &args.file,
-        args.to,
-        args.loops,
-        SenderSettings {
-            pace,
-            stamp: args.stamp,
-            format: args.format,
-            duration: args.duration,
-            log_dir: args.log_dir.clone(),
-            stop: Some(stop),
-            token,
-            record_sent: args.record_sent.clone(),
-            // The operator chose the file and the run's length.
-            record_sent_max: u64::MAX,
-        },
-        pb,
-    )?;
-    eprintln!(
-        "replay: sent {} lines ({} bytes) in {:.2} s ({:.0} lines/s); behind schedule p99 {:.2} ms, max {:.2} ms{}{}",
-        s.lines,
-        s.bytes,
-        s.elapsed.as_secs_f64(),
-        s.lines as f64 / s.elapsed.as_secs_f64().max(1e-9),
-        s.p99_behind.as_secs_f64() * 1e3,
-        s.max_behind.as_secs_f64() * 1e3,
-        if s.skipped > 0 {
-            format!("; {} non-tick lines not sent", s.skipped)
-        } else {
-            String::new()
-        },
-        if args.format == Format::RedisPublish {
-            format!("; {} replies", s.replies)
-        } else {
-            String::new()
-        },
-    );
-    Ok(())
-}
-
-fn open(file: &Path) -> Result<std::fs::File, Failure> {
-    std::fs::File::open(file)
-        .map_err(|e| Failure::Usage(format!("cannot open {}: {e}", file.display())))
-}
-
-/// Lines in `file` (a last line without a newline counts).
-fn count_lines(file: &Path) -> Result<u64, Failure> {
-    let mut r = BufReader::with_capacity(256 * 1024, open(file)?);
-    let (mut n, mut last) = (0u64, b'\n');
-    loop {
-        let buf = r
-            .fill_buf()
-            .map_err(|e| Failure::Runtime(format!("cannot read {}: {e}", file.display())))?;
-        if buf.is_empty() {
-            break;
-        }
-        n += memchr::memchr_iter(b'\n', buf).count() as u64;
-        last = *buf.last().expect("non-empty");
-        let k = buf.len();
-        r.consume(k);
-    }
-    Ok(n + u64::from(last != b'\n'))
-}
-
-/// Sends `file` to `to` `loops` times.
-///
-/// # Errors
-/// A missing file (usage), a failed connection or read (runtime).
-pub fn replay_file(
-    file: &Path,
-    to: SocketAddr,
-    loops: u64,
-    settings: SenderSettings,
-    progress: ProgressBar,
-) -> Result<ReplaySummary, Failure> {
-    open(file)?;
-    let mut sender = Sender::connect(to, settings, progress)?;
-    let mut line = Vec::with_capacity(512);
-    'loops: for _ in 0..loops {
-        let mut reader = BufReader::with_capacity(256 * 1024, open(file)?);
-        loop {
-            line.clear();
-            let n = reader
-                .read_until(b'\n', &mut line)
-                .map_err(|e| Failure::Runtime(format!("cannot read {}: {e}", file.display())))?;
-            if n == 0 {
-                break;
-            }
-            if line.last() == Some(&b'\n') {
-                line.pop();
-            }
-            if !sender.send(&line)? {
-                break 'loops;
-            }
-        }
-        sender.end_loop();
-    }
-    sender.finish()
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn fixed_rate_schedule_is_k_over_rate() {
-        let mut s = Schedule::new(Pace::Rate(1_000.0));
-        let offs: Vec<_> = (0..4).map(|_| s.next(b"x").unwrap()).collect();
-        assert_eq!(offs, [0, 1_000_000, 2_000_000, 3_000_000]);
-        assert_eq!(Schedule::new(Pace::Unpaced).next(b"1,a"), None);
-    }
-
-    #[test]
-    fn recorded_schedule_follows_ts_gaps_over_speed_and_loops() {
-        let mut s = Schedule::new(Pace::Recorded(2.0));
-        let lines: [&[u8]; 5] = [
-            b"ts_ns,symbol",
-            b"1000,A",
-            b"3000,A",
-            b"garbage",
-            b"2000,B", // earlier than the line before: due with it
-        ];
-        let a: Vec<_> = lines.iter().map(|l| s.next(l).unwrap()).collect();
-        assert_eq!(a, [0, 0, 1_000, 1_000, 1_000]);
-        s.end_loop();
-        let b: Vec<_> = lines.iter().map(|l| s.next(l).unwrap()).collect();
-        // next loop starts one mean gap (1000 / 2 ticks-1 … = 500) later
-        assert_eq!(b, [1_500, 1_500, 2_500, 2_500, 2_500]);
-    }
-
-    #[test]
-    fn leading_ts_is_an_integer_first_field() {
-        assert_eq!(leading_ts(b"123,EURUSD"), Some(123));
-        assert_eq!(leading_ts(b"ts_ns,symbol"), None);
-        assert_eq!(leading_ts(b"12a,x"), None);
-        assert_eq!(leading_ts(b"123"), None);
-    }
 }
