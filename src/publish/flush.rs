@@ -45,6 +45,12 @@ impl Publisher {
     /// A writable event for `key`: its socket takes bytes again.
     pub(super) fn writable(&mut self, key: usize) {
         if let Some(c) = self.sessions.get_mut(key) {
+            if c.stream.pending_tls() {
+                // The last TLS record the socket did not take (its
+                // session's buffer may be empty: nothing else would send it).
+                // An error shows again at the next write, which closes.
+                let _ = std::io::Write::flush(&mut c.stream);
+            }
             c.state.writable();
             self.flush_list.mark(&mut c.state.on_flush_list, key);
         }
@@ -74,7 +80,10 @@ impl Publisher {
                 continue;
             }
             if sess.write_state() == WriteState::Blocked || sess.buf.buffered() == 0 {
-                if sess.state().is_closing() && sess.buf.buffered() == 0 {
+                if sess.state().is_closing()
+                    && sess.buf.buffered() == 0
+                    && !conn.stream.pending_tls()
+                {
                     self.close(key);
                 } else {
                     // Blocked while its buffer grows: pace it before the
@@ -93,7 +102,10 @@ impl Publisher {
                     if n > 0 {
                         wrote += 1;
                     }
-                    if conn.state.state().is_closing() && conn.state.buf.buffered() == 0 {
+                    if conn.state.state().is_closing()
+                        && conn.state.buf.buffered() == 0
+                        && !conn.stream.pending_tls()
+                    {
                         self.close(key);
                     }
                 }
