@@ -75,13 +75,7 @@ pub struct ServeArgs {
     #[arg(long, value_name = "FILE", help_heading = "TLS")]
     pub tls_client_ca: Option<PathBuf>,
     /// Ports that speak TLS when --tls-cert is given: subscribers, orders, admin (comma-separated; default all three; the feed port stays plaintext).
-    #[arg(
-        long,
-        value_enum,
-        value_name = "PORT[,PORT…]",
-        value_delimiter = ',',
-        help_heading = "TLS"
-    )]
+    #[arg(long, value_enum, value_delimiter = ',', help_heading = "TLS")]
     pub tls_ports: Vec<crate::tls::TlsPortName>,
     /// Most distinct symbols; a new symbol past it is dead-lettered (`symbol_limit`).
     #[arg(

@@ -148,6 +148,7 @@ impl Stream {
             port: Arc::clone(port),
             phase: Phase::FirstByte,
             eof: false,
+            notified: false,
         })))
     }
 
@@ -261,6 +262,8 @@ pub(crate) struct TlsStream {
     phase: Phase,
     /// The socket read its end (`read_tls` returned 0).
     eof: bool,
+    /// `close_notify` was queued (sent once; reads go on, to the peer's end).
+    notified: bool,
 }
 
 impl std::fmt::Debug for TlsStream {
@@ -419,11 +422,10 @@ impl TlsStream {
 
     /// Queues `close_notify` and pushes what the socket takes now.
     fn close_notify(&mut self) {
-        if self.phase == Phase::Tls && !self.conn.is_handshaking() {
+        if self.phase == Phase::Tls && !self.conn.is_handshaking() && !self.notified {
+            self.notified = true;
             self.conn.send_close_notify();
             let _ = self.push();
-            // Sent once: a second close_notify is not.
-            self.phase = Phase::Refused;
         }
     }
 }

@@ -6,7 +6,8 @@
 //!   ioredis `tls: { ca }`, node-redis `socket: { tls: true, ca }`, and
 //!   `tickfan subscribe --tls-ca`; each receives a published tick;
 //! - an order over TLS gets its `ACK` and its terminal reply;
-//! - `/metrics` over https (curl `--cacert`) passes `promtool check metrics`;
+//! - `/metrics` over https (curl `--cacert`) passes `promtool check metrics`,
+//!   and a real Prometheus scrapes it with `scheme: https` and the CA;
 //! - mutual TLS: no client certificate → refused (counted); a certificate
 //!   signed by the client CA → served;
 //! - plaintext on each TLS port: the port's error line, counted, and the
@@ -17,7 +18,8 @@
 //! `localhost` and `127.0.0.1` signed by it, and a client certificate
 //! signed by it, as PEM files in a temporary directory. A test that needs
 //! a program that is missing (redis-cli, python's venv, node's modules,
-//! curl, promtool) says so and passes without it: `.ci/run` installs them.
+//! curl, promtool, prometheus) says so and passes without it: `.ci/run`
+//! installs them.
 
 use std::io::{BufRead, BufReader, Read, Write};
 use std::net::{SocketAddr, TcpStream};
@@ -156,11 +158,8 @@ struct Child {
 
 impl Child {
     fn spawn(cmd: &mut Command) -> Child {
-        let mut child = cmd
-            .stdout(Stdio::piped())
-            .stderr(Stdio::inherit())
-            .spawn()
-            .expect("spawn");
+        // stderr as the caller set it (inherited by default).
+        let mut child = cmd.stdout(Stdio::piped()).spawn().expect("spawn");
         let lines = stdout_lines(&mut child);
         Child {
             child,
@@ -662,4 +661,58 @@ fn the_banner_names_the_tls_ports() {
         !banner.contains(" tls · admin"),
         "orders stay plaintext: {banner}"
     );
+}
+
+/// A real Prometheus (Debian's) scrapes `/metrics` over https with the
+/// CA in its `tls_config`: `up{job="tickfan"}` is 1 and the engine counts
+/// the scrapes' handshakes.
+#[test]
+fn prometheus_scrapes_the_admin_endpoint_over_https() {
+    if !have("prometheus", "Debian's prometheus") {
+        return;
+    }
+    let pki = Pki::new();
+    let e = tls_engine(&pki, &[TlsPortName::Admin], false);
+    let dir = tempfile::tempdir().unwrap();
+    let config = dir.path().join("prometheus.yml");
+    std::fs::write(
+        &config,
+        format!(
+            "global:\n  scrape_interval: 1s\n  scrape_timeout: 1s\nscrape_configs:\n  - job_name: tickfan\n    scheme: https\n    tls_config:\n      ca_file: {}\n    static_configs:\n      - targets: [\"127.0.0.1:{}\"]\n",
+            pki.ca.display(),
+            e.admin_addr().port()
+        ),
+    )
+    .unwrap();
+    let web = std::net::TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap();
+    let mut prom = Command::new("prometheus");
+    prom.arg(format!("--config.file={}", config.display()))
+        .arg(format!(
+            "--storage.tsdb.path={}",
+            dir.path().join("data").display()
+        ))
+        .arg(format!("--web.listen-address={web}"))
+        .stderr(Stdio::null());
+    let _prom = Child::spawn(&mut prom);
+    let query = |q: &str| -> Option<serde_json::Value> {
+        let mut s = TcpStream::connect(web).ok()?;
+        s.set_read_timeout(Some(DEADLINE)).ok()?;
+        write!(s, "GET /api/v1/query?query={q} HTTP/1.0\r\n\r\n").ok()?;
+        let mut raw = String::new();
+        s.read_to_string(&mut raw).ok()?;
+        serde_json::from_str(raw.split_once("\r\n\r\n")?.1).ok()
+    };
+    let value = |q: &str| -> Option<String> {
+        let v = query(q)?;
+        Some(v["data"]["result"][0]["value"][1].as_str()?.to_string())
+    };
+    wait_until("Prometheus scraped tickfan over https (up == 1)", || {
+        value("up%7Bjob%3D%22tickfan%22%7D").as_deref() == Some("1")
+    });
+    let handshakes = value("tickfan_tls_handshakes_total%7Bport%3D%22admin%22%7D").unwrap();
+    assert!(handshakes.parse::<f64>().unwrap() >= 0.0, "{handshakes}");
+    assert!(tls_counts(&e, TlsPortName::Admin).handshakes >= 1);
 }
