@@ -15,13 +15,19 @@
 # time a reader holds that symbol at that tick or newer, minus the
 # intended send time. Each class runs REPS times, interleaved (plain, tls,
 # plain, tls, …); the summary gives the median over the repetitions of
-# p50, p99 and p99.9, and tls ÷ plain.
+# p50, p99 and p99.9, and each class's p99 ÷ plain's.
+#
+# Classes: plain, tls (default flags); plain-nolag, tls-nolag (the same
+# with --sub-max-lag 0: no pacing, so what TLS itself costs shows apart
+# from how the pacing treats a reader that TLS slows down).
 #
 # The certificates (a CA and a server certificate for 127.0.0.1, ECDSA
 # P-256) are made with openssl in the output directory.
 #
 # Usage: bash perf/tls_cost.sh   (DUR=10 REPS=3; OUT=perf/out/tls-<date>;
-#        CLASSES="plain tls"; BIN=target/release/tickfan)
+#        CLASSES="plain tls plain-nolag tls-nolag"; BIN=target/release/tickfan)
+# tickfan runs with RUST_LOG=tickfan::publish=debug (SERVER_LOG overrides):
+# its pacing starts and ends are counted per run.
 # Every process it starts is stopped by its pid, also on Ctrl-C.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -29,7 +35,7 @@ cd "$(dirname "$0")/.."
 DUR=${DUR:-10}
 REPS=${REPS:-3}
 OUT=${OUT:-perf/out/tls-$(date -u +%Y%m%d-%H%M%S)}
-CLASSES=${CLASSES:-"plain tls"}
+CLASSES=${CLASSES:-"plain tls plain-nolag tls-nolag"}
 RATE=50000
 READERS=10
 mkdir -p "$OUT"
@@ -67,11 +73,12 @@ run() { # class rep
   mkdir -p "$logs"
   pport=$(free_port); sport=$(free_port)
   local serve_tls=() sub_tls=()
-  if [ "$class" = tls ]; then
-    serve_tls=(--tls-cert "$PKI/server.pem" --tls-key "$PKI/server.key" --tls-ports subscribers)
+  case $class in *-nolag) serve_tls=(--sub-max-lag 0) ;; esac
+  if [[ $class == tls* ]]; then
+    serve_tls+=(--tls-cert "$PKI/server.pem" --tls-key "$PKI/server.key" --tls-ports subscribers)
     sub_tls=(--tls-ca "$PKI/ca.pem")
   fi
-  "${SRV[@]}" "$BIN" serve --no-journal --data-dir "$logs/data" --feed-listen "127.0.0.1:$pport" \
+  RUST_LOG=${SERVER_LOG:-tickfan::publish=debug} "${SRV[@]}" "$BIN" serve --no-journal --data-dir "$logs/data" --feed-listen "127.0.0.1:$pport" \
     --sub-listen "127.0.0.1:$sport" --order-listen 127.0.0.1:0 --admin-listen 127.0.0.1:0 \
     --dedup-capacity 1000 --quiet --report-json "$logs/engine.json" "${serve_tls[@]}" ${SERVE_FLAGS:-} \
     > "$logs/server.out" 2> "$logs/server.err" &
@@ -97,6 +104,11 @@ n = {c["class"]: c for c in json.load(open(sub))["classes"]}["normal"]
 f = n["freshness"]["freshness"]
 row = [cls, rep, f["p50_us"], f["p99_us"], f["p999_us"], f["max_us"],
        n["freshness"]["unserved_at_end"], n["disconnects"], n["gaps"], n["messages"]]
+paced = unpaced = 0
+for line in open(sub.rsplit("/", 1)[0] + "/server.err", errors="replace"):
+    paced += ": paced (" in line
+    unpaced += ": unpaced" in line
+row += [paced, unpaced]
 print("\t".join(str(x) for x in row))
 PY
   rm -f "$logs/sent.csv"
@@ -115,12 +127,12 @@ import statistics, sys
 rows = [l.rstrip("\n").split("\t") for l in open(sys.argv[1]) if l.strip()]
 ms = lambda us: f"{float(us) / 1000:.2f}"
 print("L1: 50,000 ticks/s, 1,000 symbols, 10 readers (PSUBSCRIBE *); freshness in ms.\n")
-print("| class | rep | p50 | p99 | p99.9 | max | unserved | disconnects | seq gaps | messages |")
-print("|---|---|---|---|---|---|---|---|---|---|")
+print("| class | rep | p50 | p99 | p99.9 | max | unserved | disconnects | seq gaps | messages | paced / unpaced |")
+print("|---|---|---|---|---|---|---|---|---|---|---|")
 for r in rows:
-    print("| " + " | ".join([r[0], r[1]] + [ms(x) for x in r[2:6]] + r[6:]) + " |")
+    print("| " + " | ".join([r[0], r[1]] + [ms(x) for x in r[2:6]] + r[6:10] + [f"{r[10]} / {r[11]}"]) + " |")
 print("\nMedian over repetitions (ms):\n")
-print("| class | runs | p50 | p99 | p99.9 | p99 ÷ plain's |")
+print("| class | runs | p50 | p99 | p99.9 | p99 ÷ plain's (same pacing) |")
 print("|---|---|---|---|---|---|")
 groups = {}
 for r in rows:
@@ -128,7 +140,7 @@ for r in rows:
 med = {c: [statistics.median(float(r[i]) for r in v) for i in (2, 3, 4)] for c, v in groups.items()}
 for c, v in groups.items():
     p50, p99, p999 = med[c]
-    base = med.get("plain")
+    base = med.get("plain-nolag" if c.endswith("-nolag") else "plain")
     ratio = f"{p99 / base[1]:.2f}" if base and base[1] else "-"
     print(f"| {c} | {len(v)} | {ms(p50)} | {ms(p99)} | {ms(p999)} | {ratio} |")
 PY

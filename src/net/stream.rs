@@ -149,6 +149,8 @@ impl Stream {
             phase: Phase::FirstByte,
             eof: false,
             notified: false,
+            tx: Vec::with_capacity(TLS_CHUNK + 1024),
+            tx_at: 0,
         })))
     }
 
@@ -161,13 +163,27 @@ impl Stream {
         }
     }
 
-    /// True while rustls holds bytes the socket has not taken (a writable
-    /// event should [`flush`](Write::flush)); always false for plaintext.
+    /// True while the TLS layer holds bytes the socket has not taken (a
+    /// writable event should [`flush`](Write::flush)); always false for
+    /// plaintext.
     #[inline]
     pub(crate) fn pending_tls(&self) -> bool {
         match self {
             Stream::Plain(_) => false,
-            Stream::Tls(t) => t.phase == Phase::Tls && t.conn.wants_write(),
+            Stream::Tls(t) => {
+                t.phase == Phase::Tls && (t.tx_at < t.tx.len() || t.conn.wants_write())
+            }
+        }
+    }
+
+    /// Ciphertext encrypted and not yet taken by the socket: bytes the
+    /// connection committed beyond the kernel's send queue (0 for
+    /// plaintext). The pacing adds it to `SIOCOUTQ`.
+    #[inline]
+    pub(crate) fn pending_tls_bytes(&self) -> usize {
+        match self {
+            Stream::Plain(_) => 0,
+            Stream::Tls(t) => t.tx.len() - t.tx_at,
         }
     }
 
@@ -264,6 +280,13 @@ pub(crate) struct TlsStream {
     eof: bool,
     /// `close_notify` was queued (sent once; reads go on, to the peer's end).
     notified: bool,
+    /// Ciphertext taken from rustls and not yet by the socket: `tx[tx_at..]`.
+    /// At most one record's worth after the handshake (a write encrypts
+    /// only once it is empty), so its length is what the connection holds
+    /// beyond the kernel ([`Stream::pending_tls_bytes`]). Its capacity is
+    /// kept: no allocation once it has held a record.
+    tx: Vec<u8>,
+    tx_at: usize,
 }
 
 impl std::fmt::Debug for TlsStream {
@@ -281,19 +304,28 @@ fn refused() -> io::Error {
 }
 
 impl TlsStream {
-    /// Writes what rustls holds for the socket; `Ok(true)` once it holds
-    /// nothing, `Ok(false)` when the socket would block first.
+    /// Writes the ciphertext waiting in `tx`, then what rustls holds (moved
+    /// into `tx` first); `Ok(true)` once both are empty, `Ok(false)` when
+    /// the socket would block first.
     fn push(&mut self) -> io::Result<bool> {
-        while self.conn.wants_write() {
-            match self.conn.write_tls(&mut self.sock) {
-                Ok(0) => return Err(ErrorKind::WriteZero.into()),
-                Ok(_) => {}
-                Err(e) if e.kind() == ErrorKind::WouldBlock => return Ok(false),
-                Err(e) if e.kind() == ErrorKind::Interrupted => {}
-                Err(e) => return Err(e),
+        loop {
+            while self.tx_at < self.tx.len() {
+                match self.sock.write(&self.tx[self.tx_at..]) {
+                    Ok(0) => return Err(ErrorKind::WriteZero.into()),
+                    Ok(n) => self.tx_at += n,
+                    Err(e) if e.kind() == ErrorKind::WouldBlock => return Ok(false),
+                    Err(e) if e.kind() == ErrorKind::Interrupted => {}
+                    Err(e) => return Err(e),
+                }
             }
+            self.tx.clear();
+            self.tx_at = 0;
+            if !self.conn.wants_write() {
+                return Ok(true);
+            }
+            // Into our buffer (a Vec takes everything), then the socket.
+            self.conn.write_tls(&mut self.tx)?;
         }
-        Ok(true)
     }
 
     /// Looks at the first byte without taking it: `Ok(true)` for a TLS
@@ -530,6 +562,12 @@ mod tests {
         out.append(&answer);
         let end = std::time::Instant::now() + std::time::Duration::from_secs(30);
         while out.write_to(&mut s).unwrap() == crate::net::Flushed::Blocked || s.pending_tls() {
+            // What the TLS layer holds beyond the kernel: one record at most.
+            assert!(
+                s.pending_tls_bytes() <= TLS_CHUNK + 64,
+                "{}",
+                s.pending_tls_bytes()
+            );
             assert!(std::time::Instant::now() < end);
             std::thread::yield_now();
         }

@@ -127,6 +127,14 @@ impl Publisher {
     }
 }
 
+/// Bytes committed to the connection beyond the engine's buffer: the
+/// kernel's send queue (`SIOCOUTQ`; 0 where unknown, see
+/// docs/decisions.md) plus, under TLS, the ciphertext the socket has not
+/// taken yet (it is as committed as the kernel's bytes).
+fn queued(conn: &Conn<Session>) -> usize {
+    tcp_signals::send_queue_bytes(&conn.stream).unwrap_or(0) + conn.stream.pending_tls_bytes()
+}
+
 /// Writes a session's buffer to its socket without blocking, recording each
 /// `write` call in the socket-write stage. Returns the bytes written.
 fn write_session(
@@ -166,7 +174,7 @@ fn check_backlog(conn: &mut Conn<Session>, now_ns: u64) -> bool {
     if !conn.state.buf.budget.backlog_due(now_ns) {
         return false;
     }
-    let kernel = tcp_signals::send_queue_bytes(&conn.stream).unwrap_or(0);
+    let kernel = queued(conn);
     let window = tcp_signals::peer_window(&conn.stream).ok().flatten();
     let b = &mut conn.state.buf;
     if !b
@@ -200,7 +208,7 @@ pub(super) fn maybe_start_pacing(conn: &mut Conn<Session>, now_ns: u64) -> bool 
         return false;
     }
     log::debug!("subscriber {}: paced (blocked)", conn.peer);
-    let kernel = tcp_signals::send_queue_bytes(&conn.stream).unwrap_or(0);
+    let kernel = queued(conn);
     let window = tcp_signals::peer_window(&conn.stream).ok().flatten();
     start_pacing(conn, now_ns, kernel, window);
     true
@@ -215,7 +223,7 @@ fn watch_new_reader(conn: &mut Conn<Session>, now_ns: u64) -> bool {
     if !b.budget.watching(b.stats.bytes_written) {
         return false;
     }
-    let kernel = tcp_signals::send_queue_bytes(&conn.stream).unwrap_or(0);
+    let kernel = queued(conn);
     let window = tcp_signals::peer_window(&conn.stream).ok().flatten();
     let written = conn.state.buf.stats.bytes_written;
     if !conn.state.buf.budget.watch(now_ns, window, kernel, written) {
@@ -253,7 +261,7 @@ pub(super) fn sample_pacing(conn: &mut Conn<Session>, now_ns: u64) {
     }
     // Unknown (not Linux): the kernel counts as empty and the reader as
     // holding nothing, see docs/decisions.md.
-    let kernel = tcp_signals::send_queue_bytes(&conn.stream).unwrap_or(0);
+    let kernel = queued(conn);
     let window = tcp_signals::peer_window(&conn.stream).ok().flatten();
     let b = &mut conn.state.buf;
     let (written, engine, waiting) = (b.stats.bytes_written, b.buffered(), b.pending_len() > 0);
