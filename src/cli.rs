@@ -65,6 +65,18 @@ pub struct ServeArgs {
     /// Close connections that have not authenticated within this time.
     #[arg(long, value_name = "DURATION", value_parser = humantime::parse_duration, default_value = "5s", help_heading = "Connections")]
     pub auth_timeout: Duration,
+    /// Certificate chain (PEM, leaf first) of the TLS ports; with --tls-key, those ports speak TLS only.
+    #[arg(long, value_name = "FILE", help_heading = "TLS")]
+    pub tls_cert: Option<PathBuf>,
+    /// Private key (PEM) of --tls-cert.
+    #[arg(long, value_name = "FILE", help_heading = "TLS")]
+    pub tls_key: Option<PathBuf>,
+    /// CA certificates (PEM): clients must present a certificate signed by one (mutual TLS).
+    #[arg(long, value_name = "FILE", help_heading = "TLS")]
+    pub tls_client_ca: Option<PathBuf>,
+    /// Ports that speak TLS when --tls-cert is given: subscribers, orders, admin (comma-separated; default all three; the feed port stays plaintext).
+    #[arg(long, value_enum, value_delimiter = ',', help_heading = "TLS")]
+    pub tls_ports: Vec<crate::tls::TlsPortName>,
     /// Most distinct symbols; a new symbol past it is dead-lettered (`symbol_limit`).
     #[arg(
         long,
@@ -354,9 +366,46 @@ impl ServeArgs {
                 prefix: self.nats_prefix.clone(),
                 stale_after: self.stale_after,
             },
+            tls: self.tls()?,
         };
         c.validate()?;
         Ok(c)
+    }
+
+    /// The TLS settings, the files read and checked (`None`: no `--tls-cert`).
+    ///
+    /// # Errors
+    /// A flag without the ones it needs, or a file refused ([`TlsError`](crate::tls::TlsError)).
+    fn tls(&self) -> Result<Option<crate::tls::TlsConfig>, ConfigError> {
+        let invalid = |flag, why: &str| ConfigError::Invalid {
+            flag,
+            why: why.to_owned(),
+        };
+        let (cert, key) = match (&self.tls_cert, &self.tls_key) {
+            (Some(c), Some(k)) => (c, k),
+            (Some(_), None) => {
+                return Err(invalid(
+                    "--tls-cert",
+                    "needs --tls-key (the certificate's private key)",
+                ))
+            }
+            (None, Some(_)) => return Err(invalid("--tls-key", "needs --tls-cert")),
+            (None, None) => {
+                if self.tls_client_ca.is_some() {
+                    return Err(invalid("--tls-client-ca", "needs --tls-cert and --tls-key"));
+                }
+                if !self.tls_ports.is_empty() {
+                    return Err(invalid("--tls-ports", "needs --tls-cert and --tls-key"));
+                }
+                return Ok(None);
+            }
+        };
+        crate::tls::TlsConfig::load(cert, key, self.tls_client_ca.as_deref(), &self.tls_ports)
+            .map(Some)
+            .map_err(|e| ConfigError::Invalid {
+                flag: e.flag(),
+                why: e.to_string(),
+            })
     }
 }
 

@@ -119,6 +119,8 @@ pub struct Config {
     pub log_dir: Option<PathBuf>,
     /// The node's role on the NATS backbone (`--role`, `--nats`, `--nats-prefix`).
     pub cluster: crate::cluster::role::ClusterConfig,
+    /// TLS on the subscriber, order and admin ports (`--tls-*`; none: plaintext).
+    pub tls: Option<crate::tls::TlsConfig>,
 }
 
 impl Default for Config {
@@ -158,6 +160,7 @@ impl Default for Config {
             auth_timeout: Duration::from_secs(5),
             log_dir: None,
             cluster: crate::cluster::role::ClusterConfig::default(),
+            tls: None,
         }
     }
 }

@@ -131,6 +131,28 @@ fn the_backbone_imports_no_order_side_and_is_reached_only_by_the_publisher() {
     );
 }
 
+/// TLS settings (`tls.rs`) are a leaf like `config`: the flags build them,
+/// the kit and the admin endpoint use them, and they import no engine
+/// module; the client side (`client/tls.rs`) is the tools', never the
+/// engine's.
+#[test]
+fn tls_settings_are_a_leaf_and_the_engine_uses_no_client_tls() {
+    let bad: Vec<_> = crate_paths(&["src/tls.rs"]).into_iter().collect();
+    assert!(bad.is_empty(), "tls.rs imports an engine module: {bad:#?}");
+    let engine = [
+        "src/net",
+        "src/publish",
+        "src/order",
+        "src/admin",
+        "src/feed",
+    ];
+    let bad: Vec<_> = crate_paths(&engine)
+        .into_iter()
+        .filter(|(_, p)| p.starts_with("client::tls"))
+        .collect();
+    assert!(bad.is_empty(), "the engine uses the client's TLS: {bad:#?}");
+}
+
 #[test]
 fn the_check_sees_an_import() {
     // The scan itself works: it walks subfolders (order/gateway/…), finds

@@ -78,3 +78,4 @@ pub mod runtime;
 pub mod slots;
 pub mod symbols;
 pub mod sys;
+pub mod tls;

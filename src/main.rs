@@ -157,8 +157,27 @@ fn serve(args: &ServeArgs) -> Result<(), Failure> {
         }
         _ => engine.feed_addr().to_string(),
     };
+    use tickfan::tls::TlsPortName;
+    let tls = |p: TlsPortName| config.tls.as_ref().and_then(|t| t.for_port(p)).is_some();
+    let (sub_tls, redis_tls) = match tls(TlsPortName::Subscribers) {
+        true => (" tls", "--tls --cacert CA.pem "),
+        false => ("", ""),
+    };
+    let orders = match takes_orders && tls(TlsPortName::Orders) {
+        true => format!("{orders} tls"),
+        false => orders,
+    };
+    let scheme = if tls(TlsPortName::Admin) {
+        "https"
+    } else {
+        "http"
+    };
+    let mutual = match config.tls.as_ref().is_some_and(|t| t.mutual()) {
+        true => " · tls clients need a certificate (--tls-client-ca)",
+        false => "",
+    };
     eprintln!(
-        "tickfan serving: feed {feed} · subscribers {} (redis-cli -p {} psubscribe '*') · orders {} · admin http://{} (/health /metrics /report /dlq) · {journal}",
+        "tickfan serving: feed {feed} · subscribers {}{sub_tls} (redis-cli {redis_tls}-p {} psubscribe '*') · orders {} · admin {scheme}://{} (/health /metrics /report /dlq) · {journal}{mutual}",
         engine.subscriber_addr(),
         engine.subscriber_addr().port(),
         orders,

@@ -63,6 +63,7 @@ use crate::sys::affinity::pin_and_log;
 use crate::sys::clock::MonoClock;
 use crate::sys::dir_lock::DirLock;
 use crate::sys::watch::{Fault, Watch};
+use crate::tls::TlsPortName;
 
 /// Parts a test or a tool may put in place of the defaults.
 #[derive(Debug, Default)]
@@ -263,6 +264,10 @@ impl Engine {
                 orders: order_listener
                     .is_some()
                     .then(|| Arc::clone(&halt) as Arc<dyn OrdersSwitch>),
+                tls: config
+                    .tls
+                    .as_ref()
+                    .and_then(|t| t.for_port(TlsPortName::Admin)),
             },
         )
         .map_err(|source| StartError::Bind {
@@ -289,6 +294,10 @@ impl Engine {
                     auth_timeout: config.auth_timeout,
                     watch: Arc::clone(&watch),
                     halt,
+                    tls: config
+                        .tls
+                        .as_ref()
+                        .and_then(|t| t.for_port(TlsPortName::Orders)),
                 })
             })
             .transpose()
@@ -360,6 +369,10 @@ impl Engine {
                 stale_link: stale_link.clone(),
                 max_lag_ns: config.sub_max_lag.as_nanos() as u64,
                 pending_order: config.sub_pending_order,
+                tls: config
+                    .tls
+                    .as_ref()
+                    .and_then(|t| t.for_port(TlsPortName::Subscribers)),
             },
             Arc::clone(&subscribers),
         )

@@ -113,11 +113,26 @@ pub fn line_handshake(stream: &TcpStream, token: &Token, port: &str) -> Result<(
 /// [`Failure::Runtime`] with the server's error (`WRONGPASS …`), or when
 /// the server closes, does not answer in time, or the socket fails.
 pub fn resp_handshake(stream: &TcpStream, token: &Token, port: &str) -> Result<(), Failure> {
+    resp_handshake_on(stream, &mut &*stream, token, port)
+}
+
+/// [`resp_handshake`] over `io` (a TLS stream on the socket `stream`,
+/// whose read timeout bounds the wait).
+///
+/// # Errors
+/// As [`resp_handshake`].
+pub fn resp_handshake_on<S: Read + Write + ?Sized>(
+    stream: &TcpStream,
+    io: &mut S,
+    token: &Token,
+    port: &str,
+) -> Result<(), Failure> {
     let hello = command(&[b"AUTH", token.expose()]);
     let frame = with_timeout(stream, || {
-        (&*stream).write_all(&hello)?;
+        io.write_all(&hello)?;
+        io.flush()?;
         // Capacity 1: one byte per read, so nothing after the frame is taken.
-        read_frame(&mut BufReader::with_capacity(1, stream))
+        read_frame(&mut BufReader::with_capacity(1, io))
     })
     .map_err(|e| io_failure(port, stream, &e))?;
     match frame {

@@ -239,6 +239,7 @@ pub fn run(args: &DemoArgs) -> Result<(), Failure> {
                 after: args.duration / 3,
                 length,
             }),
+            tls: None,
         };
         let (stop, progress) = (Arc::clone(&stop), Arc::clone(&progress));
         std::thread::Builder::new()

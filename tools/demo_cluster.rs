@@ -192,6 +192,7 @@ pub fn run(args: &DemoArgs) -> Result<(), Failure> {
             held_max: 0,
             slow_rcvbuf: 0,
             stall: None,
+            tls: None,
         };
         let progress = Arc::new(LoadProgress::default());
         let (stop, p) = (Arc::clone(&stop), Arc::clone(&progress));

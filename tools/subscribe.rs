@@ -66,6 +66,7 @@ use rustc_hash::FxHashMap;
 
 use tickfan::auth::Token as AuthToken;
 use tickfan::client::resp::command;
+use tickfan::client::tls::{self, ClientStream};
 use tickfan::feed::parse::ascii_u64;
 use tickfan::metrics::hlog::HistogramLog;
 use tickfan::sys::clock::wall_ns;
@@ -126,6 +127,9 @@ pub struct SubscribeArgs {
     /// Kernel receive buffer (SO_RCVBUF) of each slow connection in bytes (0 = OS default).
     #[arg(long, value_name = "BYTES", default_value_t = 0)]
     pub slow_rcvbuf: usize,
+    /// Connect with TLS, trusting the CA certificates in this PEM file (a server with --tls-cert).
+    #[arg(long, value_name = "FILE")]
+    pub tls_ca: Option<PathBuf>,
 }
 
 /// What to run.
@@ -165,6 +169,8 @@ pub struct LoadSpec {
     /// The first normal connection stops reading for a while (a test and
     /// demo knob: a stalled reader).
     pub stall: Option<Stall>,
+    /// Connect with TLS under this client configuration (`--tls-ca`).
+    pub tls: Option<std::sync::Arc<rustls::ClientConfig>>,
 }
 
 /// A reader that stops reading: from `after` past the moment every
@@ -354,6 +360,12 @@ pub fn run(args: &SubscribeArgs) -> Result<(), Failure> {
         held_max: freshness::MAX_HELD,
         slow_rcvbuf: args.slow_rcvbuf,
         stall: None,
+        tls: args
+            .tls_ca
+            .as_deref()
+            .map(|ca| tls::client_config(ca, None))
+            .transpose()
+            .map_err(|e| Failure::Usage(format!("--tls-ca: {e}")))?,
     };
     let stop = tickfan::sys::signals::stop_flag()
         .map_err(|e| Failure::Runtime(format!("cannot install signal handlers: {e}")))?;
@@ -393,7 +405,7 @@ fn histogram() -> Histogram<u64> {
 
 /// One connection. Owned by the event loop.
 struct Conn {
-    stream: mio::net::TcpStream,
+    stream: ClientStream,
     class: usize,
     /// Received bytes; `buf[pos..len]` is not parsed yet.
     buf: Vec<u8>,
@@ -669,7 +681,7 @@ impl Load {
                     c.read_total += n as u64;
                     self.classes[c.class].bytes += n as u64;
                     if c.class == SLOW && counting {
-                        let held = tickfan::sys::tcp_signals::receive_queue_bytes(&c.stream)
+                        let held = tickfan::sys::tcp_signals::receive_queue_bytes(c.stream.tcp())
                             .unwrap_or(0) as u64;
                         let s = now.duration_since(c.opened).as_secs() as usize;
                         let v = &mut self.classes[SLOW].held_max_by_second;
@@ -859,18 +871,38 @@ pub fn run_load(
         let mut s = connect(spec.to, rcvbuf)
             .map_err(|e| Failure::Runtime(format!("cannot connect to {}: {e}", spec.to)))?;
         let _ = s.set_nodelay(true);
-        if let Some(t) = &spec.token {
-            // Blocking, before SUBSCRIBE: the `+OK` is read here, so the
-            // event loop never sees it.
-            auth::resp_handshake(&s, t, "subscriber port")?;
-        }
-        s.write_all(&cmds)
-            .map_err(|e| Failure::Runtime(format!("cannot subscribe: {e}")))?;
-        s.set_nonblocking(true)
-            .map_err(|e| Failure::Runtime(format!("socket: {e}")))?;
-        let mut stream = mio::net::TcpStream::from_std(s);
+        let mut stream = match &spec.tls {
+            None => {
+                if let Some(t) = &spec.token {
+                    // Blocking, before SUBSCRIBE: the `+OK` is read here, so the
+                    // event loop never sees it.
+                    auth::resp_handshake(&s, t, "subscriber port")?;
+                }
+                s.write_all(&cmds)
+                    .map_err(|e| Failure::Runtime(format!("cannot subscribe: {e}")))?;
+                s.set_nonblocking(true)
+                    .map_err(|e| Failure::Runtime(format!("socket: {e}")))?;
+                ClientStream::Plain(mio::net::TcpStream::from_std(s))
+            }
+            Some(config) => {
+                // The handshake, `AUTH` and the subscriptions, blocking.
+                let token = spec.token.as_ref();
+                let name = tls::server_name(spec.to);
+                let (stream, auth) =
+                    ClientStream::connect_blocking(s, config.clone(), name, |raw, io| {
+                        let auth = token
+                            .map(|t| auth::resp_handshake_on(raw, io, t, "subscriber port"))
+                            .transpose();
+                        io.write_all(&cmds)?;
+                        Ok(auth)
+                    })
+                    .map_err(|e| Failure::Runtime(format!("TLS to {} failed: {e}", spec.to)))?;
+                auth?;
+                stream
+            }
+        };
         poll.registry()
-            .register(&mut stream, Token(i), Interest::READABLE)
+            .register(stream.tcp_mut(), Token(i), Interest::READABLE)
             .map_err(|e| Failure::Runtime(format!("poller: {e}")))?;
         load.classes[class].connections += 1;
         load.conns.push(Conn {
@@ -898,7 +930,7 @@ pub fn run_load(
         .conns
         .iter()
         .filter(|c| c.class == NORMAL)
-        .filter_map(|c| c.stream.local_addr().ok())
+        .filter_map(|c| c.stream.tcp().local_addr().ok())
         .collect();
     let _ = progress.normal_addrs.set(normal_addrs);
     let log = match &spec.log_dir {

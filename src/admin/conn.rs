@@ -119,9 +119,9 @@ impl<S: Read + Write> Conn<S> {
         self.id
     }
 
-    /// The socket.
-    pub(crate) fn stream(&self) -> &S {
-        &self.stream
+    /// The socket, to half-close it.
+    pub(crate) fn stream_mut(&mut self) -> &mut S {
+        &mut self.stream
     }
 
     /// The socket, to deregister and close it.
@@ -213,6 +213,13 @@ impl<S: Read + Write> Conn<S> {
                 Err(e) if e.kind() == ErrorKind::Interrupted => {}
                 Err(_) => return Next::Close,
             }
+        }
+        // A TLS stream may hold the last record: the answer is written
+        // when the socket has it all.
+        match self.stream.flush() {
+            Ok(()) => {}
+            Err(e) if e.kind() == ErrorKind::WouldBlock => return Next::Idle,
+            Err(_) => return Next::Close,
         }
         self.phase = Phase::Draining;
         Next::Flushed

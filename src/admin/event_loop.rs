@@ -18,13 +18,14 @@
 //! connection has at most one job or answer in flight and there are at most
 //! `max_connections` connections, the channels' capacity.
 
-use std::net::Shutdown;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use crossbeam_channel::{Receiver, Sender, TrySendError};
 use mio::net::{TcpListener, TcpStream};
+
+use crate::net::{Stream, TlsPort};
 use mio::{Events, Interest, Poll, Token};
 use slab::Slab;
 
@@ -83,6 +84,8 @@ pub(crate) struct EventLoop {
     pub limits: Limits,
     /// The endpoint's counters.
     pub counters: Arc<AdminCounters>,
+    /// The endpoint's TLS (`--tls-ports` with `admin`), if any.
+    pub tls: Option<Arc<TlsPort>>,
 }
 
 impl EventLoop {
@@ -96,13 +99,15 @@ impl EventLoop {
             stop,
             limits,
             counters,
+            tls,
         } = self;
-        let mut conns: Slab<Conn<TcpStream>> = Slab::with_capacity(limits.max_connections);
+        let mut conns: Slab<Conn<Stream>> = Slab::with_capacity(limits.max_connections);
         let mut state = LoopState {
             next_id: 0,
             limits,
             counters,
             jobs,
+            tls,
         };
         let mut events = Events::with_capacity(256);
         // Acquire pairs with the Release store in `AdminServer::shutdown`.
@@ -160,6 +165,7 @@ struct LoopState {
     limits: Limits,
     counters: Arc<AdminCounters>,
     jobs: Sender<Job>,
+    tls: Option<Arc<TlsPort>>,
 }
 
 impl LoopState {
@@ -167,20 +173,32 @@ impl LoopState {
         &mut self,
         listener: &TcpListener,
         poll: &Poll,
-        conns: &mut Slab<Conn<TcpStream>>,
+        conns: &mut Slab<Conn<Stream>>,
         now: Instant,
     ) {
         loop {
             match accept_one(listener) {
                 Accepted::Conn(stream, _) if conns.len() >= self.limits.max_connections => {
-                    refuse(stream);
+                    refuse(stream, self.tls.is_some());
                     self.counters.refused();
                 }
-                Accepted::Conn(stream, _) => {
+                Accepted::Conn(stream, peer) => {
                     let _ = stream.set_nodelay(true);
+                    let mut stream = match &self.tls {
+                        None => Stream::Plain(stream),
+                        Some(tls) => match Stream::tls(stream, tls) {
+                            Ok(s) => s,
+                            Err(e) => {
+                                warn_repeating!(
+                                    WarnKind::TlsHandshakeFailed,
+                                    "admin connection from {peer}: cannot start TLS: {e}"
+                                );
+                                continue;
+                            }
+                        },
+                    };
                     let entry = conns.vacant_entry();
                     let token = Token(entry.key() + FIRST_CONN);
-                    let mut stream = stream;
                     if let Err(e) = poll.registry().register(
                         &mut stream,
                         token,
@@ -209,7 +227,7 @@ impl LoopState {
     fn handle(
         &mut self,
         poll: &Poll,
-        conns: &mut Slab<Conn<TcpStream>>,
+        conns: &mut Slab<Conn<Stream>>,
         key: usize,
         mut next: Next,
         now: Instant,
@@ -239,7 +257,7 @@ impl LoopState {
                     c.answer(response.encode(), now, &self.limits)
                 }
                 Next::Flushed => {
-                    let _ = c.stream().shutdown(Shutdown::Write);
+                    c.stream_mut().shutdown_write();
                     c.readable(&self.limits)
                 }
                 Next::Close => {
@@ -255,7 +273,7 @@ impl LoopState {
     fn answer(
         &mut self,
         poll: &Poll,
-        conns: &mut Slab<Conn<TcpStream>>,
+        conns: &mut Slab<Conn<Stream>>,
         key: usize,
         response: &Response,
         now: Instant,
@@ -267,10 +285,14 @@ impl LoopState {
 }
 
 /// Closes a connection over the bound, with a `503` if the socket takes it
-/// at once (one non-blocking write; no waiting on the client).
-fn refuse(stream: TcpStream) {
+/// at once (one non-blocking write; no waiting on the client). A TLS
+/// client could not read a plaintext answer: it sees the close.
+fn refuse(stream: TcpStream, tls: bool) {
     use std::io::Write;
-    let busy = Response::text(503, "too many admin connections\n").and_header("Retry-After", "1");
-    let _ = (&stream).write(&busy.encode());
-    let _ = stream.shutdown(Shutdown::Both);
+    if !tls {
+        let busy =
+            Response::text(503, "too many admin connections\n").and_header("Retry-After", "1");
+        let _ = (&stream).write(&busy.encode());
+    }
+    let _ = stream.shutdown(std::net::Shutdown::Both);
 }

@@ -15,6 +15,7 @@ use super::subscriber_series;
 use crate::metrics::alerts::{Alert, AlertGauges};
 use crate::metrics::capacity_counters::{CapacitySnapshot, LaneCapacity};
 use crate::metrics::report::SubscriberStats;
+use crate::metrics::tls_counters::{PortTlsSnapshot, TlsSnapshot};
 use crate::metrics::{CountersSnapshot, Stage};
 use crate::model::lane::Lane;
 use crate::model::warning::WarnKind;
@@ -184,6 +185,7 @@ pub(crate) fn render(s: &Scrape<'_>) -> String {
         &[("port", "order")],
         c.orders.auth_failures,
     );
+    tls(&mut o, &c.tls);
     o.one(
         "tickfan_subscriptions_refused_total",
         "counter",
@@ -683,6 +685,34 @@ fn stages(o: &mut Exposition, stages: &[(Stage, LatencyBuckets)]) {
             &[("stage", st)],
             b.count,
         );
+    }
+}
+
+/// TLS per port (every port listed, zeros included: TLS off shows zeros).
+fn tls(o: &mut Exposition, t: &TlsSnapshot) {
+    type Field = fn(&PortTlsSnapshot) -> u64;
+    let families: [(&str, &str, Field); 3] = [
+        (
+            "tickfan_tls_handshakes_total",
+            "TLS handshakes completed, by port.",
+            |p| p.handshakes,
+        ),
+        (
+            "tickfan_tls_handshake_failures_total",
+            "TLS handshakes failed (no common version or cipher, a missing or untrusted client certificate, a corrupt record), by port.",
+            |p| p.handshake_failures,
+        ),
+        (
+            "tickfan_tls_plaintext_refused_total",
+            "Connections that spoke plaintext to a TLS port, answered with the port's error and closed, by port.",
+            |p| p.plaintext_refused,
+        ),
+    ];
+    for (name, help, field) in families {
+        o.head(name, "counter", help);
+        for p in &t.ports {
+            o.labelled(name, &[("port", p.port.as_str())], field(p));
+        }
     }
 }
 

@@ -27,7 +27,12 @@ use crate::metrics::alerts::AlertGauges;
 use crate::metrics::report::SubscriberStats;
 use crate::metrics::reporter::Totals;
 use crate::metrics::Counters;
+use crate::net::TlsPort;
 use crate::sys::watch::Watch;
+use crate::tls::TlsPortName;
+
+/// What a plaintext HTTP client of an HTTPS admin endpoint reads before its close.
+const TLS_REFUSAL: &[u8] = b"HTTP/1.1 400 Bad Request\r\nContent-Type: text/plain; charset=utf-8\r\nContent-Length: 37\r\nConnection: close\r\n\r\nthis port requires TLS: use https://\n";
 
 /// What the endpoint reads.
 #[derive(Debug, Clone)]
@@ -53,6 +58,8 @@ pub struct AdminState {
     pub watch: Arc<Watch>,
     /// The order kill switch (`POST /orders/halt|resume`), if there is an order path.
     pub orders: Option<Arc<dyn super::orders_switch::OrdersSwitch>>,
+    /// The endpoint's TLS (`--tls-ports` with `admin`): HTTPS only.
+    pub tls: Option<Arc<rustls::ServerConfig>>,
 }
 
 /// What the workers share: the engine's state and the endpoint's counters.
@@ -99,6 +106,15 @@ impl AdminServer {
         let waker = Arc::new(Waker::new(poll.registry(), WAKER)?);
         let stop = Arc::new(AtomicBool::new(false));
         let counters = Arc::new(AdminCounters::default());
+        let tls = state.tls.clone().map(|server| {
+            TlsPort::new(
+                server,
+                TlsPortName::Admin,
+                TLS_REFUSAL,
+                "admin connection",
+                Arc::clone(&state.counters),
+            )
+        });
         let shared = Arc::new(Shared {
             state,
             counters: Arc::clone(&counters),
@@ -146,6 +162,7 @@ impl AdminServer {
             stop,
             limits,
             counters,
+            tls,
         };
         let h = spawn(
             "tickfan-admin-io".into(),

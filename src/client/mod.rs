@@ -4,7 +4,10 @@
 //!
 //! * [`resp`]: a blocking RESP2/RESP3 codec for the subscriber port;
 //! * [`orders`]: the order protocol's client side (the line a client sends,
-//!   the replies it reads).
+//!   the replies it reads);
+//! * [`tls`]: a rustls client trusting a CA file, and a non-blocking client
+//!   stream for mio loops (`tickfan subscribe --tls-ca`).
 
 pub mod orders;
 pub mod resp;
+pub mod tls;

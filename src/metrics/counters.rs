@@ -16,6 +16,7 @@ use super::capacity_counters::{CapacityCounters, CapacitySnapshot};
 
 use super::cluster_counters::{ClusterCounters, ClusterSnapshot};
 use super::order_counters::{FillCounters, OrderCounters, OrderSnapshot, RetryCounters};
+use super::tls_counters::{TlsCounters, TlsSnapshot};
 
 /// Adds `n` to a counter that only the calling thread writes.
 #[inline]
@@ -130,6 +131,9 @@ pub struct Counters {
 
     /// The NATS backbone (ingest and edge roles).
     pub cluster: CachePadded<ClusterCounters>,
+    /// TLS on the subscriber, order and admin ports (each port's group
+    /// written by that port's thread).
+    pub tls: TlsCounters,
 }
 
 /// A point-in-time copy of every counter, for reports.
@@ -192,6 +196,8 @@ pub struct CountersSnapshot {
 
     /// The NATS backbone.
     pub cluster: ClusterSnapshot,
+    /// TLS per port.
+    pub tls: TlsSnapshot,
 }
 
 impl Counters {
@@ -244,6 +250,7 @@ impl Counters {
             capacity: CapacitySnapshot::take(&self.capacity),
 
             cluster: self.cluster.snapshot(),
+            tls: self.tls.snapshot(),
         }
     }
 

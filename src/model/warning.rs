@@ -49,11 +49,16 @@ pub enum WarnKind {
     DeadLetterFailed,
     /// A venue simulator's execution log could not be written.
     ExecLogFailed,
+    /// A TLS handshake failed (no common version or cipher, a client
+    /// certificate missing or not signed by `--tls-client-ca`, a corrupt record).
+    TlsHandshakeFailed,
+    /// A peer spoke plaintext to a TLS port (refused with the port's error line).
+    TlsPlaintext,
 }
 
 impl WarnKind {
     /// Number of kinds (size of a per-kind counter array).
-    pub const COUNT: usize = 18;
+    pub const COUNT: usize = 20;
 
     /// Every kind, in counter-index order.
     pub const ALL: [WarnKind; Self::COUNT] = [
@@ -75,6 +80,8 @@ impl WarnKind {
         WarnKind::DlqFileFailed,
         WarnKind::DeadLetterFailed,
         WarnKind::ExecLogFailed,
+        WarnKind::TlsHandshakeFailed,
+        WarnKind::TlsPlaintext,
     ];
 
     /// Stable snake-case name: the `kind` label and the name in log lines.
@@ -98,6 +105,8 @@ impl WarnKind {
             WarnKind::DlqFileFailed => "dlq_file_failed",
             WarnKind::DeadLetterFailed => "dead_letter_failed",
             WarnKind::ExecLogFailed => "exec_log_failed",
+            WarnKind::TlsHandshakeFailed => "tls_handshake_failed",
+            WarnKind::TlsPlaintext => "tls_plaintext",
         }
     }
 

@@ -146,13 +146,27 @@ mod tests {
         let mut gate = AuthGate::new(Some(AuthToken::new(b"t")), 100);
         let (s, peer, _c1) = loopback_pair();
         let old = conns
-            .insert(poll.registry(), s, peer, Interest::READABLE, false, |_| ())
+            .insert(
+                poll.registry(),
+                s.into(),
+                peer,
+                Interest::READABLE,
+                false,
+                |_| (),
+            )
             .unwrap();
         gate.arm(old, 0);
         conns.remove(poll.registry(), old.key());
         let (s, peer, _c2) = loopback_pair();
         let new = conns
-            .insert(poll.registry(), s, peer, Interest::READABLE, false, |_| ())
+            .insert(
+                poll.registry(),
+                s.into(),
+                peer,
+                Interest::READABLE,
+                false,
+                |_| (),
+            )
             .unwrap();
         gate.arm(new, 50);
         assert_eq!(new.key(), old.key());

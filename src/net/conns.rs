@@ -17,9 +17,10 @@
 use std::net::SocketAddr;
 use std::sync::Arc;
 
-use mio::net::TcpStream;
 use mio::{Interest, Registry, Token};
 use slab::Slab;
+
+use super::stream::Stream;
 
 /// The id of one connection, never reused while the engine runs (in
 /// practice: a generation wraps after 2³² accepts on one port).
@@ -67,8 +68,9 @@ impl ConnId {
 /// the handler's part (`state`).
 #[derive(Debug)]
 pub(crate) struct Conn<S> {
-    /// The non-blocking socket, registered under `Token(id.key())`.
-    pub stream: TcpStream,
+    /// The non-blocking socket (plaintext or TLS), registered under
+    /// `Token(id.key())`; [`Stream::tcp`] is the TCP socket itself.
+    pub stream: Stream,
     /// This connection's id.
     pub id: ConnId,
     /// The peer address as text, for log lines and dead letters (allocated
@@ -112,7 +114,7 @@ impl<S> Conns<S> {
     pub(crate) fn insert(
         &mut self,
         registry: &Registry,
-        mut stream: TcpStream,
+        mut stream: Stream,
         peer: SocketAddr,
         interest: Interest,
         authed: bool,
@@ -185,7 +187,14 @@ mod tests {
         let mut conns: Conns<u32> = Conns::with_capacity(2);
         let (a, peer_a, _ca) = loopback_pair();
         let first = conns
-            .insert(poll.registry(), a, peer_a, Interest::READABLE, true, |_| 1)
+            .insert(
+                poll.registry(),
+                a.into(),
+                peer_a,
+                Interest::READABLE,
+                true,
+                |_| 1,
+            )
             .unwrap();
         assert_eq!(conns.get_live(first).map(|c| c.state), Some(1));
         let gone = conns.remove(poll.registry(), first.key()).unwrap();
@@ -196,7 +205,7 @@ mod tests {
         let second = conns
             .insert(
                 poll.registry(),
-                b,
+                b.into(),
                 peer_b,
                 Interest::READABLE,
                 false,

@@ -14,6 +14,7 @@
 use std::io::Write;
 use std::net::SocketAddr;
 use std::sync::atomic::AtomicU64;
+use std::sync::Arc;
 
 use mio::net::TcpListener;
 use mio::{Interest, Registry, Token};
@@ -24,6 +25,7 @@ use crate::model::warning::WarnKind;
 use crate::sys::net::{accept_one, Accepted};
 
 use super::conns::{ConnId, Conns};
+use super::stream::{Stream, TlsPort};
 
 /// The poll token of a port's listener (the waker takes `usize::MAX`).
 pub(crate) const LISTENER: Token = Token(usize::MAX - 1);
@@ -67,6 +69,9 @@ pub(crate) struct Listener {
     inner: Option<TcpListener>,
     local: SocketAddr,
     policy: PortPolicy,
+    /// The port's TLS, if it speaks TLS: every accepted socket becomes a
+    /// TLS [`Stream`].
+    tls: Option<Arc<TlsPort>>,
 }
 
 impl Listener {
@@ -85,7 +90,14 @@ impl Listener {
             inner: Some(listener),
             local,
             policy,
+            tls: None,
         })
+    }
+
+    /// The same listener, its connections speaking TLS when `tls` is set.
+    pub(crate) fn with_tls(mut self, tls: Option<Arc<TlsPort>>) -> Self {
+        self.tls = tls;
+        self
     }
 
     /// The address the listener was bound to.
@@ -134,7 +146,10 @@ impl Listener {
             };
             if conns.len() >= p.max_conns {
                 bump(counters.refused, 1);
-                let _ = stream.write(p.refusal);
+                // A TLS client could not read a plaintext line: it sees the close.
+                if self.tls.is_none() {
+                    let _ = stream.write(p.refusal);
+                }
                 if p.log_refusals {
                     warn_repeating!(
                         WarnKind::ConnectionRefused,
@@ -150,6 +165,20 @@ impl Listener {
                 // What sits in the kernel can no longer be conflated: keep it small.
                 let _ = socket2::SockRef::from(&stream).set_send_buffer_size(p.sndbuf);
             }
+            let stream = match &self.tls {
+                None => Stream::Plain(stream),
+                Some(tls) => match Stream::tls(stream, tls) {
+                    Ok(s) => s,
+                    Err(e) => {
+                        warn_repeating!(
+                            WarnKind::TlsHandshakeFailed,
+                            "{} from {peer}: cannot start TLS: {e}",
+                            p.peer_label
+                        );
+                        continue;
+                    }
+                },
+            };
             if let Err(e) = conns.insert(registry, stream, peer, p.interest, authed, &mut admitted)
             {
                 warn_repeating!(
@@ -227,7 +256,7 @@ mod tests {
         assert_eq!(conns.len(), 1);
         let (key, conn) = conns.iter().next().unwrap();
         assert_eq!(conn.id.key(), key);
-        assert!(conn.stream.nodelay().unwrap());
+        assert!(conn.stream.tcp().nodelay().unwrap());
 
         // A closed listener accepts nothing more.
         l.close(poll.registry());

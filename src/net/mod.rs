@@ -1,5 +1,6 @@
 //! The connection kit: the TCP plumbing of the engine's three ports (feed,
-//! subscribers, orders), written once below them.
+//! subscribers, orders), written once below them, TLS included (the
+//! subscriber and order ports; the admin endpoint uses [`Stream`] too).
 //!
 //! A port's event loop is a *handler* over this kit. The kit owns what every
 //! port does the same way; the handler owns only its protocol and its stage
@@ -8,8 +9,9 @@
 //!
 //! | piece | file | owns |
 //! |---|---|---|
-//! | [`Listener`] | `listener.rs` | the accept loop, the per-port limit and its refusal line, `TCP_NODELAY`/`SO_SNDBUF`, the accepted/refused/open counters |
+//! | [`Listener`] | `listener.rs` | the accept loop, the per-port limit and its refusal line, `TCP_NODELAY`/`SO_SNDBUF`, the accepted/refused/open counters, the port's TLS ([`Listener::with_tls`]) |
 //! | [`Conns`], [`Conn`], [`ConnId`] | `conns.rs` | the slab of open sockets, registered in the poller under `Token(key)`; ids that survive slab reuse |
+//! | [`Stream`], [`TlsPort`] | `stream.rs` | a connection's bytes, plaintext or TLS (rustls): one `Read`/`Write` for every handler, the raw TCP socket still reachable, plaintext on a TLS port refused with the port's line |
 //! | [`AuthGate`] | `auth_gate.rs` | the token, the queue of authentication deadlines and its expiry, the `AUTH <token>` first-line step |
 //! | [`LineReader`] | `lines.rs` | the bounded read buffer with line hand-off (feed, orders) |
 //! | [`ReadBuf`] | `read_buf.rs` | the bounded read buffer with frame hand-off (RESP) |
@@ -126,6 +128,7 @@ pub mod lines;
 mod listener;
 mod loop_ctx;
 mod read_buf;
+mod stream;
 #[cfg(test)]
 pub(crate) mod test_util;
 mod write_buf;
@@ -137,4 +140,5 @@ pub(crate) use lines::{LineEvent, LineReader};
 pub(crate) use listener::{ConnCounters, Listener, PortPolicy, LISTENER};
 pub(crate) use loop_ctx::LoopCtx;
 pub(crate) use read_buf::{ReadBuf, ReadOutcome};
+pub(crate) use stream::{Stream, TlsPort};
 pub(crate) use write_buf::{Flushed, WriteBuf};

@@ -116,7 +116,8 @@ impl WriteBuf {
     }
 
     /// Writes as much as the socket takes without blocking, retrying on
-    /// `Interrupted`.
+    /// `Interrupted`; once everything is written, flushes `w` (a TLS stream
+    /// pushes its last record), so [`Flushed::All`] means the socket holds it.
     ///
     /// # Errors
     /// Any other write error, or `WriteZero` when the socket took nothing;
@@ -158,6 +159,21 @@ impl WriteBuf {
         if self.pos == self.out.len() {
             self.out.clear();
             self.pos = 0;
+            // A TLS stream may still hold the last record: "all written"
+            // includes it (a plain socket's flush does nothing).
+            if flushed == Flushed::All {
+                loop {
+                    match w.flush() {
+                        Ok(()) => break,
+                        Err(e) if e.kind() == ErrorKind::WouldBlock => {
+                            flushed = Flushed::Blocked;
+                            break;
+                        }
+                        Err(e) if e.kind() == ErrorKind::Interrupted => continue,
+                        Err(e) => return Err(e),
+                    }
+                }
+            }
         }
         Ok((total, flushed))
     }

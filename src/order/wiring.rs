@@ -137,6 +137,8 @@ pub(crate) struct OrderPathInputs {
     pub watch: Arc<Watch>,
     /// The order kill switch (also held by the admin endpoint).
     pub halt: Arc<Halt>,
+    /// The order port's TLS, if it speaks TLS.
+    pub tls: Option<Arc<rustls::ServerConfig>>,
 }
 
 /// What `stop` needs to dead-letter the orders still queued when the
@@ -448,6 +450,7 @@ impl OrderPath {
                 auth_timeout_ns: i.auth_timeout.as_nanos() as u64,
                 max_order_rate: c.max_order_rate,
                 acct_keys: c.acct_keys,
+                tls: i.tls,
             },
         )?;
         let gateway = std::thread::Builder::new()

@@ -45,6 +45,12 @@ impl Publisher {
     /// A writable event for `key`: its socket takes bytes again.
     pub(super) fn writable(&mut self, key: usize) {
         if let Some(c) = self.sessions.get_mut(key) {
+            if c.stream.pending_tls() {
+                // The last TLS record the socket did not take (its
+                // session's buffer may be empty: nothing else would send it).
+                // An error shows again at the next write, which closes.
+                let _ = std::io::Write::flush(&mut c.stream);
+            }
             c.state.writable();
             self.flush_list.mark(&mut c.state.on_flush_list, key);
         }
@@ -74,7 +80,10 @@ impl Publisher {
                 continue;
             }
             if sess.write_state() == WriteState::Blocked || sess.buf.buffered() == 0 {
-                if sess.state().is_closing() && sess.buf.buffered() == 0 {
+                if sess.state().is_closing()
+                    && sess.buf.buffered() == 0
+                    && !conn.stream.pending_tls()
+                {
                     self.close(key);
                 } else {
                     // Blocked while its buffer grows: pace it before the
@@ -93,7 +102,10 @@ impl Publisher {
                     if n > 0 {
                         wrote += 1;
                     }
-                    if conn.state.state().is_closing() && conn.state.buf.buffered() == 0 {
+                    if conn.state.state().is_closing()
+                        && conn.state.buf.buffered() == 0
+                        && !conn.stream.pending_tls()
+                    {
                         self.close(key);
                     }
                 }
@@ -113,6 +125,14 @@ impl Publisher {
         }
         wrote
     }
+}
+
+/// Bytes committed to the connection beyond the engine's buffer: the
+/// kernel's send queue (`SIOCOUTQ`; 0 where unknown, see
+/// docs/decisions.md) plus, under TLS, the ciphertext the socket has not
+/// taken yet (it is as committed as the kernel's bytes).
+fn queued(conn: &Conn<Session>) -> usize {
+    tcp_signals::send_queue_bytes(&conn.stream).unwrap_or(0) + conn.stream.pending_tls_bytes()
 }
 
 /// Writes a session's buffer to its socket without blocking, recording each
@@ -154,7 +174,7 @@ fn check_backlog(conn: &mut Conn<Session>, now_ns: u64) -> bool {
     if !conn.state.buf.budget.backlog_due(now_ns) {
         return false;
     }
-    let kernel = tcp_signals::send_queue_bytes(&conn.stream).unwrap_or(0);
+    let kernel = queued(conn);
     let window = tcp_signals::peer_window(&conn.stream).ok().flatten();
     let b = &mut conn.state.buf;
     if !b
@@ -188,7 +208,7 @@ pub(super) fn maybe_start_pacing(conn: &mut Conn<Session>, now_ns: u64) -> bool 
         return false;
     }
     log::debug!("subscriber {}: paced (blocked)", conn.peer);
-    let kernel = tcp_signals::send_queue_bytes(&conn.stream).unwrap_or(0);
+    let kernel = queued(conn);
     let window = tcp_signals::peer_window(&conn.stream).ok().flatten();
     start_pacing(conn, now_ns, kernel, window);
     true
@@ -203,7 +223,7 @@ fn watch_new_reader(conn: &mut Conn<Session>, now_ns: u64) -> bool {
     if !b.budget.watching(b.stats.bytes_written) {
         return false;
     }
-    let kernel = tcp_signals::send_queue_bytes(&conn.stream).unwrap_or(0);
+    let kernel = queued(conn);
     let window = tcp_signals::peer_window(&conn.stream).ok().flatten();
     let written = conn.state.buf.stats.bytes_written;
     if !conn.state.buf.budget.watch(now_ns, window, kernel, written) {
@@ -241,7 +261,7 @@ pub(super) fn sample_pacing(conn: &mut Conn<Session>, now_ns: u64) {
     }
     // Unknown (not Linux): the kernel counts as empty and the reader as
     // holding nothing, see docs/decisions.md.
-    let kernel = tcp_signals::send_queue_bytes(&conn.stream).unwrap_or(0);
+    let kernel = queued(conn);
     let window = tcp_signals::peer_window(&conn.stream).ok().flatten();
     let b = &mut conn.state.buf;
     let (written, engine, waiting) = (b.stats.bytes_written, b.buffered(), b.pending_len() > 0);

@@ -39,7 +39,7 @@ use crate::auth::Token as AuthToken;
 use crate::cluster::stale::StaleBoard;
 use crate::idle::IdleStrategy;
 use crate::metrics::report::SubscriberStats;
-use crate::net::{AuthGate, Conns, KeyList, Listener, LoopCtx, PortPolicy, LISTENER};
+use crate::net::{AuthGate, Conns, KeyList, Listener, LoopCtx, PortPolicy, TlsPort, LISTENER};
 use crate::publish::fanout::Fanout;
 use crate::publish::history::History;
 use crate::publish::housekeeping::ServerInfo;
@@ -51,6 +51,7 @@ use crate::publish::throttle::WindowClock;
 use crate::slots::SlotReader;
 use crate::symbols::{SymbolId, SymbolTable};
 use crate::sys::net::Polled;
+use crate::tls::TlsPortName;
 
 /// Token of the waker the feed (new data) and the runtime (stop) use.
 pub(crate) const WAKER: Token = Token(usize::MAX);
@@ -62,6 +63,8 @@ const MAX_PARK: Duration = Duration::from_millis(100);
 const ATTENTION_PARK: Duration = Duration::from_millis(1);
 /// What a subscriber over the limit reads before its socket is closed (Redis's words).
 const REFUSAL: &[u8] = b"-ERR max number of clients reached\r\n";
+/// What a plaintext client of a TLS subscriber port reads before its close.
+const TLS_REFUSAL: &[u8] = b"-ERR this port requires TLS\r\n";
 
 /// Settings of the publisher.
 #[derive(Debug, Clone)]
@@ -106,6 +109,8 @@ pub(crate) struct PublisherSettings {
     pub max_lag_ns: u64,
     /// Which pending symbol a slow subscriber is sent next.
     pub pending_order: crate::publish::pending_order::PendingOrder,
+    /// The port's TLS (`--tls-ports` with `subscribers`), if any.
+    pub tls: Option<Arc<rustls::ServerConfig>>,
 }
 
 /// Everything the publisher thread owns.
@@ -169,7 +174,16 @@ impl Publisher {
             name: "subscriber",
             peer_label: "subscriber",
         };
-        let listener = Listener::register(ctx.registry(), listener, policy)?;
+        let tls = settings.tls.clone().map(|server| {
+            TlsPort::new(
+                server,
+                TlsPortName::Subscribers,
+                TLS_REFUSAL,
+                "subscriber",
+                Arc::clone(&ctx.counters),
+            )
+        });
+        let listener = Listener::register(ctx.registry(), listener, policy)?.with_tls(tls);
         let cap = table.capacity();
         let laddr = listener.local_addr();
         let server = ServerInfo {

@@ -25,7 +25,6 @@ use std::ops::Range;
 
 use bytes::BytesMut;
 use indexmap::IndexSet;
-use mio::net::TcpStream;
 
 use crate::metrics::report::SubscriberStats;
 use crate::net::{ReadBuf, ReadOutcome};
@@ -278,12 +277,15 @@ impl Session {
         self.buf.replies()
     }
 
-    /// Reads once from the socket into the input buffer; notes the end of
+    /// Reads once from the socket (plaintext or TLS) into the input buffer; notes the end of
     /// the peer's input ([`SessionState::InputEnded`]).
     ///
     /// # Errors
     /// A socket error other than `WouldBlock`/`Interrupted`.
-    pub(crate) fn read_some(&mut self, stream: &mut TcpStream) -> std::io::Result<ReadOutcome> {
+    pub(crate) fn read_some<R: std::io::Read>(
+        &mut self,
+        stream: &mut R,
+    ) -> std::io::Result<ReadOutcome> {
         let outcome = self.input.read_from(stream)?;
         if outcome == ReadOutcome::Eof {
             self.end_input();

@@ -521,6 +521,7 @@ fn a_replay_stuck_on_the_order_port_does_not_hold_up_probes() {
         started: std::time::Instant::now(),
         watch: Arc::default(),
         orders: None,
+        tls: None,
     };
     let server = AdminServer::start("127.0.0.1:0".parse().unwrap(), state).unwrap();
     let admin = server.addr();

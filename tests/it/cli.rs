@@ -92,6 +92,7 @@ fn help_groups_the_serve_flags_under_headings() {
             "Options:",
             "Listeners:",
             "Connections:",
+            "TLS:",
             "Market data:",
             "Subscribers:",
             "Orders:",

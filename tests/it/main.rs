@@ -50,6 +50,7 @@
 //! - `docs_commands`: every shell block of the README and `docs/` is run (`docs_run`: scratch directory, free ports), run by a named test, or says why not; every tickfan command in them parses with the binary's own parser (`docs_shell`: the lines cut into commands and words)
 //! - `report`: exact intervals in the histogram logs at a steady rate; `report.html` in a headless browser; the demo's freshness headline shows a stalled reader that delivered latency hides
 //! - `security`: tokens on every port, per-client limits (connections, subscriptions, order rate), own replies only
+//! - `tls`: TLS on the subscriber, order and admin ports: redis-cli `--tls`, redis-py `ssl=True`, ioredis and node-redis with TLS, `tickfan subscribe --tls-ca`; an order over TLS; `/metrics` over https through promtool; mutual TLS; plaintext on a TLS port refused with the port's line; bad TLS flags exit 2
 
 mod accounting;
 mod admin;
@@ -98,6 +99,7 @@ mod shutdown;
 mod sigstop;
 mod slow_subscriber;
 mod sub_control;
+mod tls;
 mod tool_flags;
 mod tools;
 mod tools_token;

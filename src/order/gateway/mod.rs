@@ -66,7 +66,7 @@ use crate::model::warning::WarnKind;
 use crate::net::lines::{LineEvent, LineReader};
 use crate::net::{
     AuthGate, AuthStep, ConnCounters, ConnId, Conns, KeyList, Listener, LoopCtx, PortPolicy,
-    TurnLists, WriteBuf, LISTENER,
+    TlsPort, TurnLists, WriteBuf, LISTENER,
 };
 use crate::rate_limit::RateLimit;
 use crate::retry::SharedClock;
@@ -132,6 +132,8 @@ const MAX_PARK: Duration = Duration::from_millis(10);
 pub(crate) const JOURNAL_DISK_FULL: &str = "journal_full: the journal's disk is full";
 /// The line an order client over the connection limit reads before its close.
 const REFUSAL: &[u8] = b"REJECT - SYSTEM_BUSY too many order connections\n";
+/// The line a plaintext client of a TLS order port reads before its close.
+const TLS_REFUSAL: &[u8] = b"ERR this port requires TLS\n";
 
 /// Settings of the gateway.
 #[derive(Debug, Clone)]
@@ -150,6 +152,8 @@ pub(crate) struct GatewaySettings {
     pub max_order_rate: u32,
     /// Most active (account, symbol) keys (`--acct-keys`, `acct.rs`).
     pub acct_keys: usize,
+    /// The port's TLS (`--tls-ports` with `orders`), if any.
+    pub tls: Option<Arc<rustls::ServerConfig>>,
 }
 
 /// What the gateway works with besides its sockets and its [`LoopCtx`].
@@ -242,7 +246,17 @@ impl Gateway {
             name: "order",
             peer_label: "order connection",
         };
-        let listener = Listener::register(poll.registry(), listener, policy)?;
+        let tls = settings.tls.clone().map(|server| {
+            let name = crate::tls::TlsPortName::Orders;
+            TlsPort::new(
+                server,
+                name,
+                TLS_REFUSAL,
+                "order connection",
+                Arc::clone(&counters),
+            )
+        });
+        let listener = Listener::register(poll.registry(), listener, policy)?.with_tls(tls);
         let GatewayParts {
             admission,
             events,
