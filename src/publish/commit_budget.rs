@@ -154,12 +154,17 @@ const SEGMENT: usize = 1024;
 const HELD_SLACK: usize = 1024;
 
 /// The budget of one subscriber.
+///
+/// `repr(C)` with the two fields an unpaced offer reads first, so they
+/// share a cache line with the buffer's own hot fields
+/// ([`super::outbuf::SubscriberBuffer`]).
 #[derive(Debug, Clone)]
+#[repr(C)]
 pub struct CommitBudget {
-    /// `--sub-max-lag` in ns (0 = off: never paced).
-    max_lag_ns: u64,
     hwm: usize,
     paced: bool,
+    /// `--sub-max-lag` in ns (0 = off: never paced).
+    max_lag_ns: u64,
     /// Smoothed drain rate, bytes/s.
     rate: f64,
     /// Current budget, bytes (engine + kernel + held).
