@@ -360,6 +360,17 @@ pub enum Limit {
     Duration(u64),
 }
 
+impl Limit {
+    /// True once `n` ticks were written, or the generator's source time
+    /// (`elapsed_ns` since its start) is past the duration.
+    pub fn reached(self, n: u64, elapsed_ns: u64) -> bool {
+        match self {
+            Limit::Ticks(max) => n >= max,
+            Limit::Duration(ns) => elapsed_ns >= ns,
+        }
+    }
+}
+
 /// Writes the header and the ticks of `spec` up to `limit`; returns the tick count.
 ///
 /// # Errors
@@ -371,12 +382,7 @@ pub fn write_file(spec: &GenSpec, limit: Limit, sink: impl Write) -> std::io::Re
     let mut g = TickGen::new(spec);
     let mut line = Vec::with_capacity(128);
     let mut n = 0u64;
-    loop {
-        match limit {
-            Limit::Ticks(max) if n >= max => break,
-            Limit::Duration(ns) if g.elapsed_ns() >= ns => break,
-            _ => {}
-        }
+    while !limit.reached(n, g.elapsed_ns()) {
         line.clear();
         g.next_into(&mut line);
         line.push(b'\n');

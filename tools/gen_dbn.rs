@@ -52,12 +52,7 @@ pub fn write_dbn(spec: &GenSpec, limit: Limit, sink: impl Write) -> io::Result<u
         enc.encode_record(&m).map_err(io::Error::other)?;
     }
     let mut n = 0u64;
-    loop {
-        match limit {
-            Limit::Ticks(max) if n >= max => break,
-            Limit::Duration(ns) if g.elapsed_ns() >= ns => break,
-            _ => {}
-        }
+    while !limit.reached(n, g.elapsed_ns()) {
         let q = g.next_quote();
         let scale = 10i64.pow(9 - q.decimals);
         let size = |v: u64| u32::try_from(v).unwrap_or(u32::MAX);

@@ -184,18 +184,10 @@ impl LoopState {
                 }
                 Accepted::Conn(stream, peer) => {
                     let _ = stream.set_nodelay(true);
-                    let mut stream = match &self.tls {
-                        None => Stream::Plain(stream),
-                        Some(tls) => match Stream::tls(stream, tls) {
-                            Ok(s) => s,
-                            Err(e) => {
-                                warn_repeating!(
-                                    WarnKind::TlsHandshakeFailed,
-                                    "admin connection from {peer}: cannot start TLS: {e}"
-                                );
-                                continue;
-                            }
-                        },
+                    let Some(mut stream) =
+                        Stream::accepted(stream, self.tls.as_ref(), "admin connection", peer)
+                    else {
+                        continue;
                     };
                     let entry = conns.vacant_entry();
                     let token = Token(entry.key() + FIRST_CONN);

@@ -165,19 +165,9 @@ impl Listener {
                 // What sits in the kernel can no longer be conflated: keep it small.
                 let _ = socket2::SockRef::from(&stream).set_send_buffer_size(p.sndbuf);
             }
-            let stream = match &self.tls {
-                None => Stream::Plain(stream),
-                Some(tls) => match Stream::tls(stream, tls) {
-                    Ok(s) => s,
-                    Err(e) => {
-                        warn_repeating!(
-                            WarnKind::TlsHandshakeFailed,
-                            "{} from {peer}: cannot start TLS: {e}",
-                            p.peer_label
-                        );
-                        continue;
-                    }
-                },
+            let Some(stream) = Stream::accepted(stream, self.tls.as_ref(), p.peer_label, peer)
+            else {
+                continue;
             };
             if let Err(e) = conns.insert(registry, stream, peer, p.interest, authed, &mut admitted)
             {

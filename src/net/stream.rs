@@ -134,6 +134,30 @@ impl From<TcpStream> for Stream {
 }
 
 impl Stream {
+    /// The stream for a socket a port accepted from `peer`: plain, or TLS
+    /// when the port has it. `None` (warned, counted as a repeating
+    /// warning) when TLS cannot start; the caller drops the socket.
+    pub(crate) fn accepted(
+        sock: TcpStream,
+        tls: Option<&Arc<TlsPort>>,
+        label: &str,
+        peer: std::net::SocketAddr,
+    ) -> Option<Stream> {
+        let Some(tls) = tls else {
+            return Some(Stream::Plain(sock));
+        };
+        match Stream::tls(sock, tls) {
+            Ok(s) => Some(s),
+            Err(e) => {
+                warn_repeating!(
+                    WarnKind::TlsHandshakeFailed,
+                    "{label} from {peer}: cannot start TLS: {e}"
+                );
+                None
+            }
+        }
+    }
+
     /// A TLS server stream over an accepted socket.
     ///
     /// # Errors

@@ -210,55 +210,29 @@ impl DbnSource {
             };
             self.record += 1;
             self.consumed += rec.record_size() as u64;
+            // Every quote schema's record has the same top-of-book fields
+            // under its own type: one mapping for all of them.
+            macro_rules! top_of_book {
+                ($msg:ty) => {
+                    rec.get::<$msg>().map(|r| {
+                        let l = &r.levels[0];
+                        bbo(
+                            r.hd.ts_event,
+                            r.ts_recv,
+                            r.hd.instrument_id,
+                            l.bid_px,
+                            l.ask_px,
+                            l.bid_sz,
+                            l.ask_sz,
+                        )
+                    })
+                };
+            }
             let bbo = match rec.header().rtype {
-                rtype::MBP_1 => rec.get::<Mbp1Msg>().map(|r| {
-                    let l = &r.levels[0];
-                    bbo(
-                        r.hd.ts_event,
-                        r.ts_recv,
-                        r.hd.instrument_id,
-                        l.bid_px,
-                        l.ask_px,
-                        l.bid_sz,
-                        l.ask_sz,
-                    )
-                }),
-                rtype::BBO_1S | rtype::BBO_1M => rec.get::<BboMsg>().map(|r| {
-                    let l = &r.levels[0];
-                    bbo(
-                        r.hd.ts_event,
-                        r.ts_recv,
-                        r.hd.instrument_id,
-                        l.bid_px,
-                        l.ask_px,
-                        l.bid_sz,
-                        l.ask_sz,
-                    )
-                }),
-                rtype::CMBP_1 | rtype::TCBBO => rec.get::<Cmbp1Msg>().map(|r| {
-                    let l = &r.levels[0];
-                    bbo(
-                        r.hd.ts_event,
-                        r.ts_recv,
-                        r.hd.instrument_id,
-                        l.bid_px,
-                        l.ask_px,
-                        l.bid_sz,
-                        l.ask_sz,
-                    )
-                }),
-                rtype::CBBO_1S | rtype::CBBO_1M => rec.get::<CbboMsg>().map(|r| {
-                    let l = &r.levels[0];
-                    bbo(
-                        r.hd.ts_event,
-                        r.ts_recv,
-                        r.hd.instrument_id,
-                        l.bid_px,
-                        l.ask_px,
-                        l.bid_sz,
-                        l.ask_sz,
-                    )
-                }),
+                rtype::MBP_1 => top_of_book!(Mbp1Msg),
+                rtype::BBO_1S | rtype::BBO_1M => top_of_book!(BboMsg),
+                rtype::CMBP_1 | rtype::TCBBO => top_of_book!(Cmbp1Msg),
+                rtype::CBBO_1S | rtype::CBBO_1M => top_of_book!(CbboMsg),
                 rtype::SYMBOL_MAPPING => {
                     on_mapping(&mut self.map, &mut self.named, rec);
                     continue;
