@@ -15,7 +15,7 @@
 //! Behind: a read that fills its whole chunk (`READ_CHUNK`) means more is
 //! waiting in the socket, so that batch is conflated at the feed: only the
 //! newest line per known symbol is parsed (`conflate.rs`; measured in
-//! perf/RESULTS.md, session 4).
+//! perf/RESULTS.md).
 //!
 //! Fairness: a connection is read at most `READS_PER_TURN` times per loop
 //! turn, then put back on a ready list, so one flooding feed cannot starve
@@ -55,7 +55,7 @@ const READS_PER_TURN: usize = 16;
 const YIELD_DIRTY: usize = 256;
 /// Bytes asked for by one read. Large, so that a feed that got ahead is
 /// drained (and conflated, see `conflate.rs`) in few syscalls: measured in
-/// perf/RESULTS.md (session 4) against 64 and 256 KiB. A reader's buffer
+/// perf/RESULTS.md against 64 and 256 KiB. A reader's buffer
 /// is this plus `--max-line-len`, per connection, allocated zeroed at
 /// accept (pages are touched only as bursts reach them).
 const READ_CHUNK: usize = 1024 * 1024;

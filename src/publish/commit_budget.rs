@@ -141,7 +141,7 @@ const TREND_CUT: f64 = 0.8;
 /// Least fraction of itself a cut leaves the estimate, per window.
 const CUT_MIN: f64 = 0.7;
 /// The least fraction of a reader's held bytes its window's shrink shows
-/// (loopback, perf/RESULTS.md session 5: 0.6–1).
+/// (measured on loopback: 0.6–1, perf/RESULTS.md).
 const WINDOW_SHOWS: f64 = 0.6;
 /// A paced subscriber is sent at most this × its drain rate.
 const CAP_GAIN: f64 = 1.1;
@@ -657,7 +657,7 @@ impl CommitBudget {
             // moving; one whose rate was just cut waits for it to recover.
             // Before the first measurement, the floor budget per lag: with
             // no cap, a reader whose window hides what it holds was sent
-            // one frame per write, 3.7 MB/s (trace, session 7).
+            // one frame per write, 3.7 MB/s (a traced run).
             let known = if self.rate > 0.0 {
                 self.rate
             } else {
@@ -1122,7 +1122,7 @@ mod tests {
 
     #[test]
     fn a_reader_paced_before_its_first_measurement_is_capped_and_measured() {
-        // The trace of session 7: a held estimate stuck at 1.5 KiB (above
+        // A traced run: a held estimate stuck at 1.5 KiB (above
         // HELD_SLACK) behind a window that never moves, and a delayed ACK
         // always outstanding: no measuring window ever closed, the rate
         // stayed unknown (nothing capped the sends but the budget) or, once

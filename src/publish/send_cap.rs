@@ -14,7 +14,7 @@
 //! whenever the limit is above 0 and the buffer is empty, so a frame can
 //! overdraw it, and the debt is paid before anything more goes. (Forgiving
 //! it at each refill let one frame out per write: ~2 MB/s to a reader
-//! capped at 58 kB/s, session 7.)
+//! capped at 58 kB/s in a traced run.)
 //!
 //! Pure (times and counts are passed in); no allocation.
 

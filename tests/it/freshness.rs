@@ -216,7 +216,7 @@ fn a_slow_reader_is_paced_by_its_drain_rate_and_a_normal_one_gets_everything() {
     // The normal subscriber held every round's values (one_round checks)
     // and is not paced. (It reads each round only once it is sent: the
     // watch may pace it for a few ms at its first rounds, conflating
-    // meanwhile — docs/decisions.md, session 6.)
+    // meanwhile — docs/decisions.md, "the watch".)
     assert!(!normal.paced, "{normal:?}");
 }
 
@@ -412,7 +412,7 @@ fn a_reader_slow_from_its_first_message_is_paced_before_it_fills_its_default_buf
     // Paced by its whole buffer (118 KB measured on main before the watch)
     // and ~82 KB now: rounds of 20 KiB go out faster than its window can
     // tell, and a watched reader can be let go once by its trial when its
-    // window is at the receiver's lowered cap (docs/decisions.md, session 6).
+    // window is at the receiver's lowered cap (docs/decisions.md, "the watch").
     assert!(
         most <= 104 * 1024,
         "the reader's kernel held up to {most} bytes: filled before it was paced"

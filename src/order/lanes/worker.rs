@@ -343,7 +343,7 @@ impl Worker {
     /// its durable `Accepted` record holds, so recovery re-sends an order
     /// with no journaled attempt to that bridge ([`Order::route_seq`]). A
     /// worker then spends no sync per new order (two workers take 10k
-    /// orders/s on this project's disk, perf/RESULTS.md session 4); the
+    /// orders/s on this project's disk, perf/RESULTS.md); the
     /// `ACK` latency is unchanged. Its fencing token may be lost with
     /// it: tokens after a restart start above every earlier one by their
     /// epoch (see `journal::startup::first_fence_token`).
