@@ -243,7 +243,7 @@ fn prose(text: &str) -> Vec<(usize, &str)> {
     for (i, line) in text.lines().enumerate() {
         let t = line.trim_start();
         let run: String = t.chars().take_while(|&c| c == '`' || c == '~').collect();
-        let uniform = run.chars().all(|c| Some(c) == run.chars().next());
+        let uniform = run.chars().all(|c| run.starts_with(c));
         if run.len() >= 3 && uniform {
             match &fence {
                 None => fence = Some(run),
