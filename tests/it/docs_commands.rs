@@ -549,7 +549,7 @@ fn a_missing_wrong_or_misplaced_marker_is_named_by_file_and_line() {
         errors.extend(shell.iter().filter_map(|b| plan(b).err()));
         errors
     };
-    let ok = "<!-- docs-test: run -->\n<!-- docs-test: set: gen --duration 1s -->\n```sh\ntickfan gen -o t.csv\n```\n\n<!-- docs-test: run-as one_host::the_readme_one_host_example_runs_as_written_in_one_working_directory — as written -->\n\n```console\n$ tickfan serve\n```\n<!-- docs-test: not-run: needs root -->\n```bash\nsudo true\n```\n```python\nimport tickfan\n```\n";
+    let ok = "<!-- docs-test: run -->\n<!-- docs-test: set: gen --duration 1s -->\n```sh\ntickfan gen -o t.csv\n```\n\n<!-- docs-test: run-as one_host::the_one_host_example_runs_as_written_in_one_working_directory — as written -->\n\n```console\n$ tickfan serve\n```\n<!-- docs-test: not-run: needs root -->\n```bash\nsudo true\n```\n```python\nimport tickfan\n```\n";
     assert_eq!(check(ok), Vec::<String>::new());
     let cases = [
         ("text\n```sh\ntickfan serve\n```\n", "x.md:2: a shell block without a marker"),

@@ -16,7 +16,7 @@
 //! - `recorded_data`: the real recorded ticks in `../shared/data/`, every line accounted for
 //! - `cli`: flags, exit codes, clap's errors, help headings, the banner, JSON logs
 //! - `cluster`: the NATS backbone: 3 real `nats-server`s, ingests and edges; last values, globs, `kill -9` of a server / an edge / the active ingest of an A/B pair, garbage on the backbone
-//! - `one_host`: the README's one-host scale-out example as written: nats-server, an ingest and an edge in one working directory (default `--data-dir`); only the ingest takes orders and locks it; a replayed tick reaches the edge's subscriber
+//! - `one_host`: the one-host scale-out example of the book (`docs/src/scale-out.md`) as written: nats-server, an ingest and an edge in one working directory (default `--data-dir`); only the ingest takes orders and locks it; a replayed tick reaches the edge's subscriber
 //! - `partition`: one edge partitioned from the NATS cluster (network namespaces, root): stale, still serving, recovered
 //! - `data_dir`: one engine per `--data-dir`: a second one on it exits 2 with one line naming the directory, the holder's pid and the flag; the first keeps serving
 //! - `cli_env`: `TICKFAN_<FLAG>` variables; command line > environment > `--config` file > default
