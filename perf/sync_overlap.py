@@ -6,7 +6,8 @@ perf/out), each looping `pwrite` of 256 bytes + `fdatasync` N times (default
 1,500). Prints syncs/s and the per-sync p50/p99 for 1 file, 2 files, 1, 2.
 If two files give more syncs/s at a similar latency, a journal striped over
 two files could start a commit while another is in flight (issue 13, item 10;
-two syncs of ONE file do not overlap here, perf/RESULTS.md session 3).
+two syncs of ONE file do not overlap here: perf/RESULTS.md, "journal ACK
+latency: where the last 0.2 ms is").
 
 Usage: python3 perf/sync_overlap.py [DIR] [N]
 """

@@ -21,7 +21,7 @@ fn every_tick_update_and_order_is_accounted_for() {
     let bridge = ScriptBridge::new();
     // No pacing: the healthy subscriber reads each batch only once it is
     // sent, which the watch would pace (and conflate) for a few ms at its
-    // first batches (docs/decisions.md, "the watch"); here every update must
+    // first batches (docs/src/decisions.md, "the watch"); here every update must
     // reach it.
     let e = order_engine(&clock, &bridge, |c| {
         c.sub_hwm = 4096;

@@ -216,7 +216,7 @@ fn a_slow_reader_is_paced_by_its_drain_rate_and_a_normal_one_gets_everything() {
     // The normal subscriber held every round's values (one_round checks)
     // and is not paced. (It reads each round only once it is sent: the
     // watch may pace it for a few ms at its first rounds, conflating
-    // meanwhile — docs/decisions.md, "the watch".)
+    // meanwhile — docs/src/decisions.md, "the watch".)
     assert!(!normal.paced, "{normal:?}");
 }
 
@@ -342,7 +342,7 @@ fn a_default_buffer_reader_holds_far_less_than_its_buffer_in_its_own_kernel() {
     // Its kernel held far less than its buffer: a few KiB while its window
     // tells what it holds, up to about half its 128 KiB when the receiver
     // caps its window below its free space and the first tens of KiB it
-    // holds do not show (docs/decisions.md) — not its whole buffer, as it
+    // holds do not show (docs/src/decisions.md) — not its whole buffer, as it
     // does when the window is not counted (p90 ≥ 100 KiB then).
     held.sort_unstable();
     let p90 = held[held.len() * 9 / 10];
@@ -412,7 +412,7 @@ fn a_reader_slow_from_its_first_message_is_paced_before_it_fills_its_default_buf
     // Paced by its whole buffer (118 KB measured on main before the watch)
     // and ~82 KB now: rounds of 20 KiB go out faster than its window can
     // tell, and a watched reader can be let go once by its trial when its
-    // window is at the receiver's lowered cap (docs/decisions.md, "the watch").
+    // window is at the receiver's lowered cap (docs/src/decisions.md, "the watch").
     assert!(
         most <= 104 * 1024,
         "the reader's kernel held up to {most} bytes: filled before it was paced"

@@ -16,7 +16,7 @@
 //! - `recorded_data`: the real recorded ticks in `../shared/data/`, every line accounted for
 //! - `cli`: flags, exit codes, clap's errors, help headings, the banner, JSON logs
 //! - `cluster`: the NATS backbone: 3 real `nats-server`s, ingests and edges; last values, globs, `kill -9` of a server / an edge / the active ingest of an A/B pair, garbage on the backbone
-//! - `one_host`: the README's one-host scale-out example as written: nats-server, an ingest and an edge in one working directory (default `--data-dir`); only the ingest takes orders and locks it; a replayed tick reaches the edge's subscriber
+//! - `one_host`: the one-host scale-out example of the book (`docs/src/scale-out.md`) as written: nats-server, an ingest and an edge in one working directory (default `--data-dir`); only the ingest takes orders and locks it; a replayed tick reaches the edge's subscriber
 //! - `partition`: one edge partitioned from the NATS cluster (network namespaces, root): stale, still serving, recovered
 //! - `data_dir`: one engine per `--data-dir`: a second one on it exits 2 with one line naming the directory, the holder's pid and the flag; the first keeps serving
 //! - `cli_env`: `TICKFAN_<FLAG>` variables; command line > environment > `--config` file > default
@@ -46,8 +46,8 @@
 //! - `admin`: `/metrics` (parsed as Prometheus text), `/report`, `/health`, `/dlq`, alerts; stalled clients cannot freeze it
 //! - `metrics`: `promtool check metrics` on a live scrape, `process_*`, series bounded under reconnect loops; a repeating warning written once per 10 s and counted in `tickfan_warnings_total{kind}`
 //! - `deploy`: `deploy/` — the example config is the default and names every flag; `systemd-analyze verify`; `promtool` on the alert rules
-//! - `readme_flags`: the README's table of `serve` flags is `serve --help` (headings, flags, values, defaults)
-//! - `docs_commands`: every shell block of the README and `docs/` is run (`docs_run`: scratch directory, free ports), run by a named test, or says why not; every tickfan command in them parses with the binary's own parser (`docs_shell`: the lines cut into commands and words)
+//! - `readme_flags`: the book's table of `serve` flags (`docs/src/flags.md`) is `serve --help` (headings, flags, values, defaults); every chapter is in the book's SUMMARY.md; every relative link of the README and the book reaches a file and a heading; every command block of the README is in the book too
+//! - `docs_commands`: every shell block of the README and the book (`docs/src/`) is run (`docs_run`: scratch directory, free ports), run by a named test, or says why not; every tickfan command in them parses with the binary's own parser (`docs_shell`: the lines cut into commands and words)
 //! - `report`: exact intervals in the histogram logs at a steady rate; `report.html` in a headless browser; the demo's freshness headline shows a stalled reader that delivered latency hides
 //! - `security`: tokens on every port, per-client limits (connections, subscriptions, order rate), own replies only
 //! - `tls`: TLS on the subscriber, order and admin ports: redis-cli `--tls`, redis-py `ssl=True`, ioredis and node-redis with TLS, `tickfan subscribe --tls-ca`; an order over TLS; `/metrics` over https through promtool; mutual TLS; plaintext on a TLS port refused with the port's line; bad TLS flags exit 2

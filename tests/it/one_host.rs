@@ -1,6 +1,6 @@
-//! The README's one-host scale-out example, as written (issue 26, item 2):
-//! `nats-server`, an ingest and an edge started with the README's command
-//! lines in one working directory, default `--data-dir` (only the ports
+//! The one-host scale-out example of `docs/src/scale-out.md`, as written
+//! (issue 26, item 2): `nats-server`, an ingest and an edge started with its
+//! command lines in one working directory, default `--data-dir` (only the ports
 //! made free: this machine may run other engines). Both come up — the
 //! ingest journals into `tickfan-data` and holds its lock, the edge takes
 //! no orders and touches nothing there — and a tick replayed into the
@@ -95,7 +95,7 @@ pub(crate) struct OneHost {
 }
 
 impl OneHost {
-    /// Starts the README's lines:
+    /// Starts the example's lines:
     ///
     /// ```sh
     /// nats-server -p 4222 &
@@ -118,7 +118,7 @@ impl OneHost {
         let nats = single(&bin);
         let url = nats.url();
         let any = "127.0.0.1:0";
-        // The README's lines, every port made free.
+        // The example's lines, every port made free.
         let node = |role: &str, more: &[&str]| {
             let mut args = vec!["--role", role, "--nats", &url];
             args.extend(["--sub-listen", any, "--admin-listen", any]);
@@ -137,7 +137,7 @@ impl OneHost {
 }
 
 #[test]
-fn the_readme_one_host_example_runs_as_written_in_one_working_directory() {
+fn the_one_host_example_runs_as_written_in_one_working_directory() {
     let Some(host) = OneHost::start() else {
         return;
     };

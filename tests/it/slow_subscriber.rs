@@ -12,7 +12,7 @@ fn never_reading_subscriber_is_conflated_on_its_own() {
     // No pacing: this is about the buffer's own conflation. (The healthy
     // subscriber reads each 20 KiB round only once it is sent; with
     // pacing on, the watch would pace it for a few ms at its first rounds
-    // and conflate it meanwhile: docs/decisions.md, "the watch".)
+    // and conflate it meanwhile: docs/src/decisions.md, "the watch".)
     let e = engine_with(|c| {
         c.sub_hwm = HWM;
         c.sub_max_lag = std::time::Duration::ZERO;

@@ -19,7 +19,7 @@
 //! | [`sender`] | stamping, encoding (`--send-as`) and writing the lines; the send-lag histogram |
 //!
 //! The full reference (formats, flags, mapping per schema, reasons) is
-//! `docs/replay-formats.md`.
+//! `docs/src/replay-formats.md`.
 
 pub mod csv;
 pub mod dbn;

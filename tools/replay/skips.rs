@@ -17,7 +17,7 @@
 use std::fmt;
 
 /// Why a record was skipped. The names (`as_str`) are the words the
-/// summary and the docs use (`docs/replay-formats.md`).
+/// summary and the docs use (`docs/src/replay-formats.md`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Reason {
     /// The file ends inside a record or inside a compressed frame (a
