@@ -88,6 +88,11 @@ pub struct Injected {
 }
 
 /// A running engine.
+///
+/// Over 15 fields because it holds every thread's handle and every stop
+/// flag and waker: [`Engine::shutdown`] stops them in a fixed order
+/// (admin, orders, feed, publisher, DLQ, reporter), which one owner of
+/// them all makes plain.
 #[derive(Debug)]
 pub struct Engine {
     feed_addr: SocketAddr,

@@ -53,6 +53,11 @@ pub(crate) struct Outcome {
 }
 
 /// The publisher state a command may touch.
+///
+/// Over 15 fields: borrows of the publisher's parts (routes, history,
+/// latest values, counters) and of the connection (peer, fd) taken apart,
+/// so a command borrows exactly what it touches while the session is
+/// borrowed mutably beside it.
 #[derive(Debug)]
 pub(crate) struct CommandCtx<'a> {
     /// The subscription registry.
