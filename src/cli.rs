@@ -34,6 +34,8 @@ pub(crate) const ENV_PREFIX: &str = "TICKFAN_";
 
 /// Flags of `tickfan serve`.
 ///
+/// One field per flag (clap's derive), hence over 15 fields.
+///
 /// Fields are declared in help order: `--help` shows the headings in the
 /// order their first flag appears (the flattened order flags add theirs
 /// after "Subscribers").

@@ -41,6 +41,10 @@ pub struct PinPlan {
 }
 
 /// Everything the engine needs to start.
+///
+/// One field per `serve` flag (grouped where flags belong together:
+/// `order`, `cluster`, `tls`), so it has as many fields as there are
+/// flags: each is validated once here and read where it is used.
 #[derive(Debug, Clone, serde::Serialize)]
 pub struct Config {
     /// Feed listener.

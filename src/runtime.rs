@@ -42,11 +42,12 @@ use crate::cluster::role::Role;
 use crate::cluster::stale::StaleLink;
 use crate::cluster::{Backbone, EdgeParts};
 use crate::config::Config;
-use crate::dlq::{Dlq, DlqConfig, DlqStore};
+use crate::dlq::{Dlq, DlqConfig, DlqSender, DlqStore};
 use crate::error::StartError;
 use crate::feed::ingest::{FeedLoop, FeedSettings, STOP_WAKER};
 use crate::metrics::alerts::{AlertLimits, Alerts};
 use crate::metrics::hlog::{HistogramLog, ENGINE_LOG};
+use crate::metrics::recorder::RecorderLink;
 use crate::metrics::report::SubscriberStats;
 use crate::metrics::reporter::{Reporter, ReporterInputs, Totals};
 use crate::metrics::{Counters, FinalReport, Stage, StageRecorder};
@@ -87,6 +88,11 @@ pub struct Injected {
 }
 
 /// A running engine.
+///
+/// Over 15 fields because it holds every thread's handle and every stop
+/// flag and waker: [`Engine::shutdown`] stops them in a fixed order
+/// (admin, orders, feed, publisher, DLQ, reporter), which one owner of
+/// them all makes plain.
 #[derive(Debug)]
 pub struct Engine {
     feed_addr: SocketAddr,
@@ -126,25 +132,23 @@ fn os(what: &'static str) -> impl FnOnce(std::io::Error) -> StartError {
     move |source| StartError::Os { what, source }
 }
 
-impl Engine {
-    /// Validates `config`, binds the listeners and starts every thread.
-    ///
-    /// # Errors
-    /// An invalid configuration, a listener that cannot bind, a DLQ file that
-    /// cannot be opened, or a thread/poller the OS refuses.
-    pub fn start(config: &Config) -> Result<Engine, StartError> {
-        Engine::start_with(config, Injected::default())
-    }
+/// The engine's listeners, bound before any thread starts: the feed port
+/// (not on an edge: its slots are written from the backbone), the
+/// subscriber port, the order port (on a role that takes orders, see
+/// `Role::takes_orders`); a listener not bound has address 0.0.0.0:0.
+struct Listeners {
+    feed: Option<mio::net::TcpListener>,
+    sub: mio::net::TcpListener,
+    order: Option<mio::net::TcpListener>,
+    feed_addr: SocketAddr,
+    sub_addr: SocketAddr,
+    order_addr: SocketAddr,
+}
 
-    /// [`start`](Self::start) with an injected clock and/or bridges.
-    ///
-    /// # Errors
-    /// As [`start`](Self::start).
-    pub fn start_with(config: &Config, injected: Injected) -> Result<Engine, StartError> {
-        config.validate()?;
-        // First, before a port is bound or a file opened: a second engine
-        // on this directory stops here, having touched nothing.
-        let data_lock = config.data_dir_in_use().map(DirLock::acquire).transpose()?;
+impl Listeners {
+    /// Binds them, warning about every one reachable beyond this host
+    /// without a token.
+    fn bind(config: &Config) -> Result<Listeners, StartError> {
         // An edge has no feed port (its slots are written from the
         // backbone) and no order path (see `Role::takes_orders`).
         let is_edge = config.cluster.role == Role::Edge;
@@ -157,8 +161,8 @@ impl Engine {
         ] {
             if bound && !addr.ip().is_loopback() && config.token.is_none() {
                 log::warn!(
-                    "{what} listener on {addr} is reachable beyond this host and no --token-file is set: anyone who can connect can use it"
-                );
+                        "{what} listener on {addr} is reachable beyond this host and no --token-file is set: anyone who can connect can use it"
+                    );
             }
         }
         let feed_listener = match is_edge {
@@ -181,27 +185,138 @@ impl Engine {
         let sub_addr = sub_listener
             .local_addr()
             .map_err(os("subscriber listener"))?;
+        Ok(Listeners {
+            feed: feed_listener,
+            sub: sub_listener,
+            order: order_listener,
+            feed_addr,
+            sub_addr,
+            order_addr,
+        })
+    }
+}
 
+/// The alert thresholds the flags set.
+fn alert_limits(config: &Config) -> AlertLimits {
+    AlertLimits {
+        fill_ratio: 0.8,
+        max_symbols: config.max_symbols as u64,
+        max_conns: config.max_conns_per_port as u64,
+        staleness: config.alert_staleness,
+        dlq_per_sec: config.alert_dlq_rate,
+        order_queue_capacity: [
+            config.order.queue_capacity as u64,
+            config.order.large_queue_capacity as u64,
+        ],
+        order_age: config.alert_order_age,
+        bridge_call: config.alert_bridge_call,
+    }
+}
+
+/// The publisher's settings from the flags, the backbone's hand-offs and
+/// the stale flags' link.
+fn publisher_settings(
+    config: &Config,
+    window_clock: Option<SharedClock>,
+    clock: MonoClock,
+    backbone: &Backbone,
+    stale_link: Option<Arc<StaleLink>>,
+) -> PublisherSettings {
+    PublisherSettings {
+        hwm: config.sub_hwm,
+        max_conns: config.max_conns_per_port,
+        max_rate: config.max_publish_rate,
+        idle: config.idle,
+        stats_interval_ns: config.report_interval.as_nanos() as u64,
+        token: config.token.clone(),
+        auth_timeout_ns: config.auth_timeout.as_nanos() as u64,
+        max_subscriptions: config.max_subscriptions,
+        sndbuf: config.sub_sndbuf,
+        sub_max_rate: config.sub_max_rate,
+        sub_max_bandwidth: config.sub_max_bandwidth,
+        history_depth: config.history_depth,
+        window_clock: {
+            let c = window_clock.unwrap_or_else(|| Arc::new(clock));
+            WindowClock::new(move || c.now_ns())
+        },
+        outbox: backbone.outbox.clone(),
+        interest: backbone.interest.clone(),
+        stale_after_ns: config
+            .cluster
+            .stale_after
+            .map_or(0, |d| d.as_nanos() as u64),
+        stale_link,
+        max_lag_ns: config.sub_max_lag.as_nanos() as u64,
+        pending_order: config.sub_pending_order,
+        tls: config
+            .tls
+            .as_ref()
+            .and_then(|t| t.for_port(TlsPortName::Subscribers)),
+    }
+}
+
+/// Starts the publisher and feed threads, pinned per `--pin`.
+fn spawn_hot(
+    config: &Config,
+    publisher: Publisher,
+    feed: Option<FeedLoop>,
+) -> Result<(JoinHandle<()>, Option<JoinHandle<()>>), StartError> {
+    let pin = crate::sys::affinity::resolve(config.pin);
+    let publish = std::thread::Builder::new()
+        .name("tickfan-publish".into())
+        .spawn(move || {
+            pin_and_log("publish", pin.publish);
+            publisher.run();
+        })
+        .map_err(os("publisher thread"))?;
+    let feed = feed
+        .map(|feed| {
+            std::thread::Builder::new()
+                .name("tickfan-feed".into())
+                .spawn(move || {
+                    pin_and_log("feed", pin.feed);
+                    feed.run();
+                })
+        })
+        .transpose()
+        .map_err(os("feed thread"))?;
+    Ok((publish, feed))
+}
+
+/// What every role runs before its stages: the counters and the
+/// per-subscriber figures, the engine clock and the watch over the
+/// threads, the reporter (with the histogram log, `--log-dir`), the
+/// dead-letter store, the order kill switch and the admin endpoint (bound
+/// here, before any hot thread starts: a failure leaves nothing running).
+struct Base {
+    counters: Arc<Counters>,
+    subscribers: Arc<Mutex<Vec<SubscriberStats>>>,
+    clock: MonoClock,
+    watch: Arc<Watch>,
+    reporter: Reporter,
+    link: RecorderLink,
+    totals: Arc<Totals>,
+    dlq: Dlq,
+    dlq_tx: DlqSender,
+    dlq_store: Arc<DlqStore>,
+    halt: Arc<Halt>,
+    admin: AdminServer,
+}
+
+impl Base {
+    /// Starts them; `order_addr` is the order port's address on a role
+    /// that takes orders (the admin endpoint's kill switch and report).
+    fn start(
+        config: &Config,
+        fault: Option<Fault>,
+        order_addr: Option<SocketAddr>,
+    ) -> Result<Base, StartError> {
         let counters = Arc::new(Counters::default());
         let subscribers = Arc::new(Mutex::new(Vec::new()));
-        let feed_stop = Arc::new(AtomicBool::new(false));
-        let publish_stop = Arc::new(AtomicBool::new(false));
         let clock = MonoClock::new();
-        let watch = Arc::new(Watch::new(clock, injected.fault));
+        let watch = Arc::new(Watch::new(clock, fault));
 
-        let alerts = Alerts::new(AlertLimits {
-            fill_ratio: 0.8,
-            max_symbols: config.max_symbols as u64,
-            max_conns: config.max_conns_per_port as u64,
-            staleness: config.alert_staleness,
-            dlq_per_sec: config.alert_dlq_rate,
-            order_queue_capacity: [
-                config.order.queue_capacity as u64,
-                config.order.large_queue_capacity as u64,
-            ],
-            order_age: config.alert_order_age,
-            bridge_call: config.alert_bridge_call,
-        });
+        let alerts = Alerts::new(alert_limits(config));
         let alert_gauges = Arc::clone(alerts.gauges());
         let log = match &config.log_dir {
             Some(dir) => Some(HistogramLog::create(
@@ -258,12 +373,10 @@ impl Engine {
                 dlq: Arc::clone(&dlq_store),
                 alerts: alert_gauges,
                 token: config.token.clone(),
-                order_addr: order_listener.is_some().then_some(order_addr),
+                order_addr,
                 started: std::time::Instant::now(),
                 watch: Arc::clone(&watch),
-                orders: order_listener
-                    .is_some()
-                    .then(|| Arc::clone(&halt) as Arc<dyn OrdersSwitch>),
+                orders: order_addr.map(|_| Arc::clone(&halt) as Arc<dyn OrdersSwitch>),
                 tls: config
                     .tls
                     .as_ref()
@@ -275,109 +388,182 @@ impl Engine {
             addr: config.admin_addr,
             source,
         })?;
-        let order = order_listener
+        Ok(Base {
+            counters,
+            subscribers,
+            clock,
+            watch,
+            reporter,
+            link,
+            totals,
+            dlq,
+            dlq_tx,
+            dlq_store,
+            halt,
+            admin,
+        })
+    }
+
+    /// Starts the order path on `listener`, with the test hooks given
+    /// (an engine clock, simulated venues, a journal's files).
+    fn order_path(
+        &self,
+        config: &Config,
+        listener: mio::net::TcpListener,
+        clock: Option<SharedClock>,
+        bridges: Option<Vec<Arc<dyn Bridge>>>,
+        journal_files: Option<WrapFiles>,
+    ) -> Result<OrderPath, StartError> {
+        OrderPath::start(OrderPathInputs {
+            listener,
+            config: config.order.clone(),
+            max_conns: config.max_conns_per_port,
+            idle: config.idle,
+            counters: Arc::clone(&self.counters),
+            dlq_store: Arc::clone(&self.dlq_store),
+            dlq: self.dlq_tx.clone(),
+            link: self.link.clone(),
+            mono: self.clock,
+            clock: clock.unwrap_or_else(|| Arc::new(self.clock)),
+            bridges,
+            journal_files,
+            token: config.token.clone(),
+            auth_timeout: config.auth_timeout,
+            watch: Arc::clone(&self.watch),
+            halt: Arc::clone(&self.halt),
+            tls: config
+                .tls
+                .as_ref()
+                .and_then(|t| t.for_port(TlsPortName::Orders)),
+        })
+        .map_err(os("order path"))
+    }
+}
+
+/// The stages the publisher thread records.
+const PUBLISH_STAGES: [Stage; 4] = [
+    Stage::SlotWait,
+    Stage::Publish,
+    Stage::SocketWrite,
+    Stage::EngineE2e,
+];
+
+/// The feed loop's settings from the flags; the stale flags' link only
+/// with `--stale-after` (an edge's link is the backbone's, not the feed's).
+fn feed_settings(config: &Config, stale_link: Option<Arc<StaleLink>>) -> FeedSettings {
+    FeedSettings {
+        max_line_len: config.max_line_len,
+        max_conns: config.max_conns_per_port,
+        idle: config.idle,
+        token: config.token.clone(),
+        auth_timeout_ns: config.auth_timeout.as_nanos() as u64,
+        stale: stale_link.filter(|_| config.cluster.stale_after.is_some()),
+    }
+}
+
+/// The stale flags' link: an edge's (backbone events), or with
+/// `--stale-after` one for the feed's closed connections.
+fn stale_link(config: &Config, backbone: &Backbone) -> Option<Arc<StaleLink>> {
+    backbone.stale_link.clone().or_else(|| {
+        config
+            .cluster
+            .stale_after
+            .map(|_| Arc::new(StaleLink::new(config.max_symbols)))
+    })
+}
+
+/// A poller and its waker on `token`.
+fn polled(token: mio::Token, what: &'static str) -> Result<(Poll, Arc<Waker>), StartError> {
+    let poll = Poll::new().map_err(os(what))?;
+    let waker = Waker::new(poll.registry(), token).map_err(os(what))?;
+    Ok((poll, Arc::new(waker)))
+}
+
+impl Engine {
+    /// Validates `config`, binds the listeners and starts every thread.
+    ///
+    /// # Errors
+    /// An invalid configuration, a listener that cannot bind, a DLQ file that
+    /// cannot be opened, or a thread/poller the OS refuses.
+    pub fn start(config: &Config) -> Result<Engine, StartError> {
+        Engine::start_with(config, Injected::default())
+    }
+
+    /// [`start`](Self::start) with an injected clock and/or bridges.
+    ///
+    /// # Errors
+    /// As [`start`](Self::start).
+    pub fn start_with(config: &Config, injected: Injected) -> Result<Engine, StartError> {
+        config.validate()?;
+        // First, before a port is bound or a file opened: a second engine
+        // on this directory stops here, having touched nothing.
+        let data_lock = config.data_dir_in_use().map(DirLock::acquire).transpose()?;
+        let ports = Listeners::bind(config)?;
+        let feed_stop = Arc::new(AtomicBool::new(false));
+        let publish_stop = Arc::new(AtomicBool::new(false));
+        let base = Base::start(
+            config,
+            injected.fault,
+            ports.order.as_ref().map(|_| ports.order_addr),
+        )?;
+        let order = ports
+            .order
             .map(|listener| {
-                OrderPath::start(OrderPathInputs {
+                base.order_path(
+                    config,
                     listener,
-                    config: config.order.clone(),
-                    max_conns: config.max_conns_per_port,
-                    idle: config.idle,
-                    counters: Arc::clone(&counters),
-                    dlq_store: Arc::clone(&dlq_store),
-                    dlq: dlq_tx.clone(),
-                    link: link.clone(),
-                    mono: clock,
-                    clock: injected.clock.unwrap_or_else(|| Arc::new(clock)),
-                    bridges: injected.bridges,
-                    journal_files: injected.journal_files,
-                    token: config.token.clone(),
-                    auth_timeout: config.auth_timeout,
-                    watch: Arc::clone(&watch),
-                    halt,
-                    tls: config
-                        .tls
-                        .as_ref()
-                        .and_then(|t| t.for_port(TlsPortName::Orders)),
-                })
+                    injected.clock,
+                    injected.bridges,
+                    injected.journal_files,
+                )
             })
-            .transpose()
-            .map_err(os("order path"))?;
+            .transpose()?;
+        let Base {
+            counters,
+            subscribers,
+            clock,
+            watch,
+            reporter,
+            link,
+            totals,
+            dlq,
+            dlq_tx,
+            dlq_store,
+            halt: _,
+            admin,
+        } = base;
 
         let (interner, symbols) = SymbolInterner::new(config.max_symbols);
         let (slot_writer, slot_reader) = slots(config.max_symbols);
-        let interval_ns = config.report_interval.as_nanos() as u64;
         let backbone = Backbone::new(&config.cluster, config.max_symbols, &counters);
-        // Stale flags: an edge's link (backbone events), or with
-        // --stale-after one for the feed's closed connections.
-        let stale_link = backbone.stale_link.clone().or_else(|| {
-            config
-                .cluster
-                .stale_after
-                .map(|_| Arc::new(StaleLink::new(config.max_symbols)))
-        });
+        let stale_link = stale_link(config, &backbone);
 
-        let publish_poll = Poll::new().map_err(os("publisher poller"))?;
-        let publish_waker =
-            Arc::new(Waker::new(publish_poll.registry(), WAKER).map_err(os("publisher waker"))?);
-        let feed_poll = Poll::new().map_err(os("feed poller"))?;
-        let feed_waker =
-            Arc::new(Waker::new(feed_poll.registry(), STOP_WAKER).map_err(os("feed waker"))?);
+        let (publish_poll, publish_waker) = polled(WAKER, "publisher poller")?;
+        let (feed_poll, feed_waker) = polled(STOP_WAKER, "feed poller")?;
 
         let publisher = Publisher::new(
-            sub_listener,
+            ports.sub,
             LoopCtx {
                 poll: publish_poll,
                 counters: Arc::clone(&counters),
-                recorder: StageRecorder::new(
-                    &[
-                        Stage::SlotWait,
-                        Stage::Publish,
-                        Stage::SocketWrite,
-                        Stage::EngineE2e,
-                    ],
-                    link.clone(),
-                ),
+                recorder: StageRecorder::new(&PUBLISH_STAGES, link.clone()),
                 clock,
                 stop: Arc::clone(&publish_stop),
                 beat: watch.beat("tickfan-publish"),
             },
             slot_reader,
             Arc::clone(&symbols),
-            PublisherSettings {
-                hwm: config.sub_hwm,
-                max_conns: config.max_conns_per_port,
-                max_rate: config.max_publish_rate,
-                idle: config.idle,
-                stats_interval_ns: interval_ns,
-                token: config.token.clone(),
-                auth_timeout_ns: config.auth_timeout.as_nanos() as u64,
-                max_subscriptions: config.max_subscriptions,
-                sndbuf: config.sub_sndbuf,
-                sub_max_rate: config.sub_max_rate,
-                sub_max_bandwidth: config.sub_max_bandwidth,
-                history_depth: config.history_depth,
-                window_clock: {
-                    let c = injected.window_clock.unwrap_or_else(|| Arc::new(clock));
-                    WindowClock::new(move || c.now_ns())
-                },
-                outbox: backbone.outbox.clone(),
-                interest: backbone.interest.clone(),
-                stale_after_ns: config
-                    .cluster
-                    .stale_after
-                    .map_or(0, |d| d.as_nanos() as u64),
-                stale_link: stale_link.clone(),
-                max_lag_ns: config.sub_max_lag.as_nanos() as u64,
-                pending_order: config.sub_pending_order,
-                tls: config
-                    .tls
-                    .as_ref()
-                    .and_then(|t| t.for_port(TlsPortName::Subscribers)),
-            },
+            publisher_settings(
+                config,
+                injected.window_clock,
+                clock,
+                &backbone,
+                stale_link.clone(),
+            ),
             Arc::clone(&subscribers),
         )
         .map_err(os("publisher"))?;
-        let (feed, nats) = match feed_listener {
+        let (feed, nats) = match ports.feed {
             None => {
                 // The NATS thread takes the write ends the feed would have had.
                 let nats = backbone
@@ -403,9 +589,9 @@ impl Engine {
             }
         };
         let feed = feed
-            .map(|(feed_listener, interner, slot_writer)| {
+            .map(|(listener, interner, slot_writer)| {
                 FeedLoop::new(
-                    feed_listener,
+                    listener,
                     LoopCtx {
                         poll: feed_poll,
                         counters: Arc::clone(&counters),
@@ -418,47 +604,25 @@ impl Engine {
                     slot_writer,
                     dlq_tx,
                     Arc::clone(&publish_waker),
-                    FeedSettings {
-                        max_line_len: config.max_line_len,
-                        max_conns: config.max_conns_per_port,
-                        idle: config.idle,
-                        token: config.token.clone(),
-                        auth_timeout_ns: config.auth_timeout.as_nanos() as u64,
-                        stale: stale_link.filter(|_| config.cluster.stale_after.is_some()),
-                    },
+                    feed_settings(config, stale_link),
                 )
             })
             .transpose()
             .map_err(os("feed loop"))?;
 
-        let pin = crate::sys::affinity::resolve(config.pin);
-        let publish = std::thread::Builder::new()
-            .name("tickfan-publish".into())
-            .spawn(move || {
-                pin_and_log("publish", pin.publish);
-                publisher.run();
-            })
-            .map_err(os("publisher thread"))?;
-        let feed = feed
-            .map(|feed| {
-                std::thread::Builder::new()
-                    .name("tickfan-feed".into())
-                    .spawn(move || {
-                        pin_and_log("feed", pin.feed);
-                        feed.run();
-                    })
-            })
-            .transpose()
-            .map_err(os("feed thread"))?;
+        let (publish, feed) = spawn_hot(config, publisher, feed)?;
         log::info!(
-            "feed listening on {feed_addr}, subscribers on {sub_addr}, orders on {order_addr}, admin on http://{}",
+            "feed listening on {}, subscribers on {}, orders on {}, admin on http://{}",
+            ports.feed_addr,
+            ports.sub_addr,
+            ports.order_addr,
             admin.addr()
         );
 
         Ok(Engine {
-            feed_addr,
-            sub_addr,
-            order_addr,
+            feed_addr: ports.feed_addr,
+            sub_addr: ports.sub_addr,
+            order_addr: ports.order_addr,
             order,
             counters,
             symbols,

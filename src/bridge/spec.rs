@@ -49,6 +49,8 @@ impl Outage {
 }
 
 /// One simulated venue.
+///
+/// One field per key of its `--bridge` spec, so over 15 fields.
 #[derive(Debug, Clone, PartialEq, serde::Serialize)]
 pub struct SimSpec {
     /// Name in reports and dead letters.

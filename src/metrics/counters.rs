@@ -68,6 +68,9 @@ pub struct FeedCounters {
 }
 
 /// Counters written by the publisher thread.
+///
+/// One atomic per counter the publisher writes (a flat table read by
+/// [`Counters::snapshot`]), so over 15 fields.
 #[derive(Debug, Default)]
 pub struct PublishCounters {
     /// Updates taken from the slots and published (one per distinct value).
@@ -137,6 +140,8 @@ pub struct Counters {
 }
 
 /// A point-in-time copy of every counter, for reports.
+///
+/// One field per counter (the per-side groups nested), so over 15 fields.
 #[derive(Debug, Clone, Default, PartialEq, Eq, serde::Serialize)]
 pub struct CountersSnapshot {
     /// Ticks received: valid + poison + conflated at the feed.

@@ -19,6 +19,8 @@ use crate::model::order_reasons::{DeadReason, DoneStatus, InvalidReason, RejectR
 pub(crate) const RETRY_BUCKETS: usize = 8;
 
 /// Written by the order gateway thread only.
+///
+/// One atomic per order-path counter: a flat table, so over 15 fields.
 #[derive(Debug, Default)]
 pub struct OrderCounters {
     /// Order connections accepted.
@@ -188,6 +190,8 @@ pub struct RetryCounters {
 }
 
 /// A copy of the order counters, for reports.
+///
+/// One field per counter of [`OrderCounters`], so over 15 fields.
 #[derive(Debug, Clone, Default, PartialEq, Eq, serde::Serialize)]
 pub struct OrderSnapshot {
     /// Connections accepted / refused / open.

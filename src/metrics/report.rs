@@ -93,6 +93,9 @@ impl StageSummary {
 }
 
 /// One subscriber's figures (written by the publisher, read by reports).
+///
+/// One field per figure a report or `/metrics` shows for a subscriber:
+/// a flat record, so over 15 fields.
 #[derive(Debug, Clone, Default, PartialEq, Eq, serde::Serialize)]
 pub struct SubscriberStats {
     /// Engine-assigned connection number (1-based, never reused).

@@ -100,7 +100,7 @@
 //!   `--sub-hwm` it keeps one pending value per symbol instead of only
 //!   pausing reads. A [`KeyList`] flush list is walked as a snapshot
 //!   (`take`/`restore`: nothing is marked during the walk).
-//! * **Slow subscribers** (`publish/slow_revisit.rs`): a second
+//! * **Slow subscribers** (`publish/delivery.rs`, the revisit): a second
 //!   [`KeyList`], the attention list, walked in place with
 //!   [`KeyList::key`] and [`KeyList::swap_remove`] (a key marked during
 //!   the walk is visited in the same walk); a session drained under half

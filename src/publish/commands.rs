@@ -53,6 +53,11 @@ pub(crate) struct Outcome {
 }
 
 /// The publisher state a command may touch.
+///
+/// Over 15 fields: borrows of the publisher's parts (routes, history,
+/// latest values, counters) and of the connection (peer, fd) taken apart,
+/// so a command borrows exactly what it touches while the session is
+/// borrowed mutably beside it.
 #[derive(Debug)]
 pub(crate) struct CommandCtx<'a> {
     /// The subscription registry.
@@ -177,74 +182,10 @@ fn execute(
         return false;
     }
     match verb {
-        Verb::Subscribe => {
-            // Confirmations first, as Redis sends them; then the snapshots.
-            let mut snapshots: Vec<SymbolId> = Vec::new();
-            for i in 1..args.len() {
-                let ch = arg(i);
-                if !sess.channels.contains(ch) && at_limit(sess, ctx) {
-                    continue;
-                }
-                if sess.channels.insert(ch.into()) {
-                    if let Some(id) = ctx.routes.subscribe(key, ch) {
-                        snapshots.push(id);
-                    }
-                }
-                let count = sess.subscription_count();
-                confirm(sess, Kind::Subscribe, Some(ch), count);
-            }
-            let prefix = framing::message_prefix(sess.proto);
-            for id in snapshots {
-                offer_snapshot(sess, id, prefix, ctx);
-            }
-        }
-        Verb::Psubscribe => {
-            let mut snapshots = Vec::new();
-            for i in 1..args.len() {
-                let pat = arg(i);
-                if !sess.patterns.contains(pat) && at_limit(sess, ctx) {
-                    continue;
-                }
-                if sess.patterns.insert(pat.into()) {
-                    ctx.matched.clear();
-                    let prefix = ctx.routes.psubscribe(key, pat, ctx.matched);
-                    snapshots.extend(ctx.matched.iter().map(|&id| (id, Arc::clone(&prefix))));
-                }
-                let count = sess.subscription_count();
-                confirm(sess, Kind::Psubscribe, Some(pat), count);
-            }
-            for (id, prefix) in snapshots {
-                offer_snapshot(sess, id, &prefix, ctx);
-            }
-        }
-        Verb::Unsubscribe => {
-            if args.len() == 1 {
-                unsubscribe_all(sess, key, ctx.routes);
-            } else {
-                for i in 1..args.len() {
-                    let ch = arg(i);
-                    if sess.channels.shift_remove(ch) {
-                        ctx.routes.unsubscribe(key, ch);
-                    }
-                    let count = sess.subscription_count();
-                    confirm(sess, Kind::Unsubscribe, Some(ch), count);
-                }
-            }
-        }
-        Verb::Punsubscribe => {
-            if args.len() == 1 {
-                punsubscribe_all(sess, key, ctx.routes);
-            } else {
-                for i in 1..args.len() {
-                    let pat = arg(i);
-                    if sess.patterns.shift_remove(pat) {
-                        ctx.routes.punsubscribe(key, pat);
-                    }
-                    let count = sess.subscription_count();
-                    confirm(sess, Kind::Punsubscribe, Some(pat), count);
-                }
-            }
-        }
+        Verb::Subscribe => subscribe(sess, key, input, &args[1..], ctx),
+        Verb::Psubscribe => psubscribe(sess, key, input, &args[1..], ctx),
+        Verb::Unsubscribe => unsubscribe(sess, key, input, &args[1..], ctx.routes),
+        Verb::Punsubscribe => punsubscribe(sess, key, input, &args[1..], ctx.routes),
         Verb::Ping => {
             let subscribed = sess.subscription_count() > 0;
             let msg = (args.len() == 2).then(|| arg(1));
@@ -255,32 +196,7 @@ fn execute(
             resp::append_ok(sess.out());
             sess.close_after_flush();
         }
-        Verb::Reset => {
-            // Like Redis RESET: leave every subscription, back to RESP2,
-            // database 0, no name (and the serve-wide caps), and
-            // unauthenticated again when a token is required; then +RESET.
-            let chans: Vec<Box<[u8]>> = sess.channels.drain(..).collect();
-            for ch in &chans {
-                ctx.routes.unsubscribe(key, ch);
-            }
-            let pats: Vec<Box<[u8]>> = sess.patterns.drain(..).collect();
-            for p in &pats {
-                ctx.routes.punsubscribe(key, p);
-            }
-            sess.proto = Proto::Resp2;
-            ctx.routes.set_proto(key, Proto::Resp2);
-            sess.db = 0;
-            sess.name = None;
-            let (rate, bytes) = ctx.default_caps;
-            sess.throttle.set_rate(rate, ctx.window_now_ns);
-            sess.throttle.set_bandwidth(bytes, ctx.window_now_ns);
-            if ctx.token.is_some() {
-                sess.require_auth();
-            } else {
-                sess.authenticate();
-            }
-            resp::append_reset_reply(sess.out());
-        }
+        Verb::Reset => reset(sess, key, ctx),
         Verb::Other => {
             // tickfan serves pub/sub and connection setup only: any other
             // command is unknown here, except that in the RESP2 subscribed
@@ -301,6 +217,132 @@ fn execute(
         }
     }
     true
+}
+
+/// `SUBSCRIBE`: confirmations first, as Redis sends them; then the
+/// snapshots of the channels that exist.
+fn subscribe(
+    sess: &mut Session,
+    key: SubKey,
+    input: &[u8],
+    chans: &[Range<usize>],
+    ctx: &mut CommandCtx<'_>,
+) {
+    let mut snapshots: Vec<SymbolId> = Vec::new();
+    for r in chans {
+        let ch = &input[r.clone()];
+        if !sess.channels.contains(ch) && at_limit(sess, ctx) {
+            continue;
+        }
+        if sess.channels.insert(ch.into()) {
+            if let Some(id) = ctx.routes.subscribe(key, ch) {
+                snapshots.push(id);
+            }
+        }
+        let count = sess.subscription_count();
+        confirm(sess, Kind::Subscribe, Some(ch), count);
+    }
+    let prefix = framing::message_prefix(sess.proto);
+    for id in snapshots {
+        offer_snapshot(sess, id, prefix, ctx);
+    }
+}
+
+/// `PSUBSCRIBE`: confirmations first; then the snapshots of the symbols
+/// each new pattern matches.
+fn psubscribe(
+    sess: &mut Session,
+    key: SubKey,
+    input: &[u8],
+    pats: &[Range<usize>],
+    ctx: &mut CommandCtx<'_>,
+) {
+    let mut snapshots = Vec::new();
+    for r in pats {
+        let pat = &input[r.clone()];
+        if !sess.patterns.contains(pat) && at_limit(sess, ctx) {
+            continue;
+        }
+        if sess.patterns.insert(pat.into()) {
+            ctx.matched.clear();
+            let prefix = ctx.routes.psubscribe(key, pat, ctx.matched);
+            snapshots.extend(ctx.matched.iter().map(|&id| (id, Arc::clone(&prefix))));
+        }
+        let count = sess.subscription_count();
+        confirm(sess, Kind::Psubscribe, Some(pat), count);
+    }
+    for (id, prefix) in snapshots {
+        offer_snapshot(sess, id, &prefix, ctx);
+    }
+}
+
+/// `UNSUBSCRIBE` of the channels named (all of them when none is).
+fn unsubscribe(
+    sess: &mut Session,
+    key: SubKey,
+    input: &[u8],
+    chans: &[Range<usize>],
+    routes: &mut Routes,
+) {
+    if chans.is_empty() {
+        return unsubscribe_all(sess, key, routes);
+    }
+    for r in chans {
+        let ch = &input[r.clone()];
+        if sess.channels.shift_remove(ch) {
+            routes.unsubscribe(key, ch);
+        }
+        let count = sess.subscription_count();
+        confirm(sess, Kind::Unsubscribe, Some(ch), count);
+    }
+}
+
+/// `PUNSUBSCRIBE` of the patterns named (all of them when none is).
+fn punsubscribe(
+    sess: &mut Session,
+    key: SubKey,
+    input: &[u8],
+    pats: &[Range<usize>],
+    routes: &mut Routes,
+) {
+    if pats.is_empty() {
+        return punsubscribe_all(sess, key, routes);
+    }
+    for r in pats {
+        let pat = &input[r.clone()];
+        if sess.patterns.shift_remove(pat) {
+            routes.punsubscribe(key, pat);
+        }
+        let count = sess.subscription_count();
+        confirm(sess, Kind::Punsubscribe, Some(pat), count);
+    }
+}
+
+/// Like Redis `RESET`: leave every subscription, back to RESP2, database
+/// 0, no name (and the serve-wide caps), and unauthenticated again when a
+/// token is required; then `+RESET`.
+fn reset(sess: &mut Session, key: SubKey, ctx: &mut CommandCtx<'_>) {
+    let chans: Vec<Box<[u8]>> = sess.channels.drain(..).collect();
+    for ch in &chans {
+        ctx.routes.unsubscribe(key, ch);
+    }
+    let pats: Vec<Box<[u8]>> = sess.patterns.drain(..).collect();
+    for p in &pats {
+        ctx.routes.punsubscribe(key, p);
+    }
+    sess.proto = Proto::Resp2;
+    ctx.routes.set_proto(key, Proto::Resp2);
+    sess.db = 0;
+    sess.name = None;
+    let (rate, bytes) = ctx.default_caps;
+    sess.throttle.set_rate(rate, ctx.window_now_ns);
+    sess.throttle.set_bandwidth(bytes, ctx.window_now_ns);
+    if ctx.token.is_some() {
+        sess.require_auth();
+    } else {
+        sess.authenticate();
+    }
+    resp::append_reset_reply(sess.out());
 }
 
 /// Refuses one more subscription when the client holds the maximum (an

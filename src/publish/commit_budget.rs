@@ -155,6 +155,12 @@ const HELD_SLACK: usize = 1024;
 
 /// The budget of one subscriber.
 ///
+/// Over 15 fields: the estimator's state (rate, measuring window, held
+/// bytes, the trend), the trial's (deadline, probe) and the budget itself
+/// are read together at every sample; the parts that stand alone are
+/// already their own types ([`PeerWindow`], [`SendCap`], [`Retrial`],
+/// [`KeptUp`], [`BacklogCheck`]).
+///
 /// `repr(C)` with the two fields an unpaced offer reads first, so they
 /// share a cache line with the buffer's own hot fields
 /// ([`super::outbuf::SubscriberBuffer`]).

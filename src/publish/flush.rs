@@ -1,9 +1,10 @@
-//! Subscriber output toward the sockets: the flush list (the kit's
-//! [`KeyList`]), the non-blocking write of each queued buffer (each `write`
-//! call timed in the socket-write stage), closing sessions whose last
-//! answer is written or whose peer is gone, and the sessions as [`Outlets`]
-//! of the fan-out (a session asked to make room writes what it holds, if
-//! its socket is not known to be full).
+//! One subscriber's output toward its socket: the non-blocking write of
+//! its queued buffer (each `write` call timed in the socket-write stage),
+//! closing a session whose last answer is written or whose peer is gone,
+//! and the sessions as [`Outlets`] of the fan-out (a session asked to make
+//! room writes what it holds, if its socket is not known to be full). The
+//! flush list (the kit's [`crate::net::KeyList`]) is walked by
+//! [`super::delivery`].
 //!
 //! Pacing (`--sub-max-lag`, [`crate::publish::commit_budget`]): a
 //! subscriber's first write sets its socket's `TCP_NOTSENT_LOWAT` (4 KiB);
@@ -34,98 +35,11 @@ use crate::net::{Conn, Conns, KeyList};
 use crate::publish::commit_budget::{FLOOR, UNPACED_LOWAT};
 use crate::publish::fanout::{Outlet, Outlets};
 use crate::publish::outbuf::SubscriberBuffer;
-use crate::publish::publisher::Publisher;
 use crate::publish::routes::SubKey;
 use crate::publish::session::{Session, WriteState};
 use crate::publish::throttle::Throttle;
 use crate::sys::clock::MonoClock;
 use crate::sys::tcp_signals;
-
-impl Publisher {
-    /// A writable event for `key`: its socket takes bytes again.
-    pub(super) fn writable(&mut self, key: usize) {
-        if let Some(c) = self.sessions.get_mut(key) {
-            if c.stream.pending_tls() {
-                // The last TLS record the socket did not take (its
-                // session's buffer may be empty: nothing else would send it).
-                // An error shows again at the next write, which closes.
-                let _ = std::io::Write::flush(&mut c.stream);
-            }
-            c.state.writable();
-            self.flush_list.mark(&mut c.state.on_flush_list, key);
-        }
-    }
-
-    /// Puts `key` on the flush list (once).
-    pub(super) fn queue_flush(&mut self, key: usize) {
-        if let Some(c) = self.sessions.get_mut(key) {
-            self.flush_list.mark(&mut c.state.on_flush_list, key);
-        }
-    }
-
-    /// Writes every queued buffer; returns how many sessions wrote something.
-    pub(super) fn flush(&mut self) -> usize {
-        let mut wrote = 0;
-        // Nothing is marked for flush while the list is walked (a close
-        // only unlists), so the walk takes the keys out and gives them back.
-        let keys = self.flush_list.take();
-        for &key in &keys {
-            let Some(conn) = self.sessions.get_mut(key) else {
-                continue;
-            };
-            let sess = &mut conn.state;
-            sess.on_flush_list = false;
-            if sess.state().is_failed() {
-                self.close(key);
-                continue;
-            }
-            if sess.write_state() == WriteState::Blocked || sess.buf.buffered() == 0 {
-                if sess.state().is_closing()
-                    && sess.buf.buffered() == 0
-                    && !conn.stream.pending_tls()
-                {
-                    self.close(key);
-                } else {
-                    // Blocked while its buffer grows: pace it before the
-                    // buffer fills up to the mark.
-                    maybe_start_pacing(conn, self.ctx.clock.now_ns());
-                }
-                continue;
-            }
-            match write_session(
-                conn,
-                &self.ctx.clock,
-                &mut self.ctx.recorder,
-                &self.ctx.counters,
-            ) {
-                Ok(n) => {
-                    if n > 0 {
-                        wrote += 1;
-                    }
-                    if conn.state.state().is_closing()
-                        && conn.state.buf.buffered() == 0
-                        && !conn.stream.pending_tls()
-                    {
-                        self.close(key);
-                    }
-                }
-                Err(e) => {
-                    log::debug!("subscriber {}: write failed: {e}; closing", conn.peer);
-                    self.close(key);
-                }
-            }
-        }
-        self.flush_list.restore(keys);
-        if !self.batch_recv.is_empty() {
-            let end = self.ctx.clock.now_ns();
-            for &r in &self.batch_recv {
-                self.ctx.recorder.record_span(Stage::EngineE2e, r, end);
-            }
-            self.batch_recv.clear();
-        }
-        wrote
-    }
-}
 
 /// Bytes committed to the connection beyond the engine's buffer: the
 /// kernel's send queue (`SIOCOUTQ`; 0 where unknown, see
@@ -137,7 +51,7 @@ fn queued(conn: &Conn<Session>) -> usize {
 
 /// Writes a session's buffer to its socket without blocking, recording each
 /// `write` call in the socket-write stage. Returns the bytes written.
-fn write_session(
+pub(super) fn write_session(
     conn: &mut Conn<Session>,
     clock: &MonoClock,
     recorder: &mut StageRecorder,

@@ -1,22 +1,26 @@
 //! The publisher thread's event loop: one turn polls the subscriber sockets
-//! and calls the parts of the publish path in data-flow order. The parts
-//! live in files named for what they own; this file holds only the loop,
-//! the state the parts share, and its construction.
+//! and calls the parts of the publish path in data-flow order. The
+//! publisher's methods are in three files: this one (the loop, the state
+//! the parts share, its construction and the turn's housekeeping),
+//! [`super::intake`] (subscribers and their input in) and
+//! [`super::delivery`] (updates out to the sockets); the parts they call
+//! live in files named for what they own.
 //!
 //! One turn:
 //! 1. poll (blocking only when the previous turn did nothing, per the idle
 //!    strategy, and never past the next rate token, throttle window end
 //!    ([`super::sub_control`]), stats refresh or histogram flush); hand accepts to [`super::intake`], readable sockets
-//!    to [`super::input`], writable ones to [`super::flush`];
+//!    to [`super::intake`], writable ones to [`super::delivery`];
 //! 2. learn symbols the feed interned and take up to `MAX_BATCH` dirty
 //!    updates (fewer under a rate cap), each fanned out by
-//!    [`super::fanout`] ([`super::slot_drain`]);
-//! 3. write every buffer that got data ([`super::flush`]); refill drained
+//!    [`super::fanout`] ([`super::delivery`]);
+//! 3. write every buffer that got data ([`super::delivery`], one session
+//!    by [`super::flush`]); refill drained
 //!    slow subscribers with the latest values they missed
-//!    ([`super::slow_revisit`]);
+//!    ([`super::delivery`]);
 //! 4. close subscribers past their authentication deadline
 //!    ([`super::intake`]), flush the histograms, refresh the figures
-//!    reports read ([`super::stats`]).
+//!    reports read ([`super::stats`]); send stale/live notices (below).
 //!
 //! The connection plumbing is the kit's ([`crate::net`]): the listener with
 //! the limit and its refusal line, the connection slab whose ids survive
@@ -37,9 +41,12 @@ use parking_lot::Mutex;
 
 use crate::auth::Token as AuthToken;
 use crate::cluster::stale::StaleBoard;
+use crate::cluster::stale::{Notice, STALE_CHANNEL};
 use crate::idle::IdleStrategy;
+use crate::metrics::counters::set;
 use crate::metrics::report::SubscriberStats;
 use crate::net::{AuthGate, Conns, KeyList, Listener, LoopCtx, PortPolicy, TlsPort, LISTENER};
+use crate::protocol::resp;
 use crate::publish::fanout::Fanout;
 use crate::publish::history::History;
 use crate::publish::housekeeping::ServerInfo;
@@ -67,6 +74,9 @@ const REFUSAL: &[u8] = b"-ERR max number of clients reached\r\n";
 const TLS_REFUSAL: &[u8] = b"-ERR this port requires TLS\r\n";
 
 /// Settings of the publisher.
+///
+/// One field per `serve` flag the publisher reads, plus the backbone's
+/// hand-offs: over 15 fields, all set once at start.
 #[derive(Debug, Clone)]
 pub(crate) struct PublisherSettings {
     /// Subscriber output buffer high-water mark, bytes.
@@ -114,6 +124,10 @@ pub(crate) struct PublisherSettings {
 }
 
 /// Everything the publisher thread owns.
+///
+/// Over 15 fields: the one thread owns the sessions, the routes, the
+/// fan-out, the slot reader and the lists its turn walks; its methods
+/// (three files: this one, `intake.rs`, `delivery.rs`) each touch a few.
 #[derive(Debug)]
 pub(crate) struct Publisher {
     /// Poller, counters, recorder, clock and stop flag of this thread.
@@ -147,7 +161,7 @@ pub(crate) struct Publisher {
     pub(super) stats: StatsBoard,
     /// What `HELLO`, `INFO` and `CLIENT INFO` report.
     pub(super) server: ServerInfo,
-    /// Which symbols may hold old values ([`super::stale_notice`]).
+    /// Which symbols may hold old values (the notices: below).
     pub(super) stale: StaleBoard,
 }
 
@@ -278,5 +292,114 @@ impl Publisher {
         let now = self.ctx.clock.now_ns();
         self.publish_stats(now);
         self.ctx.recorder.finish(self.ctx.clock.now_ns());
+    }
+}
+
+/// The turn's housekeeping: closing a subscriber (out of the kit's slab,
+/// which deregisters its socket; its subscriptions out of the routes; its
+/// final figures kept for reports; the socket closes when the session is
+/// dropped), the per-subscriber figures, the throttle's next window, and
+/// the stale notices: each change the [`StaleBoard`] found goes, as one
+/// message, to the subscribers of the reserved channel `__tickfan.stale`
+/// (channel subscribers only: a `*` pattern subscriber expecting ticks is
+/// not sent notices), payload `stale,<symbol>,<reason>` or
+/// `live,<symbol>,<reason>`; the gauges `tickfan_symbols_stale` and
+/// `tickfan_symbols_silent` are set there (the publisher is their only
+/// writer). Notices run once per scan period, only when stale flags are
+/// on (`--stale-after`, or an edge).
+impl Publisher {
+    /// Closes session `key` (nothing when it is gone already).
+    pub(super) fn close(&mut self, key: usize) {
+        let Some(conn) = self.sessions.remove(self.ctx.poll.registry(), key) else {
+            return;
+        };
+        let sess = &conn.state;
+        // The key may be reused by the next accept while it is still on the
+        // flush or attention list; both tolerate that (a spurious visit finds
+        // nothing to do).
+        for ch in &sess.channels {
+            self.routes.unsubscribe(key, ch);
+        }
+        for p in &sess.patterns {
+            self.routes.punsubscribe(key, p);
+        }
+        self.routes.forget(key);
+        self.stats
+            .closed(sess.stats(&conn.peer, self.ctx.clock.now_ns()));
+        set(
+            &self.ctx.counters.publish.subscribers_open,
+            self.sessions.len() as u64,
+        );
+    }
+
+    /// Copies per-subscriber figures where reports can read them.
+    pub(super) fn publish_stats(&mut self, now_ns: u64) {
+        let mut all: Vec<SubscriberStats> = self.stats.closed.iter().cloned().collect();
+        let mut buffered = 0u64;
+        for (_, c) in self.sessions.iter() {
+            buffered += c.state.buf.buffered() as u64;
+            all.push(c.state.stats(&c.peer, now_ns));
+        }
+        all.sort_by_key(|s| s.id);
+        set(&self.ctx.counters.publish.buffered_bytes, buffered);
+        *self.stats.shared.lock() = all;
+    }
+
+    /// Scans for stale changes when due and sends the notices; returns
+    /// how many were sent.
+    pub(super) fn serve_stale(&mut self, now_ns: u64) -> usize {
+        if !self.stale.due(now_ns) {
+            return 0;
+        }
+        self.stale.scan(self.routes.known_symbols(), now_ns);
+        let (stale, silent) = self.stale.counts();
+        set(&self.ctx.counters.cluster.symbols_stale, stale as u64);
+        set(&self.ctx.counters.cluster.symbols_silent, silent as u64);
+        let notices: Vec<Notice> = self.stale.take_notices().collect();
+        if notices.is_empty() {
+            return 0;
+        }
+        let subs = self.routes.channel_subscribers(STALE_CHANNEL);
+        let mut payload = Vec::with_capacity(64);
+        let mut tail = Vec::with_capacity(96);
+        for n in &notices {
+            payload.clear();
+            payload.extend_from_slice(if n.stale { b"stale," } else { b"live," });
+            payload.extend_from_slice(self.routes.name(n.id));
+            payload.push(b',');
+            payload.extend_from_slice(n.why.as_str().as_bytes());
+            tail.clear();
+            resp::append_message_tail(&mut tail, STALE_CHANNEL, &payload);
+            for (key, prefix) in &subs {
+                if let Some(c) = self.sessions.get_mut(*key) {
+                    let out = c.state.out();
+                    out.extend_from_slice(prefix);
+                    out.extend_from_slice(&tail);
+                }
+            }
+        }
+        for (key, _) in &subs {
+            self.queue_flush(*key);
+        }
+        notices.len()
+    }
+
+    /// How long the loop may park before a throttle window opens for a
+    /// subscriber holding symbols back (`None`: no such subscriber).
+    pub(super) fn throttle_wait(&self) -> Option<Duration> {
+        let mut next = u64::MAX;
+        let mut now_w = None;
+        for i in 0..self.attention.len() {
+            let Some(c) = self.sessions.get(self.attention.key(i)) else {
+                continue;
+            };
+            let s = &c.state;
+            if s.throttle.is_active() && s.buf.pending_len() > 0 {
+                let now = *now_w.get_or_insert_with(|| self.settings.window_clock.now_ns());
+                next = next.min(s.throttle.next_open_ns(now));
+            }
+        }
+        let now = now_w?;
+        Some(Duration::from_nanos(next.saturating_sub(now)))
     }
 }

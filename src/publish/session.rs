@@ -152,6 +152,10 @@ pub(crate) enum WriteState {
 }
 
 /// A subscriber connection.
+///
+/// Over 15 fields: the Redis client state a subscriber has (protocol,
+/// name, database, subscriptions, auth), its conflating buffer and its
+/// caps; the fan-out's hot path reads only the buffer.
 #[derive(Debug)]
 pub(crate) struct Session {
     /// The client id `CLIENT ID` and `HELLO` report (1-based, counted per

@@ -11,9 +11,7 @@ use std::sync::Arc;
 
 use parking_lot::Mutex;
 
-use crate::metrics::counters::set;
 use crate::metrics::report::SubscriberStats;
-use crate::publish::publisher::Publisher;
 
 /// Closed subscribers kept for the final report.
 const CLOSED_STATS_KEPT: usize = 64;
@@ -21,9 +19,9 @@ const CLOSED_STATS_KEPT: usize = 64;
 /// The shared list and what the publisher keeps for it.
 #[derive(Debug)]
 pub(crate) struct StatsBoard {
-    shared: Arc<Mutex<Vec<SubscriberStats>>>,
+    pub(super) shared: Arc<Mutex<Vec<SubscriberStats>>>,
     /// The last closed subscribers, oldest first, at most `CLOSED_STATS_KEPT`.
-    closed: VecDeque<SubscriberStats>,
+    pub(super) closed: VecDeque<SubscriberStats>,
     /// When the next refresh is due, monotonic ns.
     next_ns: u64,
 }
@@ -63,20 +61,5 @@ impl StatsBoard {
             self.closed.pop_front();
         }
         self.closed.push_back(st);
-    }
-}
-
-impl Publisher {
-    /// Copies per-subscriber figures where reports can read them.
-    pub(super) fn publish_stats(&mut self, now_ns: u64) {
-        let mut all: Vec<SubscriberStats> = self.stats.closed.iter().cloned().collect();
-        let mut buffered = 0u64;
-        for (_, c) in self.sessions.iter() {
-            buffered += c.state.buf.buffered() as u64;
-            all.push(c.state.stats(&c.peer, now_ns));
-        }
-        all.sort_by_key(|s| s.id);
-        set(&self.ctx.counters.publish.buffered_bytes, buffered);
-        *self.stats.shared.lock() = all;
     }
 }

@@ -26,13 +26,11 @@
 //! Single owner: the publisher thread.
 
 use std::ops::Range;
-use std::time::Duration;
 
 use crate::metrics::counters::bump;
 use crate::protocol::resp::framing;
 use crate::protocol::resp::{self, string2ll, SubscriptionKind as Kind};
 use crate::publish::commands::{at_limit, CommandCtx};
-use crate::publish::publisher::Publisher;
 use crate::publish::routes::SubKey;
 use crate::publish::session::Session;
 use crate::publish::throttle::MAX_RATE;
@@ -175,25 +173,4 @@ fn since(
     });
     bump(&ctx.counters.publish.since_frames, frames);
     true
-}
-
-impl Publisher {
-    /// How long the loop may park before a throttle window opens for a
-    /// subscriber holding symbols back (`None`: no such subscriber).
-    pub(super) fn throttle_wait(&self) -> Option<Duration> {
-        let mut next = u64::MAX;
-        let mut now_w = None;
-        for i in 0..self.attention.len() {
-            let Some(c) = self.sessions.get(self.attention.key(i)) else {
-                continue;
-            };
-            let s = &c.state;
-            if s.throttle.is_active() && s.buf.pending_len() > 0 {
-                let now = *now_w.get_or_insert_with(|| self.settings.window_clock.now_ns());
-                next = next.min(s.throttle.next_open_ns(now));
-            }
-        }
-        let now = now_w?;
-        Some(Duration::from_nanos(next.saturating_sub(now)))
-    }
 }
