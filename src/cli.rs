@@ -8,7 +8,7 @@
 //!
 //! `--help` groups the flags under headings (listeners, connections, market
 //! data, subscribers, orders, retry, lanes, fills, alerts, dead letters,
-//! reporting); the README's flag table is checked against it by a test.
+//! reporting); the book's flag table (docs/src/flags.md) is checked against it by a test.
 
 pub(crate) mod config_file;
 pub(crate) mod order_args;
@@ -473,7 +473,7 @@ mod tests {
         assert_eq!(single.data_dir_in_use(), Some(Path::new("tickfan-data")));
         let ingest = config_of(&[&["--role", "ingest"][..], &nats].concat());
         assert_eq!(ingest.data_dir_in_use(), Some(Path::new("tickfan-data")));
-        // The README's one-host pair: the edge writes nothing there.
+        // The one-host pair of docs/src/scale-out.md: the edge writes nothing there.
         let edge = config_of(&[&["--role", "edge"][..], &nats].concat());
         assert_eq!(
             (edge.dlq_file.as_deref(), edge.data_dir_in_use()),

@@ -17,7 +17,7 @@
 //! Which ports: the subscriber, order and admin ports. The feed port stays
 //! plaintext: feeds are the engine's own upstream on a trusted segment,
 //! and the feed is the one hot path that reads every tick (see
-//! `docs/tls.md`).
+//! `docs/src/tls.md`).
 
 use std::path::{Path, PathBuf};
 use std::sync::Arc;

@@ -15,7 +15,7 @@
 //! of workers builds the answers, and replays run on a thread of their own
 //! (see [`event_loop`]). HTTP is hand-rolled on mio with `httparse` for the
 //! parsing, so every read has a size bound and a deadline and no thread is
-//! spawned per connection (why no HTTP server crate: `docs/decisions.md`).
+//! spawned per connection (why no HTTP server crate: `docs/src/decisions.md`).
 
 pub(crate) mod cluster_series;
 pub(crate) mod conn;

@@ -22,7 +22,7 @@ use crate::retry::{Backoff, Jitter};
 /// Order-path flags of `tickfan serve`.
 #[derive(Debug, Clone, Args)]
 pub struct OrderArgs {
-    /// Address order clients connect to (text lines; see README "Order protocol").
+    /// Address order clients connect to (text lines; see docs/src/protocols.md, "Orders").
     #[arg(long, value_name = "ADDR", default_value = DEFAULT_ORDER_ADDR, help_heading = "Listeners")]
     pub order_listen: SocketAddr,
     /// Orders waiting for a worker, at most; more are rejected at once with SYSTEM_BUSY.

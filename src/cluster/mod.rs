@@ -5,7 +5,7 @@
 //! `<prefix>.snap.<symbol>`; an **edge** node has no feed port, subscribes
 //! on NATS only to what its clients want, seeds cold symbols by
 //! request-reply and writes its own slots, so its publisher serves RESP
-//! subscribers exactly as a single node does. See `docs/scale-out.md`.
+//! subscribers exactly as a single node does. See `docs/src/scale-out.md`.
 //!
 //! ```text
 //!  feeds ─▶ ingest (slots → publisher ─▶ outbox) ─▶ tickfan-nats ─▶ NATS cluster

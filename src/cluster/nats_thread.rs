@@ -1,6 +1,6 @@
 //! The NATS client on its own thread: a current-thread tokio runtime
 //! running `async-nats`, bridged to the engine's threads without a lock on
-//! the hot path (docs/decisions.md, "NATS client").
+//! the hot path (docs/src/decisions.md, "NATS client").
 //!
 //! - **In from the engine**: an ingest's publisher hands updates to the
 //!   [`super::ingest_out::Outbox`] (conflating per symbol, never blocking);

@@ -7,7 +7,7 @@
 //! behind it) sees a symbol's sequence numbers only grow — across NATS
 //! reconnects, re-seeds and ingest failover.
 //!
-//! The rule (docs/decisions.md, "Backbone order"): the sequence number
+//! The rule (docs/src/decisions.md, "Backbone order"): the sequence number
 //! decides, whatever the epoch. The two ingests of an A/B pair are fed the
 //! same ticks, so they number a symbol's updates alike; the edge takes the
 //! highest sequence it has seen from either, so a failover from A to B is

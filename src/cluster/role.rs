@@ -31,7 +31,7 @@ impl Role {
     /// venue sessions per edge, with a client's orders split across them.
     /// So an edge binds no order port, opens no journal and, writing
     /// nothing into `--data-dir`, takes no lock on it: it can share a
-    /// working directory with an ingest (the README's one-host example).
+    /// working directory with an ingest (the one-host example in docs/src/scale-out.md).
     pub fn takes_orders(self) -> bool {
         match self {
             Role::Single | Role::Ingest => true,

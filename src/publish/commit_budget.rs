@@ -48,7 +48,7 @@
 //! - **Drain rate** = bytes the reader took (written − SIOCOUTQ − held) per
 //!   second, over windows of at least [`WINDOW_NS`] that end when the
 //!   window brings news, smoothed (EWMA). Rules, each from a failure seen
-//!   on loopback (docs/decisions.md):
+//!   on loopback (docs/src/decisions.md):
 //!   - *it rises at most [`RAISE_MAX`] per window*: while a reader holds
 //!     less than its window's cap hides, everything sent looks taken;
 //!   - *it is cut at once when the held bytes grow* by more than

@@ -43,7 +43,7 @@ use crate::sys::tcp_signals;
 
 /// Bytes committed to the connection beyond the engine's buffer: the
 /// kernel's send queue (`SIOCOUTQ`; 0 where unknown, see
-/// docs/decisions.md) plus, under TLS, the ciphertext the socket has not
+/// docs/src/decisions.md) plus, under TLS, the ciphertext the socket has not
 /// taken yet (it is as committed as the kernel's bytes).
 fn queued(conn: &Conn<Session>) -> usize {
     tcp_signals::send_queue_bytes(&conn.stream).unwrap_or(0) + conn.stream.pending_tls_bytes()
@@ -174,7 +174,7 @@ pub(super) fn sample_pacing(conn: &mut Conn<Session>, now_ns: u64) {
         return;
     }
     // Unknown (not Linux): the kernel counts as empty and the reader as
-    // holding nothing, see docs/decisions.md.
+    // holding nothing, see docs/src/decisions.md.
     let kernel = queued(conn);
     let window = tcp_signals::peer_window(&conn.stream).ok().flatten();
     let b = &mut conn.state.buf;

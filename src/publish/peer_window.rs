@@ -39,7 +39,7 @@
 //!   decay the estimate falls to 0 within a few [`PEAK_DECAY_NS`], the
 //!   budget lets a few frames out, and their acknowledgement brings a fresh
 //!   window.
-//! - **Limits** (docs/decisions.md): the estimate resolves held bytes only
+//! - **Limits** (docs/src/decisions.md): the estimate resolves held bytes only
 //!   above the receiver's own cap of the window (the window of a buffer
 //!   holding a few KiB can equal that of an empty one); window units are
 //!   the receiver's scaled memory, not exactly payload bytes; the

@@ -7,7 +7,7 @@
 //! Capacity is fixed at construction and the heap never grows past it: a push
 //! into a full queue hands the item back ([`Full`]) and the caller applies
 //! its policy (the order path dead-letters the order with
-//! `retry_queue_full`; see `docs/decisions.md`).
+//! `retry_queue_full`; see `docs/src/decisions.md`).
 //!
 //! Single owner (the timer thread); not shared.
 

@@ -22,7 +22,7 @@
 //! drain rate is measured from writes alone; no window (a kernel older
 //! than 5.4 answers `TCP_INFO` with a struct that ends before
 //! `tcpi_snd_wnd`) means the reader's held bytes are unknown and count as
-//! none, the behaviour before (see docs/decisions.md).
+//! none, the behaviour before (see docs/src/decisions.md).
 //!
 //! Linux only (the window: glibc targets, whose `libc::tcp_info` has the
 //! field); elsewhere each reports `Unsupported`.
