@@ -19,10 +19,11 @@ use crate::sys::clock::{wall_ns, MonoClock};
 use crate::model::lane::Lane;
 use crate::model::order_reasons::{InvalidReason, RejectReason};
 use crate::model::units::{Amount, Lots};
-use crate::order::accepted::{ConnId, Order};
-use crate::order::lanes::admission::{Admission, Busy};
-use crate::order::lanes::events::{Event, EventKind};
-use crate::order::lanes::worker::e2e_stage;
+use crate::net::ConnId;
+use crate::order::msg::admission::{Admission, Busy};
+use crate::order::msg::event::e2e_stage;
+use crate::order::msg::event::{Event, EventKind};
+use crate::order::msg::order::Order;
 
 use super::acct::AcctKeys;
 use super::cancel::CancelBook;
@@ -32,9 +33,9 @@ use super::codec::{
 use super::dedup::{Dedup, IdState, Refusal};
 use super::pending_acks::PendingAcks;
 use super::status::{write_status, OrderStatus};
-use crate::order::journal::record::{Record, TerminalState};
 use crate::order::journal::writer::AppendError;
-use crate::order::lanes::claim::Cancelled;
+use crate::order::msg::claim::Cancelled;
+use crate::order::msg::record::{Record, TerminalState};
 use crate::rate_limit::RateLimit;
 
 /// The gateway's state apart from the sockets.
@@ -62,7 +63,7 @@ pub(super) struct Ledger {
     /// before their `ACK` (`None`: `--no-journal`, `ACK` at once).
     pub(super) pending: Option<PendingAcks>,
     /// The kill switch (`POST /orders/halt`): while on, `NEW` is refused.
-    pub(super) halt: Arc<super::halt::Halt>,
+    pub(super) halt: Arc<crate::order::msg::halt::Halt>,
     /// The orders `CANCEL` may still reach, and the cancels not yet answered.
     pub(super) cancels: CancelBook,
     /// Per-account ordering: the active (account, symbol) keys and the

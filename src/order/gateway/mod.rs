@@ -65,8 +65,8 @@ use crate::metrics::Stage;
 use crate::model::warning::WarnKind;
 use crate::net::lines::{LineEvent, LineReader};
 use crate::net::{
-    AuthGate, AuthStep, ConnCounters, ConnId, Conns, KeyList, Listener, LoopCtx, PortPolicy,
-    TlsPort, TurnLists, WriteBuf, LISTENER,
+    AuthGate, AuthStep, ConnCounters, Conns, KeyList, Listener, LoopCtx, PortPolicy, TlsPort,
+    TurnLists, WriteBuf, LISTENER,
 };
 use crate::rate_limit::RateLimit;
 use crate::retry::SharedClock;
@@ -75,16 +75,17 @@ use crate::sys::watch::Beat;
 
 use crate::model::lane::Lane;
 use crate::model::order_reasons::InvalidReason;
-use crate::order::lanes::admission::Admission;
-use crate::order::lanes::bridge_calls::BridgeCalls;
-use crate::order::lanes::events::Event;
+use crate::order::msg::admission::Admission;
+use crate::order::msg::event::Event;
+use crate::order::msg::gauges::CallGauges;
+use crate::order::msg::halt::Halt;
 
 use crate::model::order_reasons::RejectReason;
 use crate::model::units::{Amount, Lots};
-use crate::order::accepted::Order;
-use crate::order::journal::record::{Record, TerminalState};
 use crate::order::journal::writer::Loss;
-use crate::order::lanes::admission::Busy;
+use crate::order::msg::admission::Busy;
+use crate::order::msg::order::Order;
+use crate::order::msg::record::{Record, TerminalState};
 use dedup::{Dedup, IdState};
 use pending_acks::Released;
 
@@ -92,7 +93,6 @@ pub(crate) mod acct;
 mod cancel;
 pub mod codec;
 pub mod dedup;
-pub mod halt;
 mod ledger;
 pub(crate) mod pending_acks;
 pub mod status;
@@ -172,11 +172,11 @@ pub(crate) struct GatewayParts {
     /// The order path's clock (rate limits, bridge-call gauges).
     pub clock: SharedClock,
     /// Read every turn for the bridge-call gauges (written by the workers).
-    pub bridge_calls: Arc<BridgeCalls>,
+    pub bridge_calls: Arc<dyn CallGauges>,
     /// The journal's hold (`None`: `--no-journal`).
     pub pending: Option<pending_acks::PendingAcks>,
     /// The kill switch: while on, every `NEW` is refused.
-    pub halt: Arc<halt::Halt>,
+    pub halt: Arc<Halt>,
 }
 
 /// The gateway's part of a connection (the kit keeps socket, id, peer, auth).
@@ -209,7 +209,7 @@ pub(crate) struct Gateway {
     auth: AuthGate,
     ledger: Ledger,
     /// Read every turn for the bridge-call gauges (written by the workers).
-    bridge_calls: Arc<BridgeCalls>,
+    bridge_calls: Arc<dyn CallGauges>,
     settings: GatewaySettings,
     closing: Arc<AtomicBool>,
     /// The gateway's heartbeat (beaten every turn).
@@ -466,7 +466,7 @@ impl Gateway {
         if conn.state.paused || conn.state.read_closed {
             return 0;
         }
-        let id = conn.id.as_u64();
+        let id = conn.id;
         let (mut lines, mut reads, mut close) = (0usize, 0usize, false);
         // Whether to serve it next turn without waiting for an event.
         let again = loop {
@@ -612,7 +612,7 @@ impl Gateway {
                     lsn,
                     recovered,
                 } => {
-                    let conn = ConnId::from_u64(order.conn);
+                    let conn = order.conn;
                     let id = Arc::clone(&order.id);
                     let recv_mono_ns = order.recv_mono_ns;
                     let (claim, lane) = (Arc::clone(&order.claim), order.lane);
@@ -637,13 +637,9 @@ impl Gateway {
                                 acct.sent(k, &id);
                             }
                             p.started(&id, lsn);
-                            self.ledger.cancels.started(
-                                &id,
-                                conn.as_u64(),
-                                claim,
-                                lane,
-                                recv_mono_ns,
-                            );
+                            self.ledger
+                                .cancels
+                                .started(&id, conn, claim, lane, recv_mono_ns);
                             if recovered {
                                 continue;
                             }
@@ -753,7 +749,7 @@ impl Gateway {
             &self.ledger.counters.orders.rejected[RejectReason::SystemBusy.index()],
             1,
         );
-        let conn = ConnId::from_u64(order.conn);
+        let conn = order.conn;
         match self.conns.get_live(conn) {
             Some(c) => {
                 codec::write_reject(
@@ -802,7 +798,7 @@ impl Gateway {
             n += 1;
             bump(&self.ledger.counters.orders.cancelled, 1);
             self.ledger.apply(&ev, true);
-            let owner = ConnId::from_u64(ev.conn);
+            let owner = ev.conn;
             let mut told = false;
             if let Some(c) = self.conns.get_live(owner) {
                 write_event(c.state.out.room_for(REPLY_ROOM), &ev);
@@ -810,7 +806,7 @@ impl Gateway {
                 self.dirty.mark(&mut c.state.dirty, owner.key());
                 told = true;
             }
-            if let Some(by) = by.filter(|b| *b != ev.conn).map(ConnId::from_u64) {
+            if let Some(by) = by.filter(|b| *b != ev.conn) {
                 if let Some(c) = self.conns.get_live(by) {
                     write_event(c.state.out.room_for(REPLY_ROOM), &ev);
                     self.dirty.mark(&mut c.state.dirty, by.key());
@@ -835,7 +831,7 @@ impl Gateway {
             match self.ledger.events.try_recv() {
                 Ok(ev) => {
                     n += 1;
-                    let id = ConnId::from_u64(ev.conn);
+                    let id = ev.conn;
                     let terminal = ev.kind.is_terminal();
                     self.ledger.apply(&ev, false);
                     if !ev.kind.has_reply() {

@@ -25,8 +25,8 @@ use std::collections::{BTreeMap, HashMap, VecDeque};
 use std::sync::Arc;
 
 use crate::model::lane::Lane;
-use crate::order::accepted::Order;
 use crate::order::journal::writer::{Durability, Journal, Loss};
+use crate::order::msg::order::Order;
 
 /// An order waiting for its LSN to be durable.
 #[derive(Debug)]
@@ -185,13 +185,13 @@ mod tests {
     use std::sync::Arc;
 
     use super::*;
-    use crate::order::journal::record::tests::samples;
     use crate::order::journal::tests::Injected;
     use crate::order::journal::writer::JournalLimits;
+    use crate::order::msg::record::tests::samples;
 
     /// A small order with admission number `seq` (the lanes' test order).
     fn order(seq: u64) -> Order {
-        crate::order::lanes::admission::tests::order(seq, 0)
+        crate::order::msg::admission::tests::order(seq, 0)
     }
 
     #[test]

@@ -20,27 +20,31 @@ use indexmap::IndexMap;
 
 use crate::model::order_reasons::{DeadReason, DoneStatus};
 use crate::model::units::Lots;
-use crate::order::accepted::{Order, Resumed};
+use crate::net::ConnId;
 use crate::order::config::OrderConfig;
 use crate::order::gateway::dedup::{Dedup, IdState};
 use crate::order::gateway::status::OrderStatus;
-use crate::order::lanes::events::EventKind;
+use crate::order::msg::event::EventKind;
+use crate::order::msg::order::{Order, Resumed};
 use crate::retry::SharedClock;
 use crate::sys::clock::{wall_ns, MonoClock};
 use crate::sys::watch::Watch;
 
 use super::files::{DirFiles, JournalFiles, WrapFiles};
-use super::record::{Record, TerminalState};
 use super::recover::{recover, RecoverError};
 use super::writer::{Journal, JournalEnv, JournalLimits, Notify};
 use crate::dlq::{AttemptRecord, DeadLetter};
+use crate::order::msg::record::{Record, TerminalState};
 
 /// Largest segment; smaller when `--journal-max-bytes` is small, so old
 /// segments can be retired one by one.
 pub(crate) const SEGMENT_BYTES: u64 = 64 << 20;
 
-/// The connection id of recovered orders: no live connection ever has it.
-pub(crate) const NO_CONN: u64 = u64::MAX;
+/// The connection id of recovered orders: no live connection ever has it
+/// (a generation and a slab key of all ones).
+pub(crate) fn no_conn() -> ConnId {
+    ConnId::from_u64(u64::MAX)
+}
 
 /// The journal, started, and what was recovered from it.
 #[derive(Debug)]
@@ -290,7 +294,7 @@ pub(crate) fn open(
         resumed.route = Some(seq);
         orders.push(Order {
             seq: orders.len() as u64 + 1,
-            conn: NO_CONN,
+            conn: no_conn(),
             id: Arc::from(id.as_str()),
             symbol: symbol.into(),
             side,

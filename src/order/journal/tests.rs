@@ -6,10 +6,10 @@ use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::Arc;
 
 use super::files::{DirFiles, JournalFile, JournalFiles};
-use super::record::tests::samples;
-use super::record::Record;
 use super::recover::recover;
 use super::writer::{AppendError, Journal, JournalLimits};
+use crate::order::msg::record::tests::samples;
+use crate::order::msg::record::Record;
 
 const LIMITS: JournalLimits = JournalLimits {
     max_bytes: 1 << 30,

@@ -46,8 +46,8 @@ use crate::sys::watch::Watch;
 use super::disk_full::{is_disk_full, probe, DiskFull, Probe, FULL_POLL, PROBE_EVERY};
 use super::files::{JournalFile, JournalFiles};
 use super::lost::LostRanges;
-use super::record::Record;
 use super::segment::{header, put_frame};
+use crate::order::msg::record::Record;
 
 /// Called by the journal thread after each commit or failure.
 pub type Notify = Box<dyn Fn() + Send + Sync>;
