@@ -161,3 +161,203 @@ fn the_check_sees_an_import() {
     assert!(!imports_of(&["src/order"], &["net"]).is_empty());
     assert!(!imports_of(&["src/feed", "src/publish"], &["slots"]).is_empty());
 }
+
+/// The thread folders of the order path and the venue side under the lane
+/// workers; `msg` is their floor, `wiring` the one place above them.
+const ORDER_FOLDERS: &[&str] = &["gateway", "lanes", "journal", "fills", "venue"];
+
+/// The module path of a source file under `src/` (`src/order/gateway/mod.rs`
+/// → `order::gateway`, `src/order/gateway/ledger.rs` →
+/// `order::gateway::ledger`).
+fn module_of(file: &Path) -> Vec<String> {
+    let src = Path::new(env!("CARGO_MANIFEST_DIR")).join("src");
+    let rel = file.strip_prefix(&src).expect("a file under src/");
+    let mut segs: Vec<String> = rel
+        .iter()
+        .map(|s| s.to_string_lossy().trim_end_matches(".rs").to_string())
+        .collect();
+    if segs.last().is_some_and(|s| s == "mod") {
+        segs.pop();
+    }
+    segs
+}
+
+/// The identifier-and-`::` path that starts `text`, with each `{…}` group
+/// expanded (`a::{b, c::d}` → `a::b`, `a::c::d`); `self` in a group is its
+/// parent. Stops at the first character that is not part of a path.
+fn expand_path(text: &str) -> Vec<String> {
+    let head: String = text
+        .chars()
+        .take_while(|c| c.is_alphanumeric() || *c == '_' || *c == ':')
+        .collect();
+    let rest = &text[head.len()..];
+    if !head.ends_with("::") || !rest.starts_with('{') {
+        return vec![head.trim_end_matches(':').to_string()];
+    }
+    // The group: split its items at top-level commas.
+    let (mut depth, mut items, mut start) = (0usize, Vec::new(), 1usize);
+    for (i, c) in rest.char_indices() {
+        match c {
+            '{' => depth += 1,
+            '}' => {
+                depth -= 1;
+                if depth == 0 {
+                    items.push(&rest[start..i]);
+                    break;
+                }
+            }
+            ',' if depth == 1 => {
+                items.push(&rest[start..i]);
+                start = i + 1;
+            }
+            _ => {}
+        }
+    }
+    let mut out = Vec::new();
+    for item in items {
+        let item = item.trim();
+        if item.is_empty() {
+            continue;
+        }
+        for tail in expand_path(item) {
+            if tail == "self" {
+                out.push(head.trim_end_matches(':').to_string());
+            } else {
+                out.push(format!("{head}{tail}"));
+            }
+        }
+    }
+    out
+}
+
+/// Every path into the crate written in the code (not the comments) of the
+/// Rust files at `places`, resolved to a module path from the crate root:
+/// `crate::…` as written, `super::…` against the file's own module (an
+/// inline `mod tests` is not counted, so a test's `super::` resolves one
+/// level high: it can only over-report), with `use` groups expanded, also
+/// across lines. As `(file:line, path)`.
+fn resolved_paths(places: &[&str]) -> Vec<(String, String)> {
+    let mut found = Vec::new();
+    for path in places.iter().flat_map(|p| rust_files(p)) {
+        let text = std::fs::read_to_string(&path).expect("source file");
+        let mut code = String::new();
+        let mut line_at = Vec::new();
+        for (n, line) in text.lines().enumerate() {
+            let kept = line.split("//").next().unwrap_or("");
+            line_at.extend(std::iter::repeat_n(n + 1, kept.len() + 1));
+            code.push_str(kept);
+            code.push('\n');
+        }
+        // A `use` group may span lines: drop the line breaks and the
+        // spaces after them inside paths so they expand as one.
+        let module = module_of(&path);
+        for start in ["crate::", "super::"] {
+            for (at, _) in code.match_indices(start) {
+                let before = code[..at].chars().next_back();
+                if before.is_some_and(|c| c.is_alphanumeric() || c == '_' || c == ':') {
+                    continue;
+                }
+                let flat: String = code[at..]
+                    .chars()
+                    .take(2000)
+                    .filter(|c| !c.is_whitespace())
+                    .collect();
+                for p in expand_path(&flat) {
+                    let mut segs: Vec<&str> = p.split("::").collect();
+                    let mut base: Vec<String> = Vec::new();
+                    if segs[0] == "crate" {
+                        segs.remove(0);
+                    } else {
+                        let ups = segs.iter().take_while(|s| **s == "super").count();
+                        base = module[..module.len().saturating_sub(ups)].to_vec();
+                        segs.drain(..ups);
+                    }
+                    base.extend(segs.iter().map(|s| s.to_string()));
+                    let at_line = line_at.get(at).copied().unwrap_or(0);
+                    found.push((format!("{}:{}", path.display(), at_line), base.join("::")));
+                }
+            }
+        }
+    }
+    found
+}
+
+/// The order folder (`order::<folder>`) a resolved path reaches, if any.
+fn order_folder(path: &str) -> Option<&str> {
+    let mut segs = path.split("::");
+    (segs.next() == Some("order")).then_some(())?;
+    segs.next()
+}
+
+/// Each thread folder of the order path (the gateway, the lanes, the
+/// journal, the fills) and the venue side imports no sibling folder and not
+/// the wiring: what they exchange is on the floor (`order/msg/`), and the
+/// wiring connects them. The one downward edge is the lanes' use of the
+/// venue side (a worker's bridge call), through `venue/mod.rs`'s surface
+/// (its files are private modules, so a deeper path does not compile).
+#[test]
+fn order_thread_folders_import_no_sibling() {
+    let mut bad = Vec::new();
+    for folder in ORDER_FOLDERS {
+        let place = format!("src/order/{folder}");
+        for (at, p) in resolved_paths(&[&place]) {
+            let Some(target) = order_folder(&p) else {
+                continue;
+            };
+            let sibling = ORDER_FOLDERS.contains(&target) && target != *folder;
+            let allowed = *folder == "lanes" && target == "venue";
+            if (sibling && !allowed) || target == "wiring" {
+                bad.push((at, p));
+            }
+        }
+    }
+    assert!(
+        bad.is_empty(),
+        "an order thread folder imports a sibling (put what they share on order/msg/): {bad:#?}"
+    );
+}
+
+/// The floor (`order/msg/`) and the settings (`order/config.rs`) sit
+/// below every order folder: they import none of them, nor the wiring.
+#[test]
+fn the_order_floor_and_settings_import_no_order_folder() {
+    let bad: Vec<_> = resolved_paths(&["src/order/msg", "src/order/config.rs"])
+        .into_iter()
+        .filter(|(at, p)| {
+            order_folder(p).is_some_and(|t| {
+                ORDER_FOLDERS.contains(&t)
+                    || t == "wiring"
+                    || (t == "msg" && at.contains("config.rs"))
+            })
+        })
+        .collect();
+    assert!(
+        bad.is_empty(),
+        "order/msg/ and order/config.rs must stay below the threads: {bad:#?}"
+    );
+}
+
+#[test]
+fn the_order_check_resolves_relative_and_grouped_paths() {
+    // `super::` from a folder's file reaches its siblings, groups expand,
+    // and the wiring is seen to import every folder.
+    assert_eq!(
+        expand_path("crate::order::{lanes::{pool,routing::split},msg::order::Order};"),
+        [
+            "crate::order::lanes::pool",
+            "crate::order::lanes::routing::split",
+            "crate::order::msg::order::Order"
+        ]
+    );
+    let wiring = resolved_paths(&["src/order/wiring.rs"]);
+    for folder in ORDER_FOLDERS.iter().chain(&["msg"]) {
+        assert!(
+            wiring.iter().any(|(_, p)| order_folder(p) == Some(folder)),
+            "the wiring's import of order::{folder} is not seen"
+        );
+    }
+    let gateway = resolved_paths(&["src/order/gateway"]);
+    assert!(gateway
+        .iter()
+        .any(|(_, p)| p.starts_with("order::gateway::dedup")));
+}

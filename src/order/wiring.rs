@@ -91,6 +91,7 @@ use super::msg::admission::{admission, LaneRx};
 use super::msg::event::e2e_stage;
 use super::msg::event::{EventSender, EVENT_CAPACITY};
 use super::msg::halt::Halt;
+use super::msg::journal::JournalHandle;
 use super::msg::order::Order;
 use super::venue::{BridgeCalls, CallPool, FenceTokens, InflightLimit};
 
@@ -304,7 +305,10 @@ impl OrderPath {
                 }
             });
             (
-                Some(PendingAcks::new(opened.journal.clone(), opened.orders)),
+                Some(PendingAcks::new(
+                    Arc::new(opened.journal.clone()),
+                    opened.orders,
+                )),
                 Some((opened.journal, opened.thread)),
             )
         } else {
@@ -324,7 +328,9 @@ impl OrderPath {
             bridge_calls: Arc::clone(&bridge_calls),
             call_pool,
             tokens,
-            journal: journal.as_ref().map(|(j, _)| j.clone()),
+            journal: journal
+                .as_ref()
+                .map(|(j, _)| Arc::new(j.clone()) as JournalHandle),
             backoff: c.retry,
             clock: Arc::clone(&i.clock),
             mono: i.mono,

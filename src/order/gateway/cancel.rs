@@ -40,9 +40,9 @@ use crate::model::lane::Lane;
 use crate::model::order_reasons::{DoneStatus, RejectReason};
 use crate::model::warning::WarnKind;
 use crate::net::ConnId;
-use crate::order::journal::writer::{Durability, Journal};
 use crate::order::msg::claim::{CancelRefused, Cancelled, Claim};
 use crate::order::msg::event::{Event, EventKind};
+use crate::order::msg::journal::{Durability, JournalHandle};
 use crate::order::msg::record::{Record, TerminalState};
 
 use super::status::OrderStatus;
@@ -119,7 +119,7 @@ impl CancelBook {
         id: &str,
         status: Option<OrderStatus>,
         by: Option<ConnId>,
-        journal: Option<&Journal>,
+        journal: Option<&JournalHandle>,
     ) -> Result<Cancelled, Refused> {
         let Some(st) = status else {
             return Err((
@@ -184,7 +184,7 @@ impl CancelBook {
     pub(super) fn cancel_all(
         &mut self,
         status: impl Fn(&str) -> Option<OrderStatus>,
-        journal: Option<&Journal>,
+        journal: Option<&JournalHandle>,
     ) -> (usize, usize) {
         let ids: Vec<Arc<str>> = self.live.keys().cloned().collect();
         let (mut whole, mut split) = (0, 0);
@@ -203,7 +203,7 @@ impl CancelBook {
     /// asked, if any.
     pub(super) fn next_answer(
         &mut self,
-        journal: Option<&Journal>,
+        journal: Option<&JournalHandle>,
     ) -> Option<(Event, Option<ConnId>)> {
         let front = self.held.front()?;
         let ready = match journal {

@@ -33,8 +33,8 @@ use super::codec::{
 use super::dedup::{Dedup, IdState, Refusal};
 use super::pending_acks::PendingAcks;
 use super::status::{write_status, OrderStatus};
-use crate::order::journal::writer::AppendError;
 use crate::order::msg::claim::Cancelled;
+use crate::order::msg::journal::AppendError;
 use crate::order::msg::record::{Record, TerminalState};
 use crate::rate_limit::RateLimit;
 

@@ -82,8 +82,8 @@ use crate::order::msg::halt::Halt;
 
 use crate::model::order_reasons::RejectReason;
 use crate::model::units::{Amount, Lots};
-use crate::order::journal::writer::Loss;
 use crate::order::msg::admission::Busy;
+use crate::order::msg::journal::Loss;
 use crate::order::msg::order::Order;
 use crate::order::msg::record::{Record, TerminalState};
 use dedup::{Dedup, IdState};
@@ -95,6 +95,7 @@ pub mod codec;
 pub mod dedup;
 mod ledger;
 pub(crate) mod pending_acks;
+mod restore;
 pub mod status;
 use ledger::{write_event, Ledger};
 
@@ -913,12 +914,7 @@ impl Gateway {
         self.bridge_calls.publish_gauges(o, &*self.ledger.clock);
         if let Some(p) = &self.ledger.pending {
             p.publish_oldest_live();
-            let j = p.journal();
-            set(&o.journal_bytes, j.used_bytes());
-            set(&o.journal_max_bytes, j.limits().max_bytes);
-            set(&o.journal_disk_full, u64::from(j.is_disk_full()));
-            set(&o.journal_failed, u64::from(j.is_failed()));
-            set(&o.journal_disk_full_episodes, j.disk_full_episodes());
+            p.journal().publish_gauges(o);
         }
     }
 

@@ -43,7 +43,7 @@ use crate::metrics::recorder::RecorderLink;
 use crate::metrics::{Stage, StageRecorder};
 use crate::model::lane::Lane;
 use crate::model::warning::WarnKind;
-use crate::order::journal::writer::Journal;
+use crate::order::msg::journal::JournalHandle;
 use crate::order::msg::order::Order;
 use crate::retry::{Backoff, Permits, SharedClock};
 use crate::sys::clock::MonoClock;
@@ -88,7 +88,7 @@ pub(crate) struct WorkerKit {
     /// Fencing tokens.
     pub tokens: Arc<FenceTokens>,
     /// The journal, if any.
-    pub journal: Option<Journal>,
+    pub journal: Option<JournalHandle>,
     /// Retry policy.
     pub backoff: Backoff,
     /// Engine clock.

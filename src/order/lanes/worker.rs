@@ -71,8 +71,8 @@ use crate::sys::clock::{wall_ns, MonoClock};
 
 use crate::model::lane::Lane;
 use crate::model::order_reasons::DeadReason;
-use crate::order::journal::writer::{AppendError, Journal};
 use crate::order::msg::fill::FillMsg;
+use crate::order::msg::journal::{AppendError, JournalHandle};
 use crate::order::msg::order::{ChunkOf, Order, Resumed};
 use crate::order::msg::record::Record;
 
@@ -117,7 +117,7 @@ pub(crate) struct Worker {
     /// Fencing tokens, one per attempt (shared by every worker).
     pub tokens: Arc<FenceTokens>,
     /// The journal (`None` with `--no-journal`): each attempt is recorded.
-    pub journal: Option<Journal>,
+    pub journal: Option<JournalHandle>,
     /// Retry policy.
     pub backoff: Backoff,
     /// Engine clock (deadlines, due times).

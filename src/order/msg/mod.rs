@@ -19,8 +19,12 @@
 //!   channel it comes through ([`event::EventSender`]);
 //! * [`fill`]: what the workers tell the fill thread ([`fill::FillMsg`]);
 //! * [`record`]: the journal's records and their payload codec;
+//! * [`journal`]: the journal as the gateway and the workers append to it
+//!   ([`journal::JournalLink`], implemented by the journal's handle);
 //! * [`gauges`]: what the gateway publishes of the venue side's state
 //!   ([`gauges::CallGauges`]);
+//! * [`restore`]: a journaled order as the gateway takes it back at start
+//!   ([`restore::Restore`], implemented by the gateway, called by recovery);
 //! * [`halt`]: the kill switch the admin endpoint flips and the gateway and
 //!   the workers read.
 //!
@@ -33,5 +37,7 @@ pub(crate) mod event;
 pub(crate) mod fill;
 pub(crate) mod gauges;
 pub mod halt;
+pub mod journal;
 pub(crate) mod order;
 pub mod record;
+pub(crate) mod restore;
