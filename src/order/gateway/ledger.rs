@@ -28,10 +28,11 @@ use crate::order::msg::order::Order;
 use super::acct::AcctKeys;
 use super::cancel::CancelBook;
 use super::codec::{
-    parse_request, write_ack, write_dead, write_done, write_fill, write_reject, NewOrder, Request,
+    parse_request, write_dead, write_done, write_fill, write_reject, NewOrder, Request,
 };
 use super::dedup::{Dedup, IdState, Refusal};
 use super::pending_acks::PendingAcks;
+use super::send_on::Owed;
 use super::status::{write_status, OrderStatus};
 use crate::order::msg::claim::Cancelled;
 use crate::order::msg::journal::AppendError;
@@ -295,40 +296,13 @@ impl Ledger {
             self.reject(out, o.id, RejectReason::SystemBusy, &detail);
             return false;
         }
-        let claim = Arc::clone(&order.claim);
-        let offered = match order.acct_key.clone() {
-            None => admission.offer(order),
-            Some(k) if self.acct.must_park(&k) => {
-                if admission.lane_depth(lane) + parked >= admission.capacity_of(lane) {
-                    let mut order = order;
-                    order.lane = lane;
-                    Err(Busy(order))
-                } else {
-                    let mut order = order;
-                    order.lane = lane;
-                    self.acct.park(order);
-                    Ok(())
-                }
-            }
-            Some(k) => {
-                let r = admission.offer(order);
-                if r.is_ok() {
-                    self.acct.sent(&k, &id);
-                }
-                r
-            }
-        };
-        match offered {
+        // No journal: on its way now, `ACK`ed at once.
+        match self.send_on(order, Owed::Ack(Some(&mut *out)), true) {
             Ok(()) => {
-                self.cancels.started(&id, conn, claim, lane, mono);
                 self.dedup.insert(o.id, now);
                 if let Some(st) = self.dedup.track(o.id) {
                     *st = OrderStatus::queued(o.qty);
                 }
-                write_ack(out, o.id);
-                self.recorder
-                    .record_span(Stage::OrderAck, mono, self.mono.now_ns());
-                bump(&self.counters.orders.accepted, 1);
                 self.in_flight += 1;
                 true
             }

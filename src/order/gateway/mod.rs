@@ -88,6 +88,7 @@ use crate::order::msg::order::Order;
 use crate::order::msg::record::{Record, TerminalState};
 use dedup::{Dedup, IdState};
 use pending_acks::Released;
+use send_on::Owed;
 
 pub(crate) mod acct;
 mod cancel;
@@ -96,6 +97,7 @@ pub mod dedup;
 mod ledger;
 pub(crate) mod pending_acks;
 mod restore;
+mod send_on;
 pub mod status;
 use ledger::{write_event, Ledger};
 
@@ -599,71 +601,50 @@ impl Gateway {
             let Some(released) = p.next() else {
                 return n;
             };
-            let Some(admission) = &self.ledger.admission else {
+            if self.ledger.admission.is_none() {
                 // Closing: `close_intake` refuses what is left.
                 match released {
                     Released::Durable { order, lsn, .. } => p.put_back(order, lsn, None),
                     Released::Lost(order, loss) => p.put_back(order, 0, Some(loss)),
                 }
                 return n;
-            };
+            }
             match released {
                 Released::Durable {
                     order,
                     lsn,
                     recovered,
                 } => {
-                    let conn = order.conn;
-                    let id = Arc::clone(&order.id);
-                    let recv_mono_ns = order.recv_mono_ns;
-                    let (claim, lane) = (Arc::clone(&order.claim), order.lane);
-                    // Per-account ordering: behind its key's head, it is
-                    // parked (ACKed all the same); else it becomes the head.
-                    let key = order.acct_key.clone();
-                    let acct = &mut self.ledger.acct;
-                    if let (Some(k), true) = (&key, recovered) {
-                        let _ = acct.reserve(&id, k, true);
+                    let (conn, id) = (order.conn, Arc::clone(&order.id));
+                    if let (Some(k), true) = (&order.acct_key, recovered) {
+                        let _ = self.ledger.acct.reserve(&id, k, true);
                     }
-                    let park = key.as_ref().is_some_and(|k| acct.must_park(k));
-                    let offered = if park {
-                        acct.park(order);
-                        Ok(())
+                    // Behind its key's head it is parked (ACKed all the
+                    // same); its place in the lane was counted when held.
+                    let mut client = if recovered {
+                        None
                     } else {
-                        admission.offer(order)
+                        self.conns.get_live(conn)
                     };
-                    match offered {
+                    let owed = if recovered {
+                        Owed::Recovered
+                    } else {
+                        Owed::Ack(client.as_mut().map(|c| c.state.out.room_for(REPLY_ROOM)))
+                    };
+                    match self.ledger.send_on(order, owed, false) {
                         Ok(()) => {
                             n += 1;
-                            if let (Some(k), false) = (&key, park) {
-                                acct.sent(k, &id);
+                            if let Some(p) = &mut self.ledger.pending {
+                                p.started(&id, lsn);
                             }
-                            p.started(&id, lsn);
-                            self.ledger
-                                .cancels
-                                .started(&id, conn, claim, lane, recv_mono_ns);
-                            if recovered {
-                                continue;
-                            }
-                            bump(&self.ledger.counters.orders.accepted, 1);
-                            match self.conns.get_live(conn) {
-                                Some(c) => {
-                                    codec::write_ack(c.state.out.room_for(REPLY_ROOM), &id);
-                                    self.dirty.mark(&mut c.state.dirty, conn.key());
-                                    let now = self.ledger.mono.now_ns();
-                                    self.ledger.recorder.record_span(
-                                        Stage::OrderAck,
-                                        recv_mono_ns,
-                                        now,
-                                    );
-                                }
-                                None => bump(
-                                    &self.ledger.counters.orders.replies_to_closed_connections,
-                                    1,
-                                ),
+                            if let Some(c) = client {
+                                self.dirty.mark(&mut c.state.dirty, conn.key());
                             }
                         }
                         Err(Busy(back)) => {
-                            p.put_back(back, lsn, None);
+                            if let Some(p) = &mut self.ledger.pending {
+                                p.put_back(back, lsn, None);
+                            }
                             return n;
                         }
                     }
@@ -692,22 +673,16 @@ impl Gateway {
     /// `acct.rs`), each now its key's head; a full lane keeps the rest
     /// parked for a later turn. Returns how many.
     fn release_followers(&mut self) -> usize {
-        let Some(admission) = &self.ledger.admission else {
+        if self.ledger.admission.is_none() {
             return 0;
-        };
+        }
         let mut n = 0;
         while let Some(mut order) = self.ledger.acct.next_ready() {
-            let (id, key) = (Arc::clone(&order.id), order.acct_key.clone());
             // Its queue wait (and the lane's oldest age) starts now: the
             // time parked was its key's, not the lane's backlog.
             order.enq_mono_ns = self.ledger.mono.now_ns();
-            match admission.offer(order) {
-                Ok(()) => {
-                    n += 1;
-                    if let Some(k) = key {
-                        self.ledger.acct.sent(&k, &id);
-                    }
-                }
+            match self.ledger.send_on(order, Owed::Follower, false) {
+                Ok(()) => n += 1,
                 Err(Busy(back)) => {
                     self.ledger.acct.put_back(back);
                     break;
