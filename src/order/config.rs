@@ -62,7 +62,7 @@ pub struct OrderConfig {
     /// ones not yet at a bridge are dead-lettered (`shutdown`).
     pub shutdown_deadline: Duration,
     /// How long one bridge call may go unanswered before it is abandoned
-    /// and the order retried on the next bridge (`order::lanes::lease`).
+    /// and the order retried on the next bridge (`order::venue`, its lease).
     pub bridge_lease: Duration,
     /// Directory for the order journal and the dead-letter file (created
     /// when missing).

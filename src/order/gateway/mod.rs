@@ -14,7 +14,15 @@
 //! the gateway turns them into lines (the per-line work: `ledger.rs`; this
 //! file: sockets, buffers and the loop). Because the gateway appends `ACK`
 //! right after a successful offer, before it next drains events, a client
-//! always reads `ACK` before any `FILL` or `DONE` of that order.
+//! always reads `ACK` before any `FILL` or `DONE` of that order. The offer
+//! (or parking behind an account key's head) and the `ACK` are written
+//! once, in `send_on.rs`, for every way an order is sent on.
+//!
+//! What it exchanges with the other threads (the lane queues, the events,
+//! the journal records and the journal itself, the kill switch, the bridge
+//! call gauges) is on the floor, [`crate::order::msg`]; it imports no
+//! other thread's folder. At start it takes back the orders recovery found
+//! (`restore.rs`, the floor's [`Restore`](crate::order::msg::restore::Restore)).
 //!
 //! Fairness: a turn hands out at most `LINES_PER_TURN` lines of each
 //! connection (one that sent 25,000 orders at once is taken in slices, in

@@ -1,7 +1,7 @@
 //! The accepted order: what travels through the order path (gateway →
 //! lane queue → worker → delay queue → worker … → fill thread), owned by one
 //! stage at a time. What comes back to the gateway about it is an
-//! [`Event`](super::msg::event::Event).
+//! [`Event`](super::event::Event).
 
 use std::sync::Arc;
 
@@ -54,7 +54,7 @@ pub(crate) struct Order {
     pub retry_due_ns: u64,
     /// Is this a replay of a dead-lettered order?
     pub replay: bool,
-    /// Its lane (set by [`super::msg::admission::Admission::offer`]).
+    /// Its lane (set by [`super::admission::Admission::offer`]).
     pub lane: Lane,
     /// Set on a chunk of a large order (its `id` is then `<parent id>.c<index>`).
     pub chunk: Option<ChunkOf>,
