@@ -33,9 +33,12 @@
 //! * [`msg`]: the floor under the four thread folders, which import it
 //!   and never each other: the accepted [`msg::order::Order`] that travels
 //!   between them (owned by one stage at a time), the claim, the events
-//!   back to the gateway, the fill messages, the journal records, the lane
-//!   queues and the kill switch;
-//! * [`wiring`]: builds the threads and the queues between them and stops
+//!   back to the gateway, the fill messages, the journal records and the
+//!   journal as its appenders see it, the lane queues, the kill switch,
+//!   and the two hand-offs a trait carries (a restart's ids to the
+//!   gateway, the bridge call gauges to it);
+//! * [`wiring`]: the one place that connects the threads (it may import
+//!   every folder): builds them and the queues between them and stops
 //!   them in order (within `--shutdown-deadline`);
 //! * [`config`]: the validated settings (the flags are
 //!   `crate::cli::order_args`).

@@ -24,11 +24,13 @@
 //! different bridges; the fill thread ([`super::fills`]) folds the chunks'
 //! fills back into the parent's absolute cumulative values.
 //!
-//! [`LaneMode::Shared`](crate::order::config::LaneMode::Shared) turns lanes off (one queue, every worker,
-//! no chunking): the configuration the lanes are measured against.
+//! [`LaneMode::Shared`](crate::order::config::LaneMode::Shared) turns
+//! lanes off (one queue, every worker, no chunking): the configuration the
+//! lanes are measured against.
 //!
 //! * [`routing`]: chunking of large orders (which lane an order takes is
-//!   its settings', [`LaneConfig::lane_of`](crate::order::config::LaneConfig::lane_of));
+//!   its settings':
+//!   [`LaneConfig::lane_of`](crate::order::config::LaneConfig::lane_of));
 //! * the lanes' bounded queues are on the floor
 //!   ([`crate::order::msg::admission`]: producer the gateway, consumers
 //!   these workers);
@@ -53,10 +55,8 @@
 
 pub(crate) mod capacity;
 pub(crate) mod elastic;
-
 pub(crate) mod outlet;
 pub(crate) mod pool;
-
 pub(crate) mod quota;
 pub(crate) mod retry_handoff;
 pub mod routing;
