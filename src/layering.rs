@@ -230,53 +230,114 @@ fn expand_path(text: &str) -> Vec<String> {
     out
 }
 
-/// Every path into the crate written in the code (not the comments) of the
-/// Rust files at `places`, resolved to a module path from the crate root:
-/// `crate::…` as written, `super::…` against the file's own module (an
-/// inline `mod tests` is not counted, so a test's `super::` resolves one
-/// level high: it can only over-report), with `use` groups expanded, also
-/// across lines. As `(file:line, path)`.
+/// The inline modules (`mod tests { … }`) open at each byte of `code`, by
+/// brace depth; string and character literals are skipped so their braces
+/// do not count. Returns, per byte, the names of the inline modules around
+/// it, outermost first.
+fn inline_modules(code: &str) -> Vec<Vec<String>> {
+    let bytes = code.as_bytes();
+    let (mut depth, mut open): (usize, Vec<(usize, String)>) = (0, Vec::new());
+    let mut out = Vec::with_capacity(bytes.len());
+    let mut i = 0;
+    while i < bytes.len() {
+        let names: Vec<String> = open.iter().map(|(_, n)| n.clone()).collect();
+        match bytes[i] {
+            b'"' => {
+                let mut j = i + 1;
+                while j < bytes.len() && bytes[j] != b'"' {
+                    j += if bytes[j] == b'\\' { 2 } else { 1 };
+                }
+                let end = (j + 1).min(bytes.len());
+                out.extend(std::iter::repeat_n(names, end - i));
+                i = end;
+                continue;
+            }
+            b'\'' if bytes.get(i + 2) == Some(&b'\'') => {
+                out.extend(std::iter::repeat_n(names, 3));
+                i += 3;
+                continue;
+            }
+            b'{' => {
+                depth += 1;
+                let before = code[..i].trim_end();
+                let word = before
+                    .rsplit(|c: char| !(c.is_alphanumeric() || c == '_'))
+                    .next();
+                let head = before[..before.len() - word.map_or(0, str::len)].trim_end();
+                if let Some(name) = word.filter(|w| !w.is_empty() && head.ends_with("mod")) {
+                    open.push((depth, name.to_string()));
+                }
+            }
+            b'}' => {
+                if open.last().is_some_and(|(d, _)| *d == depth) {
+                    open.pop();
+                }
+                depth = depth.saturating_sub(1);
+            }
+            _ => {}
+        }
+        out.push(names);
+        i += 1;
+    }
+    out
+}
+
+/// Every path into the crate written in the code (not the comments) of
+/// `text`, a file of module `module` (`["order", "gateway", "ledger"]`),
+/// resolved to a module path from the crate root: `crate::…` as written,
+/// `super::…` against the module it is written in (inline `mod tests { … }`
+/// included), with `use` groups expanded, also across lines. As `(line,
+/// path)`.
+fn paths_in(text: &str, module: &[String]) -> Vec<(usize, String)> {
+    let mut found = Vec::new();
+    let mut code = String::new();
+    let mut line_at = Vec::new();
+    for (n, line) in text.lines().enumerate() {
+        let kept = line.split("//").next().unwrap_or("");
+        line_at.extend(std::iter::repeat_n(n + 1, kept.len() + 1));
+        code.push_str(kept);
+        code.push('\n');
+    }
+    let inline = inline_modules(&code);
+    for start in ["crate::", "super::"] {
+        for (at, _) in code.match_indices(start) {
+            let before = code[..at].chars().next_back();
+            if before.is_some_and(|c| c.is_alphanumeric() || c == '_' || c == ':') {
+                continue;
+            }
+            // A `use` group may span lines: read it without whitespace.
+            let flat: String = code[at..]
+                .chars()
+                .take(2000)
+                .filter(|c| !c.is_whitespace())
+                .collect();
+            let mut here = module.to_vec();
+            here.extend(inline.get(at).cloned().unwrap_or_default());
+            for p in expand_path(&flat) {
+                let mut segs: Vec<&str> = p.split("::").collect();
+                let mut base: Vec<String> = Vec::new();
+                if segs[0] == "crate" {
+                    segs.remove(0);
+                } else {
+                    let ups = segs.iter().take_while(|s| **s == "super").count();
+                    base = here[..here.len().saturating_sub(ups)].to_vec();
+                    segs.drain(..ups);
+                }
+                base.extend(segs.iter().map(|s| s.to_string()));
+                found.push((line_at.get(at).copied().unwrap_or(0), base.join("::")));
+            }
+        }
+    }
+    found
+}
+
+/// [`paths_in`] over the Rust files at `places`, as `(file:line, path)`.
 fn resolved_paths(places: &[&str]) -> Vec<(String, String)> {
     let mut found = Vec::new();
     for path in places.iter().flat_map(|p| rust_files(p)) {
         let text = std::fs::read_to_string(&path).expect("source file");
-        let mut code = String::new();
-        let mut line_at = Vec::new();
-        for (n, line) in text.lines().enumerate() {
-            let kept = line.split("//").next().unwrap_or("");
-            line_at.extend(std::iter::repeat_n(n + 1, kept.len() + 1));
-            code.push_str(kept);
-            code.push('\n');
-        }
-        // A `use` group may span lines: drop the line breaks and the
-        // spaces after them inside paths so they expand as one.
-        let module = module_of(&path);
-        for start in ["crate::", "super::"] {
-            for (at, _) in code.match_indices(start) {
-                let before = code[..at].chars().next_back();
-                if before.is_some_and(|c| c.is_alphanumeric() || c == '_' || c == ':') {
-                    continue;
-                }
-                let flat: String = code[at..]
-                    .chars()
-                    .take(2000)
-                    .filter(|c| !c.is_whitespace())
-                    .collect();
-                for p in expand_path(&flat) {
-                    let mut segs: Vec<&str> = p.split("::").collect();
-                    let mut base: Vec<String> = Vec::new();
-                    if segs[0] == "crate" {
-                        segs.remove(0);
-                    } else {
-                        let ups = segs.iter().take_while(|s| **s == "super").count();
-                        base = module[..module.len().saturating_sub(ups)].to_vec();
-                        segs.drain(..ups);
-                    }
-                    base.extend(segs.iter().map(|s| s.to_string()));
-                    let at_line = line_at.get(at).copied().unwrap_or(0);
-                    found.push((format!("{}:{}", path.display(), at_line), base.join("::")));
-                }
-            }
+        for (line, p) in paths_in(&text, &module_of(&path)) {
+            found.push((format!("{}:{line}", path.display()), p));
         }
     }
     found
@@ -339,7 +400,7 @@ fn the_order_floor_and_settings_import_no_order_folder() {
 
 #[test]
 fn the_order_check_resolves_relative_and_grouped_paths() {
-    // `super::` from a folder's file reaches its siblings, groups expand,
+    // Groups expand, `super::` from a folder's file reaches its siblings,
     // and the wiring is seen to import every folder.
     assert_eq!(
         expand_path("crate::order::{lanes::{pool,routing::split},msg::order::Order};"),
@@ -349,6 +410,29 @@ fn the_order_check_resolves_relative_and_grouped_paths() {
             "crate::order::msg::order::Order"
         ]
     );
+    // `super::` counts the inline module it is written in; braces in
+    // strings do not open one.
+    let text = "use super::dedup::Dedup;\n\
+        const X: &str = \"mod x {\";\n\
+        #[cfg(test)]\n\
+        mod tests {\n    use super::*;\n    use super::super::super::lanes::pool;\n\
+            use crate::order::{\n        fills::x,\n        msg::y,\n    };\n    \
+            fn f() { let _ = '{'; }\n}\n\
+        use super::{codec, status::Phase};\n";
+    let module = ["order", "gateway", "ledger"].map(String::from);
+    let mut got = paths_in(text, &module);
+    got.sort();
+    let want = [
+        (1, "order::gateway::dedup::Dedup"),
+        (5, "order::gateway::ledger"),
+        (6, "order::lanes::pool"),
+        (7, "order::fills::x"),
+        (7, "order::msg::y"),
+        (13, "order::gateway::codec"),
+        (13, "order::gateway::status::Phase"),
+    ]
+    .map(|(line, p)| (line, p.to_string()));
+    assert_eq!(got, want);
     let wiring = resolved_paths(&["src/order/wiring.rs"]);
     for folder in ORDER_FOLDERS.iter().chain(&["msg"]) {
         assert!(
