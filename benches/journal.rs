@@ -16,9 +16,9 @@ use std::hint::black_box;
 use criterion::{criterion_group, criterion_main, BenchmarkId, Criterion, Throughput};
 use tickfan::model::lane::Lane;
 use tickfan::model::units::{Lots, Side};
-use tickfan::order::journal::record::Record;
 use tickfan::order::journal::recover::recover;
 use tickfan::order::journal::start_unbounded;
+use tickfan::order::msg::record::Record;
 
 fn bench(c: &mut Criterion) {
     let dir = tempfile::tempdir().expect("temporary directory");

@@ -18,8 +18,8 @@ use std::time::{SystemTime, UNIX_EPOCH};
 
 use tickfan::model::lane::Lane;
 use tickfan::model::units::{Amount, Lots, Side};
-use tickfan::order::journal::record::{Record, TerminalState};
 use tickfan::order::journal::start_unbounded;
+use tickfan::order::msg::record::{Record, TerminalState};
 
 /// Records appended before waiting for them to be durable (one group).
 const GROUP: u64 = 1_000;

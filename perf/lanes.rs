@@ -39,7 +39,7 @@ use tickfan::bridge::spec::{Latency, SimSpec};
 use tickfan::client::orders::Reply;
 use tickfan::config::Config;
 use tickfan::model::units::Lots;
-use tickfan::order::lanes::routing::LaneMode;
+use tickfan::order::config::LaneMode;
 use tickfan::runtime::Engine;
 
 #[derive(Debug, Clone, Copy)]

@@ -161,3 +161,287 @@ fn the_check_sees_an_import() {
     assert!(!imports_of(&["src/order"], &["net"]).is_empty());
     assert!(!imports_of(&["src/feed", "src/publish"], &["slots"]).is_empty());
 }
+
+/// The thread folders of the order path and the venue side under the lane
+/// workers; `msg` is their floor, `wiring` the one place above them.
+const ORDER_FOLDERS: &[&str] = &["gateway", "lanes", "journal", "fills", "venue"];
+
+/// The module path of a source file under `src/` (`src/order/gateway/mod.rs`
+/// → `order::gateway`, `src/order/gateway/ledger.rs` →
+/// `order::gateway::ledger`).
+fn module_of(file: &Path) -> Vec<String> {
+    let src = Path::new(env!("CARGO_MANIFEST_DIR")).join("src");
+    let rel = file.strip_prefix(&src).expect("a file under src/");
+    let mut segs: Vec<String> = rel
+        .iter()
+        .map(|s| s.to_string_lossy().trim_end_matches(".rs").to_string())
+        .collect();
+    if segs.last().is_some_and(|s| s == "mod") {
+        segs.pop();
+    }
+    segs
+}
+
+/// The identifier-and-`::` path that starts `text`, with each `{…}` group
+/// expanded (`a::{b, c::d}` → `a::b`, `a::c::d`); `self` in a group is its
+/// parent. Stops at the first character that is not part of a path.
+fn expand_path(text: &str) -> Vec<String> {
+    let head: String = text
+        .chars()
+        .take_while(|c| c.is_alphanumeric() || *c == '_' || *c == ':')
+        .collect();
+    let rest = &text[head.len()..];
+    if !head.ends_with("::") || !rest.starts_with('{') {
+        return vec![head.trim_end_matches(':').to_string()];
+    }
+    // The group: split its items at top-level commas.
+    let (mut depth, mut items, mut start) = (0usize, Vec::new(), 1usize);
+    for (i, c) in rest.char_indices() {
+        match c {
+            '{' => depth += 1,
+            '}' => {
+                depth -= 1;
+                if depth == 0 {
+                    items.push(&rest[start..i]);
+                    break;
+                }
+            }
+            ',' if depth == 1 => {
+                items.push(&rest[start..i]);
+                start = i + 1;
+            }
+            _ => {}
+        }
+    }
+    let mut out = Vec::new();
+    for item in items {
+        let item = item.trim();
+        if item.is_empty() {
+            continue;
+        }
+        for tail in expand_path(item) {
+            if tail == "self" {
+                out.push(head.trim_end_matches(':').to_string());
+            } else {
+                out.push(format!("{head}{tail}"));
+            }
+        }
+    }
+    out
+}
+
+/// The inline modules (`mod tests { … }`) open at each byte of `code`, by
+/// brace depth; string and character literals are skipped so their braces
+/// do not count. Returns, per byte, the names of the inline modules around
+/// it, outermost first.
+fn inline_modules(code: &str) -> Vec<Vec<String>> {
+    let bytes = code.as_bytes();
+    let (mut depth, mut open): (usize, Vec<(usize, String)>) = (0, Vec::new());
+    let mut out = Vec::with_capacity(bytes.len());
+    let mut i = 0;
+    while i < bytes.len() {
+        let names: Vec<String> = open.iter().map(|(_, n)| n.clone()).collect();
+        match bytes[i] {
+            b'"' => {
+                let mut j = i + 1;
+                while j < bytes.len() && bytes[j] != b'"' {
+                    j += if bytes[j] == b'\\' { 2 } else { 1 };
+                }
+                let end = (j + 1).min(bytes.len());
+                out.extend(std::iter::repeat_n(names, end - i));
+                i = end;
+                continue;
+            }
+            b'\'' if bytes.get(i + 2) == Some(&b'\'') => {
+                out.extend(std::iter::repeat_n(names, 3));
+                i += 3;
+                continue;
+            }
+            b'{' => {
+                depth += 1;
+                let before = code[..i].trim_end();
+                let word = before
+                    .rsplit(|c: char| !(c.is_alphanumeric() || c == '_'))
+                    .next();
+                let head = before[..before.len() - word.map_or(0, str::len)].trim_end();
+                if let Some(name) = word.filter(|w| !w.is_empty() && head.ends_with("mod")) {
+                    open.push((depth, name.to_string()));
+                }
+            }
+            b'}' => {
+                if open.last().is_some_and(|(d, _)| *d == depth) {
+                    open.pop();
+                }
+                depth = depth.saturating_sub(1);
+            }
+            _ => {}
+        }
+        out.push(names);
+        i += 1;
+    }
+    out
+}
+
+/// Every path into the crate written in the code (not the comments) of
+/// `text`, a file of module `module` (`["order", "gateway", "ledger"]`),
+/// resolved to a module path from the crate root: `crate::…` as written,
+/// `super::…` against the module it is written in (inline `mod tests { … }`
+/// included), with `use` groups expanded, also across lines. As `(line,
+/// path)`.
+fn paths_in(text: &str, module: &[String]) -> Vec<(usize, String)> {
+    let mut found = Vec::new();
+    let mut code = String::new();
+    let mut line_at = Vec::new();
+    for (n, line) in text.lines().enumerate() {
+        let kept = line.split("//").next().unwrap_or("");
+        line_at.extend(std::iter::repeat_n(n + 1, kept.len() + 1));
+        code.push_str(kept);
+        code.push('\n');
+    }
+    let inline = inline_modules(&code);
+    for start in ["crate::", "super::"] {
+        for (at, _) in code.match_indices(start) {
+            let before = code[..at].chars().next_back();
+            if before.is_some_and(|c| c.is_alphanumeric() || c == '_' || c == ':') {
+                continue;
+            }
+            // A `use` group may span lines: read it without whitespace.
+            let flat: String = code[at..]
+                .chars()
+                .take(2000)
+                .filter(|c| !c.is_whitespace())
+                .collect();
+            let mut here = module.to_vec();
+            here.extend(inline.get(at).cloned().unwrap_or_default());
+            for p in expand_path(&flat) {
+                let mut segs: Vec<&str> = p.split("::").collect();
+                let mut base: Vec<String> = Vec::new();
+                if segs[0] == "crate" {
+                    segs.remove(0);
+                } else {
+                    let ups = segs.iter().take_while(|s| **s == "super").count();
+                    base = here[..here.len().saturating_sub(ups)].to_vec();
+                    segs.drain(..ups);
+                }
+                base.extend(segs.iter().map(|s| s.to_string()));
+                found.push((line_at.get(at).copied().unwrap_or(0), base.join("::")));
+            }
+        }
+    }
+    found
+}
+
+/// [`paths_in`] over the Rust files at `places`, as `(file:line, path)`.
+fn resolved_paths(places: &[&str]) -> Vec<(String, String)> {
+    let mut found = Vec::new();
+    for path in places.iter().flat_map(|p| rust_files(p)) {
+        let text = std::fs::read_to_string(&path).expect("source file");
+        for (line, p) in paths_in(&text, &module_of(&path)) {
+            found.push((format!("{}:{line}", path.display()), p));
+        }
+    }
+    found
+}
+
+/// The order folder (`order::<folder>`) a resolved path reaches, if any.
+fn order_folder(path: &str) -> Option<&str> {
+    let mut segs = path.split("::");
+    (segs.next() == Some("order")).then_some(())?;
+    segs.next()
+}
+
+/// Each thread folder of the order path (the gateway, the lanes, the
+/// journal, the fills) and the venue side imports no sibling folder and not
+/// the wiring: what they exchange is on the floor (`order/msg/`), and the
+/// wiring connects them. The one downward edge is the lanes' use of the
+/// venue side (a worker's bridge call), through `venue/mod.rs`'s surface
+/// (its files are private modules, so a deeper path does not compile).
+#[test]
+fn order_thread_folders_import_no_sibling() {
+    let mut bad = Vec::new();
+    for folder in ORDER_FOLDERS {
+        let place = format!("src/order/{folder}");
+        for (at, p) in resolved_paths(&[&place]) {
+            let Some(target) = order_folder(&p) else {
+                continue;
+            };
+            let sibling = ORDER_FOLDERS.contains(&target) && target != *folder;
+            let allowed = *folder == "lanes" && target == "venue";
+            if (sibling && !allowed) || target == "wiring" {
+                bad.push((at, p));
+            }
+        }
+    }
+    assert!(
+        bad.is_empty(),
+        "an order thread folder imports a sibling (put what they share on order/msg/): {bad:#?}"
+    );
+}
+
+/// The floor (`order/msg/`) and the settings (`order/config.rs`) sit
+/// below every order folder: they import none of them, nor the wiring.
+#[test]
+fn the_order_floor_and_settings_import_no_order_folder() {
+    let bad: Vec<_> = resolved_paths(&["src/order/msg", "src/order/config.rs"])
+        .into_iter()
+        .filter(|(at, p)| {
+            order_folder(p).is_some_and(|t| {
+                ORDER_FOLDERS.contains(&t)
+                    || t == "wiring"
+                    || (t == "msg" && at.contains("config.rs"))
+            })
+        })
+        .collect();
+    assert!(
+        bad.is_empty(),
+        "order/msg/ and order/config.rs must stay below the threads: {bad:#?}"
+    );
+}
+
+#[test]
+fn the_order_check_resolves_relative_and_grouped_paths() {
+    // Groups expand, `super::` from a folder's file reaches its siblings,
+    // and the wiring is seen to import every folder.
+    assert_eq!(
+        expand_path("crate::order::{lanes::{pool,routing::split},msg::order::Order};"),
+        [
+            "crate::order::lanes::pool",
+            "crate::order::lanes::routing::split",
+            "crate::order::msg::order::Order"
+        ]
+    );
+    // `super::` counts the inline module it is written in; braces in
+    // strings do not open one.
+    let text = "use super::dedup::Dedup;\n\
+        const X: &str = \"mod x {\";\n\
+        #[cfg(test)]\n\
+        mod tests {\n    use super::*;\n    use super::super::super::lanes::pool;\n\
+            use crate::order::{\n        fills::x,\n        msg::y,\n    };\n    \
+            fn f() { let _ = '{'; }\n}\n\
+        use super::{codec, status::Phase};\n";
+    let module = ["order", "gateway", "ledger"].map(String::from);
+    let mut got = paths_in(text, &module);
+    got.sort();
+    let want = [
+        (1, "order::gateway::dedup::Dedup"),
+        (5, "order::gateway::ledger"),
+        (6, "order::lanes::pool"),
+        (7, "order::fills::x"),
+        (7, "order::msg::y"),
+        (13, "order::gateway::codec"),
+        (13, "order::gateway::status::Phase"),
+    ]
+    .map(|(line, p)| (line, p.to_string()));
+    assert_eq!(got, want);
+    let wiring = resolved_paths(&["src/order/wiring.rs"]);
+    for folder in ORDER_FOLDERS.iter().chain(&["msg"]) {
+        assert!(
+            wiring.iter().any(|(_, p)| order_folder(p) == Some(folder)),
+            "the wiring's import of order::{folder} is not seen"
+        );
+    }
+    let gateway = resolved_paths(&["src/order/gateway"]);
+    assert!(gateway
+        .iter()
+        .any(|(_, p)| p.starts_with("order::gateway::dedup")));
+}

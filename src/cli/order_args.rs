@@ -16,7 +16,7 @@ use crate::config::DEFAULT_ORDER_ADDR;
 use crate::error::ConfigError;
 use crate::model::units::Lots;
 use crate::order::config::OrderConfig;
-use crate::order::lanes::routing::{LaneConfig, LaneMode};
+use crate::order::config::{LaneConfig, LaneMode};
 use crate::retry::{Backoff, Jitter};
 
 /// Order-path flags of `tickfan serve`.

@@ -374,7 +374,7 @@ mod tests {
     #[test]
     fn status_replies_round_trip() {
         use crate::order::gateway::status::{write_status, OrderStatus};
-        use crate::order::lanes::events::EventKind;
+        use crate::order::msg::event::EventKind;
         let mut st = OrderStatus::queued(Lots(100));
         let mut out = Vec::new();
         write_status(&mut out, "q", Some(st));

@@ -26,7 +26,8 @@ use super::stream::Stream;
 /// practice: a generation wraps after 2³² accepts on one port).
 ///
 /// Layout: the generation in the high 32 bits, the slab key in the low 32
-/// bits, so it travels as one `u64` (e.g. in the order path's events).
+/// bits: one `u64`, `Copy`, so it travels as it is (e.g. in the order
+/// path's orders and events).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub(crate) struct ConnId(u64);
 
@@ -51,13 +52,8 @@ impl ConnId {
         self.0 >> 32
     }
 
-    /// The id as one number, for messages that leave the loop's thread.
-    #[inline]
-    pub(crate) fn as_u64(self) -> u64 {
-        self.0
-    }
-
-    /// The id a message carried back (see [`as_u64`](Self::as_u64)).
+    /// The id of a raw layout (high 32 bits generation, low 32 key): ids no
+    /// accept made (the order path's recovered orders) and tests.
     #[inline]
     pub(crate) fn from_u64(raw: u64) -> Self {
         ConnId(raw)
@@ -218,7 +214,6 @@ mod tests {
         assert!(conns.get_live(first).is_none());
         let c = conns.get_live(second).unwrap();
         assert_eq!((c.state, c.authed), (second.key() as u32 + 10, false));
-        assert_eq!(ConnId::from_u64(second.as_u64()), second);
         assert_eq!((first.serial(), second.serial()), (1, 2));
         assert_eq!(conns.len(), 1);
     }

@@ -5,10 +5,9 @@ use std::time::Duration;
 
 use crate::bridge::spec::SimSpec;
 use crate::error::ConfigError;
+use crate::model::lane::Lane;
+use crate::model::units::Lots;
 use crate::retry::Backoff;
-
-use super::fills::sequencer::SequencerConfig;
-use super::lanes::routing::{LaneConfig, LaneMode};
 
 /// Everything the order path needs.
 #[derive(Debug, Clone, serde::Serialize)]
@@ -63,7 +62,7 @@ pub struct OrderConfig {
     /// ones not yet at a bridge are dead-lettered (`shutdown`).
     pub shutdown_deadline: Duration,
     /// How long one bridge call may go unanswered before it is abandoned
-    /// and the order retried on the next bridge (`order::lanes::lease`).
+    /// and the order retried on the next bridge (`order::venue`, its lease).
     pub bridge_lease: Duration,
     /// Directory for the order journal and the dead-letter file (created
     /// when missing).
@@ -292,6 +291,71 @@ impl OrderConfig {
             );
         }
         Ok(())
+    }
+}
+
+/// One lane or two.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize, clap::ValueEnum)]
+#[serde(rename_all = "snake_case")]
+pub enum LaneMode {
+    /// Small and large orders in separate lanes; large ones chunked.
+    Split,
+    /// One lane for every order, executed whole (the baseline).
+    Shared,
+}
+
+/// How orders are routed and split.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize)]
+pub struct LaneConfig {
+    /// Split or shared.
+    pub mode: LaneMode,
+    /// Orders above this go to the large lane.
+    pub threshold: Lots,
+    /// Target size of a chunk.
+    pub chunk: Lots,
+    /// Most chunks per order (a bigger order gets bigger chunks).
+    pub max_chunks: u32,
+}
+
+impl Default for LaneConfig {
+    fn default() -> Self {
+        LaneConfig {
+            mode: LaneMode::Split,
+            threshold: Lots(100 * 100),
+            chunk: Lots(100 * 100),
+            max_chunks: 16,
+        }
+    }
+}
+
+impl LaneConfig {
+    /// The lane of an order of `qty`.
+    pub fn lane_of(&self, qty: Lots) -> Lane {
+        match self.mode {
+            LaneMode::Split if qty > self.threshold => Lane::Large,
+            _ => Lane::Small,
+        }
+    }
+}
+
+/// The fill sequencer's bounds and timing (`order/fills/sequencer.rs`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct SequencerConfig {
+    /// Most early fills held for one order.
+    pub max_held_per_order: usize,
+    /// Most early fills held over all orders.
+    pub max_held_total: usize,
+    /// A gap open this long is skipped at the next tick.
+    pub gap_timeout_ns: u64,
+}
+
+impl Default for SequencerConfig {
+    fn default() -> Self {
+        SequencerConfig {
+            max_held_per_order: 64,
+            max_held_total: 65_536,
+            gap_timeout_ns: 200_000_000,
+        }
     }
 }
 

@@ -17,21 +17,28 @@
 //!   ([`crate::rate_limit`], GCRA, shared with the warning log);
 //! * [`lanes`] (threads `tickfan-order-wN`, `tickfan-order-LN`, and the
 //!   retry timer's hand-off): small and large orders in separate bounded
-//!   queues ([`lanes::admission`]), routing and chunking
+//!   queues (fed through [`msg::admission`]), chunking
 //!   ([`lanes::routing`]), the workers ([`lanes::worker`]), where their
 //!   results go ([`lanes::outlet`]), what the retry timer does with a due
-//!   order ([`lanes::retry_handoff`]), when each bridge call started
-//!   ([`lanes::bridge_calls`]) and the event link back to the gateway
-//!   ([`lanes::events`]);
+//!   order ([`lanes::retry_handoff`]);
+//! * [`venue`]: a worker's bridge call (per-venue `max_inflight`, the
+//!   lease and fencing tokens, when each call started), used by the lanes
+//!   through its surface;
 //! * [`fills`] (thread `tickfan-fills`): the fill book, the sequencer and
 //!   the positions: fills back in order per order, positions from absolute
 //!   values, chunks folded into their parent, the `FILL`/`DONE` replies;
 //! * [`journal`] (thread `tickfan-journal`): the write-ahead journal in
 //!   `--data-dir`; an order is `ACK`ed only once its record is synced,
 //!   and recovered at the next start;
-//! * [`accepted`]: the accepted [`accepted::Order`] that travels between
-//!   them, owned by one stage at a time;
-//! * [`wiring`]: builds the threads and the queues between them and stops
+//! * [`msg`]: the floor under the four thread folders, which import it
+//!   and never each other: the accepted [`msg::order::Order`] that travels
+//!   between them (owned by one stage at a time), the claim, the events
+//!   back to the gateway, the fill messages, the journal records and the
+//!   journal as its appenders see it, the lane queues, the kill switch,
+//!   and the two hand-offs a trait carries (a restart's ids to the
+//!   gateway, the bridge call gauges to it);
+//! * [`wiring`]: the one place that connects the threads (it may import
+//!   every folder): builds them and the queues between them and stops
 //!   them in order (within `--shutdown-deadline`);
 //! * [`config`]: the validated settings (the flags are
 //!   `crate::cli::order_args`).
@@ -40,10 +47,11 @@
 //! reasons, lots/price/amount/side) is in `crate::model`; the client side of
 //! the protocol is `crate::client::orders`.
 
-pub(crate) mod accepted;
-pub(crate) mod config;
+pub mod config;
 pub(crate) mod fills;
 pub mod gateway;
 pub mod journal;
 pub mod lanes;
+pub mod msg;
+pub(crate) mod venue;
 pub(crate) mod wiring;

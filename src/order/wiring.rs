@@ -37,7 +37,7 @@
 //!    a bridge is waited for: its outcome is unknown until the venue
 //!    answers, and dead-lettering it would invite a `REPLAY` of an order
 //!    that may have executed. A call that does not return raises the
-//!    `bridge_call_slow` alert ([`super::lanes::bridge_calls`]: the gateway keeps
+//!    `bridge_call_slow` alert ([`super::venue`]: the gateway keeps
 //!    refreshing those gauges after closing its intake, and the reporter
 //!    logs the alert), and a second signal exits at once (see
 //!    [`crate::sys::signals`]);
@@ -72,29 +72,28 @@ use crate::sys::watch::Watch;
 use crate::model::lane::Lane;
 use crate::model::order_reasons::DeadReason;
 
-use super::accepted::Order;
+use super::config::LaneMode;
 use super::config::OrderConfig;
 use super::fills::fill_book::FillBook;
 use super::fills::fill_thread::{FillThread, FILL_CAPACITY};
 use super::gateway::dedup::Dedup;
-use super::gateway::halt::Halt;
 use super::gateway::pending_acks::PendingAcks;
 use super::gateway::{Gateway, GatewayParts, GatewaySettings, WAKER};
 use super::journal::files::WrapFiles;
 use super::journal::startup;
 use super::journal::writer::Journal;
-use super::lanes::admission::{admission, LaneRx};
-use super::lanes::bridge_calls::BridgeCalls;
 use super::lanes::elastic::{ScalePolicy, UP_WINDOW};
-use super::lanes::events::{EventSender, EVENT_CAPACITY};
-use super::lanes::inflight::InflightLimit;
-use super::lanes::lease::{CallPool, FenceTokens};
 use super::lanes::outlet::Outlet;
 use super::lanes::pool::{Pool, ScaleLoop, WorkerKit};
 use super::lanes::quota::RetryQuota;
 use super::lanes::retry_handoff::RetryHandoff;
-use super::lanes::routing::LaneMode;
-use super::lanes::worker::e2e_stage;
+use super::msg::admission::{admission, LaneRx};
+use super::msg::event::e2e_stage;
+use super::msg::event::{EventSender, EVENT_CAPACITY};
+use super::msg::halt::Halt;
+use super::msg::journal::JournalHandle;
+use super::msg::order::Order;
+use super::venue::{BridgeCalls, CallPool, FenceTokens, InflightLimit};
 
 /// How often the retry timer looks at its clock when retries are waiting.
 pub(crate) const RETRY_TICK: Duration = Duration::from_millis(2);
@@ -306,7 +305,10 @@ impl OrderPath {
                 }
             });
             (
-                Some(PendingAcks::new(opened.journal.clone(), opened.orders)),
+                Some(PendingAcks::new(
+                    Arc::new(opened.journal.clone()),
+                    opened.orders,
+                )),
                 Some((opened.journal, opened.thread)),
             )
         } else {
@@ -326,7 +328,9 @@ impl OrderPath {
             bridge_calls: Arc::clone(&bridge_calls),
             call_pool,
             tokens,
-            journal: journal.as_ref().map(|(j, _)| j.clone()),
+            journal: journal
+                .as_ref()
+                .map(|(j, _)| Arc::new(j.clone()) as JournalHandle),
             backoff: c.retry,
             clock: Arc::clone(&i.clock),
             mono: i.mono,

@@ -31,8 +31,8 @@ use tickfan::bridge::Bridge;
 use tickfan::client::orders::{OrderState, Reply};
 use tickfan::model::order_reasons::{DoneStatus, RejectReason};
 use tickfan::order::journal::disk_full::PROBE_EVERY;
-use tickfan::order::journal::record::Record;
 use tickfan::order::journal::recover::recover;
+use tickfan::order::msg::record::Record;
 use tickfan::retry::SimClock;
 use tickfan::runtime::{Engine, Injected};
 

@@ -13,8 +13,8 @@ use tickfan::bridge::{Bridge, BridgeOrder, Outcome, VenueFill};
 use tickfan::client::orders::{OrderState, Reply};
 use tickfan::model::order_reasons::{DoneStatus, RejectReason};
 use tickfan::model::units::{Amount, Price};
-use tickfan::order::journal::record::Record;
 use tickfan::order::journal::recover::recover;
+use tickfan::order::msg::record::Record;
 use tickfan::retry::SimClock;
 
 use crate::orders_journal::serve_bridges;

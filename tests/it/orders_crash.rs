@@ -20,8 +20,8 @@
 use std::process::Command;
 
 use tickfan::bridge::exec_log;
-use tickfan::order::journal::record::Record;
 use tickfan::order::journal::recover::recover;
+use tickfan::order::msg::record::Record;
 
 use crate::orders_journal::{serve, serve_bridges};
 use crate::util::{OrderClient, Spawned, DEADLINE};

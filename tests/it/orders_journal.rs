@@ -12,8 +12,8 @@ use std::process::{Command, Stdio};
 
 use tickfan::client::orders::Reply;
 use tickfan::model::order_reasons::RejectReason;
-use tickfan::order::journal::record::{Record, TerminalState};
 use tickfan::order::journal::recover::recover;
+use tickfan::order::msg::record::{Record, TerminalState};
 
 use crate::util::{engine_with, OrderClient, Spawned};
 

@@ -11,7 +11,7 @@ use tickfan::client::orders::Reply;
 use tickfan::metrics::Stage;
 use tickfan::model::order_reasons::DoneStatus;
 use tickfan::model::units::Lots;
-use tickfan::order::lanes::routing::LaneMode;
+use tickfan::order::config::LaneMode;
 use tickfan::retry::SimClock;
 
 use crate::util::{

@@ -13,8 +13,8 @@ use std::process::{Command, ExitStatus};
 use std::time::{Duration, Instant};
 
 use tickfan::client::orders::Reply;
-use tickfan::order::journal::record::Record;
 use tickfan::order::journal::recover::recover;
+use tickfan::order::msg::record::Record;
 
 use tickfan::model::order_reasons::RejectReason;
 

@@ -33,74 +33,19 @@
 use std::collections::HashMap;
 
 use crate::bridge::VenueFill;
-use crate::dlq::{AttemptRecord, DeadLetter};
+use crate::dlq::DeadLetter;
 use crate::logging::repeat::warn_repeating;
 use crate::model::order_reasons::{DeadReason, DoneStatus};
 use crate::model::units::{Amount, Lots};
 use crate::model::warning::WarnKind;
-use crate::order::accepted::Order;
-use crate::order::lanes::events::{Event, EventKind};
+use crate::order::msg::event::{Event, EventKind};
+use crate::order::msg::fill::{ChunkEnd, FillMsg};
+use crate::order::msg::order::Order;
 use crate::sys::clock::wall_ns;
 
 use super::position::{Applied, FillValues, Positions};
-use super::sequencer::{Arrival, SequencerConfig, Sequencers};
-
-/// What the workers (and the retry timer) tell the fill thread.
-#[derive(Debug)]
-pub(crate) enum FillMsg {
-    /// An order whose fills will follow, split into chunks of these sizes
-    /// (one chunk for a small order). Sent before any of its fills.
-    Begin {
-        /// The parent order (its id, connection, timing, raw line).
-        order: Box<Order>,
-        /// Chunk sizes, adding up to the order's quantity.
-        chunks: Vec<Lots>,
-    },
-    /// One venue fill of one chunk, as delivered.
-    Fill {
-        /// Parent admission number.
-        parent: u64,
-        /// Chunk index.
-        chunk: u32,
-        /// The fill, absolute values.
-        fill: VenueFill,
-    },
-    /// A chunk ended; no fill of it follows.
-    End {
-        /// Parent admission number.
-        parent: u64,
-        /// Chunk index.
-        chunk: u32,
-        /// How.
-        end: ChunkEnd,
-    },
-}
-
-/// How a chunk ended.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub(crate) enum ChunkEnd {
-    /// A bridge executed it; its fills were sent before this.
-    Executed {
-        /// Highest fill number delivered (0: none).
-        last_fill: u32,
-        /// Attempts it took.
-        attempts: u32,
-    },
-    /// Refused permanently, retries exhausted, or the engine stopped.
-    Dead {
-        /// Why.
-        reason: DeadReason,
-        /// Its attempts.
-        history: Vec<AttemptRecord>,
-    },
-    /// Its TTL passed before it could be sent.
-    Expired {
-        /// Attempts made.
-        attempts: u32,
-    },
-    /// Its order was cancelled (`CANCEL`) before it started: never sent.
-    Cancelled,
-}
+use super::sequencer::{Arrival, Sequencers};
+use crate::order::config::SequencerConfig;
 
 /// What the book hands out.
 #[derive(Debug)]
@@ -472,13 +417,15 @@ fn finish(mut p: Parent, out: &mut impl FnMut(BookOut)) {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::dlq::AttemptRecord;
     use crate::model::lane::Lane;
     use crate::model::units::{Price, Side};
+    use crate::net::ConnId;
 
     fn order(seq: u64, qty: u64) -> Box<Order> {
         Box::new(Order {
             seq,
-            conn: 1,
+            conn: ConnId::from_u64(1),
             id: format!("p{seq}").into(),
             symbol: "X".into(),
             side: Side::Buy,
@@ -621,7 +568,7 @@ mod tests {
         let f = venue_fills(0, 300, 3);
         let mut o = order(9, 300);
         o.lane = Lane::Small;
-        o.resumed = crate::order::accepted::Resumed {
+        o.resumed = crate::order::msg::order::Resumed {
             bridge: None,
             attempts: 0,
             chunk_bridges: Vec::new(),

@@ -35,9 +35,10 @@ use crate::metrics::counters::{set, Counters};
 use crate::model::warning::WarnKind;
 use crate::retry::SharedClock;
 
-use crate::order::lanes::events::EventSender;
+use crate::order::msg::event::EventSender;
 
-use super::fill_book::{BookOut, FillBook, FillMsg};
+use super::fill_book::{BookOut, FillBook};
+use crate::order::msg::fill::FillMsg;
 
 /// Capacity of the inbox.
 pub(crate) const FILL_CAPACITY: usize = 16 * 1024;

@@ -23,27 +23,7 @@ use std::hash::Hash;
 
 use crate::logging::repeat::warn_repeating;
 use crate::model::warning::WarnKind;
-
-/// Bounds and timing.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct SequencerConfig {
-    /// Most early fills held for one order.
-    pub max_held_per_order: usize,
-    /// Most early fills held over all orders.
-    pub max_held_total: usize,
-    /// A gap open this long is skipped at the next tick.
-    pub gap_timeout_ns: u64,
-}
-
-impl Default for SequencerConfig {
-    fn default() -> Self {
-        SequencerConfig {
-            max_held_per_order: 64,
-            max_held_total: 65_536,
-            gap_timeout_ns: 200_000_000,
-        }
-    }
-}
+use crate::order::config::SequencerConfig;
 
 /// What an arriving fill became.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

@@ -36,7 +36,7 @@ use std::collections::{HashMap, VecDeque};
 use std::sync::Arc;
 
 use crate::model::lane::Lane;
-use crate::order::accepted::Order;
+use crate::order::msg::order::Order;
 
 use super::codec::{parse_request, Request};
 
@@ -229,7 +229,7 @@ impl AcctKeys {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::order::lanes::admission::tests::order as lane_order;
+    use crate::order::msg::admission::tests::order as lane_order;
 
     fn order(seq: u64, acct: &str, symbol: &str) -> Order {
         let mut o = lane_order(seq, 0);

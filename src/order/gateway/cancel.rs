@@ -39,11 +39,11 @@ use crate::logging::repeat::warn_repeating;
 use crate::model::lane::Lane;
 use crate::model::order_reasons::{DoneStatus, RejectReason};
 use crate::model::warning::WarnKind;
-use crate::order::accepted::ConnId;
-use crate::order::journal::record::{Record, TerminalState};
-use crate::order::journal::writer::{Durability, Journal};
-use crate::order::lanes::claim::{CancelRefused, Cancelled, Claim};
-use crate::order::lanes::events::{Event, EventKind};
+use crate::net::ConnId;
+use crate::order::msg::claim::{CancelRefused, Cancelled, Claim};
+use crate::order::msg::event::{Event, EventKind};
+use crate::order::msg::journal::{Durability, JournalHandle};
+use crate::order::msg::record::{Record, TerminalState};
 
 use super::status::OrderStatus;
 
@@ -119,7 +119,7 @@ impl CancelBook {
         id: &str,
         status: Option<OrderStatus>,
         by: Option<ConnId>,
-        journal: Option<&Journal>,
+        journal: Option<&JournalHandle>,
     ) -> Result<Cancelled, Refused> {
         let Some(st) = status else {
             return Err((
@@ -184,7 +184,7 @@ impl CancelBook {
     pub(super) fn cancel_all(
         &mut self,
         status: impl Fn(&str) -> Option<OrderStatus>,
-        journal: Option<&Journal>,
+        journal: Option<&JournalHandle>,
     ) -> (usize, usize) {
         let ids: Vec<Arc<str>> = self.live.keys().cloned().collect();
         let (mut whole, mut split) = (0, 0);
@@ -203,7 +203,7 @@ impl CancelBook {
     /// asked, if any.
     pub(super) fn next_answer(
         &mut self,
-        journal: Option<&Journal>,
+        journal: Option<&JournalHandle>,
     ) -> Option<(Event, Option<ConnId>)> {
         let front = self.held.front()?;
         let ready = match journal {
@@ -222,8 +222,8 @@ impl CancelBook {
 mod tests {
     use super::*;
     use crate::model::units::Lots;
-    use crate::order::accepted::Order;
-    use crate::order::lanes::admission::tests::order;
+    use crate::order::msg::admission::tests::order;
+    use crate::order::msg::order::Order;
 
     fn start(book: &mut CancelBook, o: &Order) {
         book.started(&o.id, o.conn, Arc::clone(&o.claim), Lane::Small, 0);
@@ -242,7 +242,7 @@ mod tests {
             Err((RejectReason::TooLate, "at_bridge"))
         );
         assert_eq!(
-            book.cancel("o1", queued, Some(7), None),
+            book.cancel("o1", queued, Some(ConnId::from_u64(7)), None),
             Ok(Cancelled::Whole)
         );
         assert!(!a.claim.take(), "the worker drops it");
@@ -251,7 +251,7 @@ mod tests {
             RejectReason::AlreadyDone
         );
         let (ev, by) = book.next_answer(None).expect("answered without a journal");
-        assert_eq!((&*ev.id, by), ("o1", Some(7)));
+        assert_eq!((&*ev.id, by), ("o1", Some(ConnId::from_u64(7))));
         assert!(matches!(
             ev.kind,
             EventKind::Done {

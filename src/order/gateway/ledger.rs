@@ -19,22 +19,24 @@ use crate::sys::clock::{wall_ns, MonoClock};
 use crate::model::lane::Lane;
 use crate::model::order_reasons::{InvalidReason, RejectReason};
 use crate::model::units::{Amount, Lots};
-use crate::order::accepted::{ConnId, Order};
-use crate::order::lanes::admission::{Admission, Busy};
-use crate::order::lanes::events::{Event, EventKind};
-use crate::order::lanes::worker::e2e_stage;
+use crate::net::ConnId;
+use crate::order::msg::admission::{Admission, Busy};
+use crate::order::msg::event::e2e_stage;
+use crate::order::msg::event::{Event, EventKind};
+use crate::order::msg::order::Order;
 
 use super::acct::AcctKeys;
 use super::cancel::CancelBook;
 use super::codec::{
-    parse_request, write_ack, write_dead, write_done, write_fill, write_reject, NewOrder, Request,
+    parse_request, write_dead, write_done, write_fill, write_reject, NewOrder, Request,
 };
 use super::dedup::{Dedup, IdState, Refusal};
 use super::pending_acks::PendingAcks;
+use super::send_on::Owed;
 use super::status::{write_status, OrderStatus};
-use crate::order::journal::record::{Record, TerminalState};
-use crate::order::journal::writer::AppendError;
-use crate::order::lanes::claim::Cancelled;
+use crate::order::msg::claim::Cancelled;
+use crate::order::msg::journal::AppendError;
+use crate::order::msg::record::{Record, TerminalState};
 use crate::rate_limit::RateLimit;
 
 /// The gateway's state apart from the sockets.
@@ -62,7 +64,7 @@ pub(super) struct Ledger {
     /// before their `ACK` (`None`: `--no-journal`, `ACK` at once).
     pub(super) pending: Option<PendingAcks>,
     /// The kill switch (`POST /orders/halt`): while on, `NEW` is refused.
-    pub(super) halt: Arc<super::halt::Halt>,
+    pub(super) halt: Arc<crate::order::msg::halt::Halt>,
     /// The orders `CANCEL` may still reach, and the cancels not yet answered.
     pub(super) cancels: CancelBook,
     /// Per-account ordering: the active (account, symbol) keys and the
@@ -294,40 +296,13 @@ impl Ledger {
             self.reject(out, o.id, RejectReason::SystemBusy, &detail);
             return false;
         }
-        let claim = Arc::clone(&order.claim);
-        let offered = match order.acct_key.clone() {
-            None => admission.offer(order),
-            Some(k) if self.acct.must_park(&k) => {
-                if admission.lane_depth(lane) + parked >= admission.capacity_of(lane) {
-                    let mut order = order;
-                    order.lane = lane;
-                    Err(Busy(order))
-                } else {
-                    let mut order = order;
-                    order.lane = lane;
-                    self.acct.park(order);
-                    Ok(())
-                }
-            }
-            Some(k) => {
-                let r = admission.offer(order);
-                if r.is_ok() {
-                    self.acct.sent(&k, &id);
-                }
-                r
-            }
-        };
-        match offered {
+        // No journal: on its way now, `ACK`ed at once.
+        match self.send_on(order, Owed::Ack(Some(&mut *out)), true) {
             Ok(()) => {
-                self.cancels.started(&id, conn, claim, lane, mono);
                 self.dedup.insert(o.id, now);
                 if let Some(st) = self.dedup.track(o.id) {
                     *st = OrderStatus::queued(o.qty);
                 }
-                write_ack(out, o.id);
-                self.recorder
-                    .record_span(Stage::OrderAck, mono, self.mono.now_ns());
-                bump(&self.counters.orders.accepted, 1);
                 self.in_flight += 1;
                 true
             }

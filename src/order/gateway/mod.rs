@@ -14,7 +14,15 @@
 //! the gateway turns them into lines (the per-line work: `ledger.rs`; this
 //! file: sockets, buffers and the loop). Because the gateway appends `ACK`
 //! right after a successful offer, before it next drains events, a client
-//! always reads `ACK` before any `FILL` or `DONE` of that order.
+//! always reads `ACK` before any `FILL` or `DONE` of that order. The offer
+//! (or parking behind an account key's head) and the `ACK` are written
+//! once, in `send_on.rs`, for every way an order is sent on.
+//!
+//! What it exchanges with the other threads (the lane queues, the events,
+//! the journal records and the journal itself, the kill switch, the bridge
+//! call gauges) is on the floor, [`crate::order::msg`]; it imports no
+//! other thread's folder. At start it takes back the orders recovery found
+//! (`restore.rs`, the floor's [`Restore`](crate::order::msg::restore::Restore)).
 //!
 //! Fairness: a turn hands out at most `LINES_PER_TURN` lines of each
 //! connection (one that sent 25,000 orders at once is taken in slices, in
@@ -65,8 +73,8 @@ use crate::metrics::Stage;
 use crate::model::warning::WarnKind;
 use crate::net::lines::{LineEvent, LineReader};
 use crate::net::{
-    AuthGate, AuthStep, ConnCounters, ConnId, Conns, KeyList, Listener, LoopCtx, PortPolicy,
-    TlsPort, TurnLists, WriteBuf, LISTENER,
+    AuthGate, AuthStep, ConnCounters, Conns, KeyList, Listener, LoopCtx, PortPolicy, TlsPort,
+    TurnLists, WriteBuf, LISTENER,
 };
 use crate::rate_limit::RateLimit;
 use crate::retry::SharedClock;
@@ -75,26 +83,29 @@ use crate::sys::watch::Beat;
 
 use crate::model::lane::Lane;
 use crate::model::order_reasons::InvalidReason;
-use crate::order::lanes::admission::Admission;
-use crate::order::lanes::bridge_calls::BridgeCalls;
-use crate::order::lanes::events::Event;
+use crate::order::msg::admission::Admission;
+use crate::order::msg::event::Event;
+use crate::order::msg::gauges::CallGauges;
+use crate::order::msg::halt::Halt;
 
 use crate::model::order_reasons::RejectReason;
 use crate::model::units::{Amount, Lots};
-use crate::order::accepted::Order;
-use crate::order::journal::record::{Record, TerminalState};
-use crate::order::journal::writer::Loss;
-use crate::order::lanes::admission::Busy;
+use crate::order::msg::admission::Busy;
+use crate::order::msg::journal::Loss;
+use crate::order::msg::order::Order;
+use crate::order::msg::record::{Record, TerminalState};
 use dedup::{Dedup, IdState};
 use pending_acks::Released;
+use send_on::Owed;
 
 pub(crate) mod acct;
 mod cancel;
 pub mod codec;
 pub mod dedup;
-pub mod halt;
 mod ledger;
 pub(crate) mod pending_acks;
+mod restore;
+mod send_on;
 pub mod status;
 use ledger::{write_event, Ledger};
 
@@ -172,11 +183,11 @@ pub(crate) struct GatewayParts {
     /// The order path's clock (rate limits, bridge-call gauges).
     pub clock: SharedClock,
     /// Read every turn for the bridge-call gauges (written by the workers).
-    pub bridge_calls: Arc<BridgeCalls>,
+    pub bridge_calls: Arc<dyn CallGauges>,
     /// The journal's hold (`None`: `--no-journal`).
     pub pending: Option<pending_acks::PendingAcks>,
     /// The kill switch: while on, every `NEW` is refused.
-    pub halt: Arc<halt::Halt>,
+    pub halt: Arc<Halt>,
 }
 
 /// The gateway's part of a connection (the kit keeps socket, id, peer, auth).
@@ -209,7 +220,7 @@ pub(crate) struct Gateway {
     auth: AuthGate,
     ledger: Ledger,
     /// Read every turn for the bridge-call gauges (written by the workers).
-    bridge_calls: Arc<BridgeCalls>,
+    bridge_calls: Arc<dyn CallGauges>,
     settings: GatewaySettings,
     closing: Arc<AtomicBool>,
     /// The gateway's heartbeat (beaten every turn).
@@ -466,7 +477,7 @@ impl Gateway {
         if conn.state.paused || conn.state.read_closed {
             return 0;
         }
-        let id = conn.id.as_u64();
+        let id = conn.id;
         let (mut lines, mut reads, mut close) = (0usize, 0usize, false);
         // Whether to serve it next turn without waiting for an event.
         let again = loop {
@@ -598,75 +609,50 @@ impl Gateway {
             let Some(released) = p.next() else {
                 return n;
             };
-            let Some(admission) = &self.ledger.admission else {
+            if self.ledger.admission.is_none() {
                 // Closing: `close_intake` refuses what is left.
                 match released {
                     Released::Durable { order, lsn, .. } => p.put_back(order, lsn, None),
                     Released::Lost(order, loss) => p.put_back(order, 0, Some(loss)),
                 }
                 return n;
-            };
+            }
             match released {
                 Released::Durable {
                     order,
                     lsn,
                     recovered,
                 } => {
-                    let conn = ConnId::from_u64(order.conn);
-                    let id = Arc::clone(&order.id);
-                    let recv_mono_ns = order.recv_mono_ns;
-                    let (claim, lane) = (Arc::clone(&order.claim), order.lane);
-                    // Per-account ordering: behind its key's head, it is
-                    // parked (ACKed all the same); else it becomes the head.
-                    let key = order.acct_key.clone();
-                    let acct = &mut self.ledger.acct;
-                    if let (Some(k), true) = (&key, recovered) {
-                        let _ = acct.reserve(&id, k, true);
+                    let (conn, id) = (order.conn, Arc::clone(&order.id));
+                    if let (Some(k), true) = (&order.acct_key, recovered) {
+                        let _ = self.ledger.acct.reserve(&id, k, true);
                     }
-                    let park = key.as_ref().is_some_and(|k| acct.must_park(k));
-                    let offered = if park {
-                        acct.park(order);
-                        Ok(())
+                    // Behind its key's head it is parked (ACKed all the
+                    // same); its place in the lane was counted when held.
+                    let mut client = if recovered {
+                        None
                     } else {
-                        admission.offer(order)
+                        self.conns.get_live(conn)
                     };
-                    match offered {
+                    let owed = if recovered {
+                        Owed::Recovered
+                    } else {
+                        Owed::Ack(client.as_mut().map(|c| c.state.out.room_for(REPLY_ROOM)))
+                    };
+                    match self.ledger.send_on(order, owed, false) {
                         Ok(()) => {
                             n += 1;
-                            if let (Some(k), false) = (&key, park) {
-                                acct.sent(k, &id);
+                            if let Some(p) = &mut self.ledger.pending {
+                                p.started(&id, lsn);
                             }
-                            p.started(&id, lsn);
-                            self.ledger.cancels.started(
-                                &id,
-                                conn.as_u64(),
-                                claim,
-                                lane,
-                                recv_mono_ns,
-                            );
-                            if recovered {
-                                continue;
-                            }
-                            bump(&self.ledger.counters.orders.accepted, 1);
-                            match self.conns.get_live(conn) {
-                                Some(c) => {
-                                    codec::write_ack(c.state.out.room_for(REPLY_ROOM), &id);
-                                    self.dirty.mark(&mut c.state.dirty, conn.key());
-                                    let now = self.ledger.mono.now_ns();
-                                    self.ledger.recorder.record_span(
-                                        Stage::OrderAck,
-                                        recv_mono_ns,
-                                        now,
-                                    );
-                                }
-                                None => bump(
-                                    &self.ledger.counters.orders.replies_to_closed_connections,
-                                    1,
-                                ),
+                            if let Some(c) = client {
+                                self.dirty.mark(&mut c.state.dirty, conn.key());
                             }
                         }
                         Err(Busy(back)) => {
-                            p.put_back(back, lsn, None);
+                            if let Some(p) = &mut self.ledger.pending {
+                                p.put_back(back, lsn, None);
+                            }
                             return n;
                         }
                     }
@@ -695,22 +681,16 @@ impl Gateway {
     /// `acct.rs`), each now its key's head; a full lane keeps the rest
     /// parked for a later turn. Returns how many.
     fn release_followers(&mut self) -> usize {
-        let Some(admission) = &self.ledger.admission else {
+        if self.ledger.admission.is_none() {
             return 0;
-        };
+        }
         let mut n = 0;
         while let Some(mut order) = self.ledger.acct.next_ready() {
-            let (id, key) = (Arc::clone(&order.id), order.acct_key.clone());
             // Its queue wait (and the lane's oldest age) starts now: the
             // time parked was its key's, not the lane's backlog.
             order.enq_mono_ns = self.ledger.mono.now_ns();
-            match admission.offer(order) {
-                Ok(()) => {
-                    n += 1;
-                    if let Some(k) = key {
-                        self.ledger.acct.sent(&k, &id);
-                    }
-                }
+            match self.ledger.send_on(order, Owed::Follower, false) {
+                Ok(()) => n += 1,
                 Err(Busy(back)) => {
                     self.ledger.acct.put_back(back);
                     break;
@@ -753,7 +733,7 @@ impl Gateway {
             &self.ledger.counters.orders.rejected[RejectReason::SystemBusy.index()],
             1,
         );
-        let conn = ConnId::from_u64(order.conn);
+        let conn = order.conn;
         match self.conns.get_live(conn) {
             Some(c) => {
                 codec::write_reject(
@@ -802,7 +782,7 @@ impl Gateway {
             n += 1;
             bump(&self.ledger.counters.orders.cancelled, 1);
             self.ledger.apply(&ev, true);
-            let owner = ConnId::from_u64(ev.conn);
+            let owner = ev.conn;
             let mut told = false;
             if let Some(c) = self.conns.get_live(owner) {
                 write_event(c.state.out.room_for(REPLY_ROOM), &ev);
@@ -810,7 +790,7 @@ impl Gateway {
                 self.dirty.mark(&mut c.state.dirty, owner.key());
                 told = true;
             }
-            if let Some(by) = by.filter(|b| *b != ev.conn).map(ConnId::from_u64) {
+            if let Some(by) = by.filter(|b| *b != ev.conn) {
                 if let Some(c) = self.conns.get_live(by) {
                     write_event(c.state.out.room_for(REPLY_ROOM), &ev);
                     self.dirty.mark(&mut c.state.dirty, by.key());
@@ -835,7 +815,7 @@ impl Gateway {
             match self.ledger.events.try_recv() {
                 Ok(ev) => {
                     n += 1;
-                    let id = ConnId::from_u64(ev.conn);
+                    let id = ev.conn;
                     let terminal = ev.kind.is_terminal();
                     self.ledger.apply(&ev, false);
                     if !ev.kind.has_reply() {
@@ -917,12 +897,7 @@ impl Gateway {
         self.bridge_calls.publish_gauges(o, &*self.ledger.clock);
         if let Some(p) = &self.ledger.pending {
             p.publish_oldest_live();
-            let j = p.journal();
-            set(&o.journal_bytes, j.used_bytes());
-            set(&o.journal_max_bytes, j.limits().max_bytes);
-            set(&o.journal_disk_full, u64::from(j.is_disk_full()));
-            set(&o.journal_failed, u64::from(j.is_failed()));
-            set(&o.journal_disk_full_episodes, j.disk_full_episodes());
+            p.journal().publish_gauges(o);
         }
     }
 

@@ -25,8 +25,8 @@ use std::collections::{BTreeMap, HashMap, VecDeque};
 use std::sync::Arc;
 
 use crate::model::lane::Lane;
-use crate::order::accepted::Order;
-use crate::order::journal::writer::{Durability, Journal, Loss};
+use crate::order::msg::journal::{Durability, JournalHandle, Loss};
+use crate::order::msg::order::Order;
 
 /// An order waiting for its LSN to be durable.
 #[derive(Debug)]
@@ -58,7 +58,7 @@ pub(super) enum Released {
 /// The held orders and the journal they wait on.
 #[derive(Debug)]
 pub(crate) struct PendingAcks {
-    journal: Journal,
+    journal: JournalHandle,
     held: VecDeque<Held>,
     /// Held orders per lane (by [`Lane::index`]).
     per_lane: [usize; 2],
@@ -71,7 +71,7 @@ pub(crate) struct PendingAcks {
 impl PendingAcks {
     /// An empty hold on `journal`, with `recovered` orders (lane set) to
     /// re-queue first, in admission order.
-    pub(crate) fn new(journal: Journal, recovered: Vec<Order>) -> Self {
+    pub(crate) fn new(journal: JournalHandle, recovered: Vec<Order>) -> Self {
         let mut p = PendingAcks {
             journal,
             held: VecDeque::with_capacity(recovered.len().max(64)),
@@ -86,7 +86,7 @@ impl PendingAcks {
     }
 
     /// The journal.
-    pub(super) fn journal(&self) -> &Journal {
+    pub(super) fn journal(&self) -> &JournalHandle {
         &self.journal
     }
 
@@ -181,35 +181,59 @@ impl PendingAcks {
 
 #[cfg(test)]
 mod tests {
-    use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
-    use std::sync::Arc;
+    use std::sync::Mutex;
 
     use super::*;
-    use crate::order::journal::record::tests::samples;
-    use crate::order::journal::tests::Injected;
-    use crate::order::journal::writer::JournalLimits;
+    use crate::metrics::order_counters::OrderCounters;
+    use crate::order::msg::journal::{AppendError, JournalLink};
+    use crate::order::msg::record::tests::samples;
+    use crate::order::msg::record::Record;
 
     /// A small order with admission number `seq` (the lanes' test order).
     fn order(seq: u64) -> Order {
-        crate::order::lanes::admission::tests::order(seq, 0)
+        crate::order::msg::admission::tests::order(seq, 0)
+    }
+
+    /// A journal whose outcomes the test sets: every append is pending
+    /// until `settle` says what became of it.
+    #[derive(Debug, Default)]
+    struct Scripted {
+        outcomes: Mutex<Vec<Durability>>,
+    }
+
+    impl Scripted {
+        fn settle(&self, lsn: u64, d: Durability) {
+            self.outcomes.lock().unwrap()[lsn as usize - 1] = d;
+        }
+    }
+
+    impl JournalLink for Scripted {
+        fn append(&self, _: &Record) -> Result<u64, AppendError> {
+            let mut o = self.outcomes.lock().unwrap();
+            o.push(Durability::Pending);
+            Ok(o.len() as u64)
+        }
+        fn outcome(&self, lsn: u64) -> Durability {
+            match lsn.checked_sub(1) {
+                // LSN 0 (a recovered order) is durable, as in the journal.
+                None => Durability::Durable,
+                Some(i) => self.outcomes.lock().unwrap()[i as usize],
+            }
+        }
+        fn wait_durable(&self, lsn: u64) -> bool {
+            self.outcome(lsn) == Durability::Durable
+        }
+        fn set_oldest_live(&self, _: u64) {}
+        fn is_disk_full(&self) -> bool {
+            false
+        }
+        fn publish_gauges(&self, _: &OrderCounters) {}
     }
 
     #[test]
     fn held_orders_leave_in_order_once_durable_and_as_lost_after_a_disk_error() {
-        let fail = Arc::new(AtomicBool::new(false));
-        let files = Injected {
-            fail: Arc::clone(&fail),
-            syncs: Arc::new(AtomicUsize::new(0)),
-            kind: std::io::ErrorKind::StorageFull,
-        };
-        let limits = JournalLimits {
-            max_bytes: 1 << 20,
-            segment_bytes: 1 << 20,
-            retain_ns: u64::MAX,
-        };
-        let (j, t) =
-            Journal::start(Box::new(files), limits, 1, Vec::new(), Box::new(|| {})).unwrap();
-        let mut p = PendingAcks::new(j.clone(), vec![order(1)]);
+        let j = Arc::new(Scripted::default());
+        let mut p = PendingAcks::new(Arc::clone(&j) as JournalHandle, vec![order(1)]);
         let rec = samples().remove(0);
         // The recovered order is durable already; nothing else is held.
         assert!(matches!(
@@ -222,7 +246,8 @@ mod tests {
         let lsn = j.append(&rec).unwrap();
         p.hold(lsn, order(2));
         assert_eq!(p.held_in(Lane::Small), 1);
-        assert!(j.wait_durable(lsn));
+        assert!(p.next().is_none(), "not durable yet: held");
+        j.settle(lsn, Durability::Durable);
         match p.next() {
             Some(Released::Durable {
                 order, recovered, ..
@@ -232,19 +257,24 @@ mod tests {
             other => panic!("{other:?}"),
         }
         // The disk fills: the orders waiting for the failed write are lost,
-        // never durable, in order.
-        fail.store(true, Ordering::Relaxed);
+        // never durable, in order (the journal's side of it, the cut back
+        // to the last durable record, is `journal/tests.rs`').
         let a = j.append(&rec).unwrap();
+        let b = j.append(&rec).unwrap();
         p.hold(a, order(3));
-        assert!(!j.wait_durable(a));
-        assert!(j.append(&rec).is_err(), "new orders are refused");
+        p.hold(b, order(4));
+        j.settle(b, Durability::Durable);
+        assert!(
+            p.next().is_none(),
+            "the front is not settled: nothing leaves"
+        );
+        j.settle(a, Durability::Lost(Loss::DiskFull));
         match p.next() {
             Some(Released::Lost(o, Loss::DiskFull)) => assert_eq!(o.seq, 3),
             other => panic!("{other:?}"),
         }
+        assert!(matches!(p.next(), Some(Released::Durable { order, .. }) if order.seq == 4));
         assert!(p.next().is_none());
         assert_eq!(p.held_in(Lane::Small), 0);
-        j.stop();
-        t.join().unwrap();
     }
 }

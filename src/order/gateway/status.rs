@@ -34,7 +34,7 @@ use bytes::BufMut;
 
 use crate::model::order_reasons::{DeadReason, DoneStatus};
 use crate::model::units::{Amount, Lots};
-use crate::order::lanes::events::EventKind;
+use crate::order::msg::event::EventKind;
 
 /// Where an order is.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]

@@ -3,8 +3,6 @@
 //! order survives a crash of the process (`kill -9`) and is found again at
 //! start.
 //!
-//! * [`record`]: the record types (`Accepted`, `Terminal`, `Replay`,
-//!   `AttemptSent`, `FillApplied`) and their payload codec;
 //! * [`segment`]: segment files (header, frames with length and crc32) and
 //!   the scan that stops at a torn tail;
 //! * [`files`]: where segments are written ([`files::JournalFiles`], a
@@ -26,7 +24,6 @@ pub mod disk_full;
 pub mod fault;
 pub mod files;
 pub mod lost;
-pub mod record;
 pub mod recover;
 pub mod segment;
 pub(crate) mod startup;

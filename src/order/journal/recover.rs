@@ -8,8 +8,8 @@
 use std::fs::OpenOptions;
 use std::path::{Path, PathBuf};
 
-use super::record::Record;
 use super::segment::{header, parse_file_name, scan, HeaderError, Torn, HEADER_LEN};
+use crate::order::msg::record::Record;
 
 /// The journal cannot be read back.
 #[derive(Debug, thiserror::Error)]

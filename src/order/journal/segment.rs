@@ -18,7 +18,7 @@
 //! (length 0, checksum 0) is therefore the segment's clean end, not a tear:
 //! no record encodes to an empty payload.
 
-use super::record::{DecodeError, Record};
+use crate::order::msg::record::{DecodeError, Record};
 
 /// First bytes of every segment.
 pub const MAGIC: [u8; 8] = *b"TFJOURNL";
@@ -176,7 +176,7 @@ pub fn scan(
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::order::journal::record::tests::samples;
+    use crate::order::msg::record::tests::samples;
 
     fn segment_of(records: &[Record]) -> (Vec<u8>, Vec<usize>) {
         let mut buf = header(3).to_vec();

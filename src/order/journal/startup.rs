@@ -18,29 +18,29 @@ use std::thread::JoinHandle;
 
 use indexmap::IndexMap;
 
-use crate::model::order_reasons::{DeadReason, DoneStatus};
-use crate::model::units::Lots;
-use crate::order::accepted::{Order, Resumed};
+use crate::net::ConnId;
 use crate::order::config::OrderConfig;
-use crate::order::gateway::dedup::{Dedup, IdState};
-use crate::order::gateway::status::OrderStatus;
-use crate::order::lanes::events::EventKind;
+use crate::order::msg::order::{Order, Resumed};
+use crate::order::msg::restore::Restore;
 use crate::retry::SharedClock;
 use crate::sys::clock::{wall_ns, MonoClock};
 use crate::sys::watch::Watch;
 
 use super::files::{DirFiles, JournalFiles, WrapFiles};
-use super::record::{Record, TerminalState};
 use super::recover::{recover, RecoverError};
 use super::writer::{Journal, JournalEnv, JournalLimits, Notify};
 use crate::dlq::{AttemptRecord, DeadLetter};
+use crate::order::msg::record::{Record, TerminalState};
 
 /// Largest segment; smaller when `--journal-max-bytes` is small, so old
 /// segments can be retired one by one.
 pub(crate) const SEGMENT_BYTES: u64 = 64 << 20;
 
-/// The connection id of recovered orders: no live connection ever has it.
-pub(crate) const NO_CONN: u64 = u64::MAX;
+/// The connection id of recovered orders: no live connection ever has it
+/// (a generation and a slab key of all ones).
+pub(crate) fn no_conn() -> ConnId {
+    ConnId::from_u64(u64::MAX)
+}
 
 /// The journal, started, and what was recovered from it.
 #[derive(Debug)]
@@ -75,66 +75,6 @@ fn tokens_after(next_segment: u64, last_journaled: u64) -> u64 {
 fn chunk_of(id: &str) -> Option<(&str, u32)> {
     let (parent, i) = id.rsplit_once(".c")?;
     Some((parent, i.parse().ok()?))
-}
-
-/// The `STATUS` of a journaled order after a restart, and its dedup state:
-/// `QUEUED` with its quantity (and the fills already sent) when it has no
-/// `Terminal` record (it is re-queued), else the terminal state the record names, with its cum,
-/// amount and attempts. A `Rejected` one (refused before its `ACK`) keeps
-/// the id taken, as before the restart, and shows `DONE FAILED`: it never ran.
-fn restored_status(qty: Lots, end: Option<&Record>, resumed: &Resumed) -> (OrderStatus, IdState) {
-    let mut st = OrderStatus::queued(qty);
-    st.set_attempts(resumed.attempts);
-    if resumed.fills > 0 {
-        st.apply(&EventKind::Fill {
-            n: resumed.fills,
-            cum: resumed.cum,
-            amount: resumed.amount,
-            left: Lots(qty.0.saturating_sub(resumed.cum.0)),
-        });
-    }
-    let Some(Record::Terminal {
-        state,
-        reason,
-        cum,
-        amount,
-        attempts,
-        ..
-    }) = end
-    else {
-        return (st, IdState::Live);
-    };
-    let attempts = *attempts;
-    let (ev, id_state) = match state {
-        TerminalState::Done | TerminalState::Rejected => {
-            let status = DoneStatus::ALL
-                .into_iter()
-                .find(|d| d.as_str() == reason)
-                .unwrap_or(DoneStatus::of(*cum, qty));
-            let ev = EventKind::Done {
-                status,
-                cum: *cum,
-                amount: *amount,
-                attempts,
-            };
-            (ev, IdState::Done)
-        }
-        TerminalState::Dead => {
-            let dead = DeadReason::ALL
-                .into_iter()
-                .find(|d| d.as_str() == reason)
-                .unwrap_or(DeadReason::RetriesExhausted);
-            let ev = EventKind::Dead {
-                reason: dead,
-                attempts,
-                last: "recovered".into(),
-            };
-            (ev, IdState::Dead)
-        }
-        TerminalState::Expired => (EventKind::Expired { attempts }, IdState::Done),
-    };
-    st.apply(&ev);
-    (st, id_state)
 }
 
 /// What an outcome the restart left unknown reads as (`DEAD … last=`, the
@@ -172,7 +112,8 @@ pub(crate) struct JournalStart {
     pub clock: Option<SharedClock>,
 }
 
-/// Recovers `c.data_dir`, fills `dedup`, and starts the journal thread.
+/// Recovers `c.data_dir`, tells `ids` (the gateway's side) every id it
+/// keeps, and starts the journal thread.
 ///
 /// `dead_lettered` answers the DLQ's replayable record of an order id. A
 /// dead letter is synced before its order's `DEAD` is journaled, so an
@@ -185,7 +126,7 @@ pub(crate) struct JournalStart {
 /// segment cannot be created.
 pub(crate) fn open(
     c: &OrderConfig,
-    dedup: &mut Dedup,
+    ids: &mut dyn Restore,
     now_ns: u64,
     mono_ns: u64,
     notify: Notify,
@@ -273,16 +214,8 @@ pub(crate) fn open(
             }
         }
         let age = wall.saturating_sub(recv_wall_ns);
-        if age < retention && dedup.check(&id, now_ns, false).is_ok() {
-            let since = now_ns.saturating_sub(age);
-            dedup.insert(&id, since);
-            let (status, state) = restored_status(qty, end.as_ref(), &resumed);
-            if let Some(st) = dedup.track(&id) {
-                *st = status;
-            }
-            if end.is_some() {
-                dedup.mark(&id, state, since);
-            }
+        if age < retention {
+            ids.restore_id(&id, now_ns, age, qty, end.as_ref(), &resumed);
         }
         if end.is_some() {
             continue;
@@ -290,13 +223,13 @@ pub(crate) fn open(
         resumed.route = Some(seq);
         orders.push(Order {
             seq: orders.len() as u64 + 1,
-            conn: NO_CONN,
+            conn: no_conn(),
             id: Arc::from(id.as_str()),
             symbol: symbol.into(),
             side,
             qty,
             // The account survives in the raw `NEW` line.
-            acct_key: crate::order::gateway::acct::key_of_raw(&raw),
+            acct_key: ids.acct_key(&raw),
             raw: raw.into(),
             peer: Arc::from("recovered"),
             recv_mono_ns: mono_ns,
@@ -375,8 +308,7 @@ mod tests {
 
     use super::*;
     use crate::model::lane::Lane;
-    use crate::model::units::Side;
-    use crate::order::gateway::status::Phase;
+    use crate::model::units::{Lots, Side};
 
     const SEC: u64 = 1_000_000_000;
 
@@ -388,19 +320,59 @@ mod tests {
         }
     }
 
+    /// What recovery told the gateway's side of `k1`: its `Terminal`
+    /// record (`None`: re-queued) and what its client was sent. (How the
+    /// gateway turns that into a `STATUS` is `gateway/restore.rs`'.)
+    #[derive(Debug, Default)]
+    struct Restored {
+        k1: Option<(Option<Record>, Resumed)>,
+    }
+
+    impl Restore for Restored {
+        fn restore_id(
+            &mut self,
+            id: &str,
+            _: u64,
+            _: u64,
+            _: Lots,
+            end: Option<&Record>,
+            resumed: &Resumed,
+        ) {
+            if id == "k1" {
+                self.k1 = Some((end.cloned(), resumed.clone()));
+            }
+        }
+
+        fn acct_key(&self, _: &str) -> Option<Arc<str>> {
+            None
+        }
+    }
+
+    /// The `Terminal` record of a `k1` dead-lettered after `attempts`.
+    fn dead_k1(attempts: u32) -> Record {
+        Record::Terminal {
+            id: "k1".into(),
+            state: TerminalState::Dead,
+            reason: "retries_exhausted".into(),
+            cum: Lots(0),
+            amount: Default::default(),
+            attempts,
+        }
+    }
+
     /// Opens `dir` as the engine does at start and stops the journal again,
-    /// with `dead` as the DLQ's answer; the orders re-queued and the
-    /// restored status of `k1`.
+    /// with `dead` as the DLQ's answer; the orders re-queued and what was
+    /// restored of `k1`.
     fn restart(
         dir: &Path,
         dead: &dyn Fn(&str) -> Option<DeadLetter>,
         append: Option<Record>,
-    ) -> (Vec<Order>, Option<OrderStatus>) {
+    ) -> (Vec<Order>, Option<(Option<Record>, Resumed)>) {
         let c = config(dir);
-        let mut dedup = Dedup::new(c.dedup_retention.as_nanos() as u64, 1024);
+        let mut ids = Restored::default();
         let opened = open(
             &c,
-            &mut dedup,
+            &mut ids,
             100 * SEC,
             0,
             Box::new(|| {}),
@@ -414,7 +386,7 @@ mod tests {
         }
         opened.journal.stop();
         opened.thread.join().unwrap();
-        (opened.orders, dedup.status("k1", 100 * SEC))
+        (opened.orders, ids.k1)
     }
 
     /// `NEW k1 EURUSD BUY 1`, accepted now.
@@ -455,23 +427,18 @@ mod tests {
         // Open in the journal, not in the DLQ: re-queued.
         let (orders, st) = restart(dir.path(), &none, None);
         assert_eq!(orders.len(), 1);
-        assert_eq!(st.map(|s| s.phase()), Some(Phase::Queued));
+        assert_eq!(st.map(|s| s.0), Some(None), "restored open (QUEUED)");
         // Open in the journal, dead in the DLQ (the crash came between the
         // dead letter's sync and the journal's `DEAD`): ended, not re-queued.
         let dlq = |id: &str| (id == "k1").then(|| dead_letter("retries_exhausted", 4));
         let (orders, st) = restart(dir.path(), &dlq, None);
         assert!(orders.is_empty());
-        let st = st.unwrap();
-        assert_eq!(st.phase(), Phase::Dead(DeadReason::RetriesExhausted));
-        assert_eq!(st.attempts(), 4);
+        assert_eq!(st.map(|s| s.0), Some(Some(dead_k1(4))));
         // The `DEAD` it was given is in the journal now: without the DLQ's
         // answer the next start finds it ended too.
         let (orders, st) = restart(dir.path(), &none, None);
         assert!(orders.is_empty());
-        assert_eq!(
-            st.map(|s| s.phase()),
-            Some(Phase::Dead(DeadReason::RetriesExhausted))
-        );
+        assert_eq!(st.map(|s| s.0), Some(Some(dead_k1(4))));
     }
 
     #[test]
@@ -494,8 +461,12 @@ mod tests {
         assert_eq!(o.history[1].bridge, "v2");
         assert_eq!(o.history[1].outcome, RESTART_OUTCOME);
         assert_eq!(o.resend_to(), Some("v2"));
-        let st = st.unwrap();
-        assert_eq!((st.phase(), st.attempts()), (Phase::Queued, 2));
+        let (end, resumed) = st.unwrap();
+        assert_eq!(
+            (end, resumed.attempts),
+            (None, 2),
+            "QUEUED after 2 attempts"
+        );
     }
 
     #[test]
@@ -513,13 +484,12 @@ mod tests {
     #[test]
     fn fencing_tokens_of_a_run_are_above_every_earlier_runs_journaled_or_not() {
         let dir = tempfile::tempdir().unwrap();
-        let c = config(dir.path());
         let open_at = |dir: &Path| {
-            let mut dedup = Dedup::new(c.dedup_retention.as_nanos() as u64, 1024);
+            let mut ids = Restored::default();
             let none = |_: &str| None;
             let opened = open(
                 &config(dir),
-                &mut dedup,
+                &mut ids,
                 100 * SEC,
                 0,
                 Box::new(|| {}),

@@ -6,10 +6,11 @@ use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::Arc;
 
 use super::files::{DirFiles, JournalFile, JournalFiles};
-use super::record::tests::samples;
-use super::record::Record;
 use super::recover::recover;
-use super::writer::{AppendError, Journal, JournalLimits};
+use super::writer::{Journal, JournalLimits};
+use crate::order::msg::journal::AppendError;
+use crate::order::msg::record::tests::samples;
+use crate::order::msg::record::Record;
 
 const LIMITS: JournalLimits = JournalLimits {
     max_bytes: 1 << 30,
@@ -546,7 +547,7 @@ fn start_on(
 #[test]
 fn a_full_disk_cuts_the_failed_batch_refuses_until_a_probe_finds_room_then_takes_appends_again() {
     use super::disk_full::PROBE_EVERY;
-    use super::writer::{Durability, Loss};
+    use crate::order::msg::journal::{Durability, Loss};
     for how in [PARTIAL_WRITE, SYNC_FAILS] {
         let dir = tempfile::tempdir().unwrap();
         let clock = crate::retry::SimClock::new();

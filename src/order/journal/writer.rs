@@ -46,8 +46,11 @@ use crate::sys::watch::Watch;
 use super::disk_full::{is_disk_full, probe, DiskFull, Probe, FULL_POLL, PROBE_EVERY};
 use super::files::{JournalFile, JournalFiles};
 use super::lost::LostRanges;
-use super::record::Record;
 use super::segment::{header, put_frame};
+use crate::metrics::counters::set;
+use crate::metrics::order_counters::OrderCounters;
+use crate::order::msg::journal::{AppendError, Durability, JournalLink, Loss};
+use crate::order::msg::record::Record;
 
 /// Called by the journal thread after each commit or failure.
 pub type Notify = Box<dyn Fn() + Send + Sync>;
@@ -99,44 +102,6 @@ impl std::fmt::Debug for JournalEnv {
             .field("clock", &self.clock)
             .finish_non_exhaustive()
     }
-}
-
-/// Why an append was refused.
-#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
-pub enum AppendError {
-    /// The journal is at `--journal-max-bytes` (`SYSTEM_BUSY journal_full`).
-    #[error("journal full")]
-    Full,
-    /// The journal's disk is full (`SYSTEM_BUSY journal_full`); appends are
-    /// taken again once a probe finds room ([`super::disk_full`]).
-    #[error("journal disk full")]
-    DiskFull,
-    /// A write or sync failed earlier (`SYSTEM_BUSY journal_error`).
-    #[error("journal failed: {0}")]
-    Failed(String),
-    /// The journal is stopping.
-    #[error("journal stopped")]
-    Stopped,
-}
-
-/// What became of an appended record.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Durability {
-    /// Synced: it survives a crash.
-    Durable,
-    /// Not synced yet.
-    Pending,
-    /// It will never be durable (and was never read back): why.
-    Lost(Loss),
-}
-
-/// Why a record will never be durable.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Loss {
-    /// Its batch met a full disk and was cut off (`journal_full`).
-    DiskFull,
-    /// A write or sync failed for good (`journal_error`).
-    Failed,
 }
 
 /// The state shared by appenders and the journal thread.
@@ -474,6 +439,36 @@ impl Journal {
     pub fn stop(&self) {
         lock(&self.shared).stop = true;
         self.shared.work.notify_one();
+    }
+}
+
+impl JournalLink for Journal {
+    fn append(&self, rec: &Record) -> Result<u64, AppendError> {
+        Journal::append(self, rec)
+    }
+
+    fn outcome(&self, lsn: u64) -> Durability {
+        Journal::outcome(self, lsn)
+    }
+
+    fn wait_durable(&self, lsn: u64) -> bool {
+        Journal::wait_durable(self, lsn)
+    }
+
+    fn set_oldest_live(&self, lsn: u64) {
+        Journal::set_oldest_live(self, lsn);
+    }
+
+    fn is_disk_full(&self) -> bool {
+        Journal::is_disk_full(self)
+    }
+
+    fn publish_gauges(&self, o: &OrderCounters) {
+        set(&o.journal_bytes, self.used_bytes());
+        set(&o.journal_max_bytes, self.limits().max_bytes);
+        set(&o.journal_disk_full, u64::from(self.is_disk_full()));
+        set(&o.journal_failed, u64::from(self.is_failed()));
+        set(&o.journal_disk_full_episodes, self.disk_full_episodes());
     }
 }
 

@@ -24,11 +24,16 @@
 //! different bridges; the fill thread ([`super::fills`]) folds the chunks'
 //! fills back into the parent's absolute cumulative values.
 //!
-//! [`routing::LaneMode::Shared`] turns lanes off (one queue, every worker,
-//! no chunking): the configuration the lanes are measured against.
+//! [`LaneMode::Shared`](crate::order::config::LaneMode::Shared) turns
+//! lanes off (one queue, every worker, no chunking): the configuration the
+//! lanes are measured against.
 //!
-//! * [`routing`]: which lane an order takes; chunking of large orders;
-//! * [`admission`]: the lanes' bounded queues (producer: the gateway);
+//! * [`routing`]: chunking of large orders (which lane an order takes is
+//!   its settings':
+//!   [`LaneConfig::lane_of`](crate::order::config::LaneConfig::lane_of));
+//! * the lanes' bounded queues are on the floor
+//!   ([`crate::order::msg::admission`]: producer the gateway, consumers
+//!   these workers);
 //! * [`worker`]: a worker thread, one attempt of one order (or chunk)
 //!   against a bridge at a time;
 //! * [`outlet`]: where an attempt's results go (gateway, fill thread, DLQ);
@@ -36,31 +41,22 @@
 //!   back to its lane;
 //! * [`quota`]: how many of a lane's workers due retries may hold while
 //!   new orders wait (`--retry-share`);
-//! * [`claim`]: the per-order atomic a worker and a `CANCEL` race on;
-//! * [`bridge_calls`]: when each worker's bridge call started (how long the
-//!   oldest has been at a venue);
-//! * [`lease`]: bridge calls on abandonable call threads under a lease,
-//!   fencing tokens, late answers discarded;
-//! * [`inflight`]: each bridge's `max_inflight` (calls at a venue at once);
+//! * a bridge call itself (its `max_inflight` permit, its lease and
+//!   fencing token, the slot that says when it started) is
+//!   [`crate::order::venue`]'s, used through its surface;
 //! * [`elastic`]: how many workers a lane runs, between its min and max;
 //! * [`capacity`]: arrival and service rates, utilisation, drain time;
 //! * [`pool`]: starts the workers; the scaler thread that applies
-//!   [`elastic`] and publishes [`capacity`];
-//! * [`events`]: the link back to the gateway ([`events::Event`],
-//!   [`events::EventSender`]).
+//!   [`elastic`] and publishes [`capacity`].
+//!
+//! What they exchange with the other threads (the order, its claim, the
+//! events back to the gateway, the fill messages, the journal records) is
+//! on the floor, [`crate::order::msg`].
 
-pub(crate) mod admission;
-pub(crate) mod bridge_calls;
 pub(crate) mod capacity;
 pub(crate) mod elastic;
-
-pub(crate) mod claim;
-pub(crate) mod events;
-pub(crate) mod inflight;
-pub(crate) mod lease;
 pub(crate) mod outlet;
 pub(crate) mod pool;
-
 pub(crate) mod quota;
 pub(crate) mod retry_handoff;
 pub mod routing;

@@ -17,11 +17,11 @@ use crate::dlq::DlqSender;
 use crate::logging::repeat::error_repeating;
 use crate::model::order_reasons::DeadReason;
 use crate::model::warning::WarnKind;
-use crate::order::accepted::Order;
-use crate::order::fills::fill_book::{ChunkEnd, FillMsg};
+use crate::order::msg::fill::{ChunkEnd, FillMsg};
+use crate::order::msg::order::Order;
 use crate::sys::clock::wall_ns;
 
-use super::events::{Event, EventKind, EventSender};
+use crate::order::msg::event::{Event, EventKind, EventSender};
 
 /// Where a worker's (and the retry timer's) results go: replies to the
 /// gateway, fills and chunk outcomes to the fill thread, dead letters to the

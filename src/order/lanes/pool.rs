@@ -43,23 +43,21 @@ use crate::metrics::recorder::RecorderLink;
 use crate::metrics::{Stage, StageRecorder};
 use crate::model::lane::Lane;
 use crate::model::warning::WarnKind;
-use crate::order::accepted::Order;
-use crate::order::journal::writer::Journal;
+use crate::order::msg::journal::JournalHandle;
+use crate::order::msg::order::Order;
 use crate::retry::{Backoff, Permits, SharedClock};
 use crate::sys::clock::MonoClock;
 use crate::sys::watch::Watch;
 
-use super::admission::LaneRx;
-use super::bridge_calls::BridgeCalls;
 use super::capacity::Estimator;
 use super::elastic::{LaneLoad, LaneSample, ScalePolicy, Scaler, Step};
-use super::inflight::InflightLimit;
-use super::lease::{CallPool, Caller, FenceTokens};
 use super::outlet::Outlet;
 use super::quota::{QuotaTurn, RetryQuota};
-use super::routing::LaneConfig;
 use super::worker::{process_stage, queue_stage, Worker};
-use crate::order::gateway::halt::Halt;
+use crate::order::config::LaneConfig;
+use crate::order::msg::admission::LaneRx;
+use crate::order::msg::halt::Halt;
+use crate::order::venue::{BridgeCalls, CallPool, Caller, FenceTokens, InflightLimit};
 
 /// Period of the scaler's look at the lanes.
 pub(crate) const TICK: Duration = Duration::from_millis(10);
@@ -90,7 +88,7 @@ pub(crate) struct WorkerKit {
     /// Fencing tokens.
     pub tokens: Arc<FenceTokens>,
     /// The journal, if any.
-    pub journal: Option<Journal>,
+    pub journal: Option<JournalHandle>,
     /// Retry policy.
     pub backoff: Backoff,
     /// Engine clock.

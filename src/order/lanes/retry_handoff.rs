@@ -21,7 +21,7 @@ use crate::retry::timer::Fire;
 use crate::retry::Permits;
 
 use crate::model::order_reasons::DeadReason;
-use crate::order::accepted::Order;
+use crate::order::msg::order::Order;
 
 use super::outlet::Outlet;
 

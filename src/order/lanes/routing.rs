@@ -1,56 +1,14 @@
-//! Routing by size and chunking: which lane an order of a given quantity
-//! takes ([`LaneConfig::lane_of`], strictly above the threshold → large) and
-//! how a large order is split into chunks ([`split`]).
+//! Chunking: how a large order is split into chunks ([`split`]). Which
+//! lane an order of a given quantity takes is its settings'
+//! ([`LaneConfig::lane_of`], strictly above the threshold → large), read by
+//! the gateway's admission and by recovery too.
 //!
 //! [`LaneMode::Shared`] turns lanes off (one queue, every worker, no
 //! chunking): the configuration the lanes are measured against.
 
-use crate::model::lane::Lane;
 use crate::model::units::Lots;
-
-/// One lane or two.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize, clap::ValueEnum)]
-#[serde(rename_all = "snake_case")]
-pub enum LaneMode {
-    /// Small and large orders in separate lanes; large ones chunked.
-    Split,
-    /// One lane for every order, executed whole (the baseline).
-    Shared,
-}
-
-/// How orders are routed and split.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize)]
-pub struct LaneConfig {
-    /// Split or shared.
-    pub mode: LaneMode,
-    /// Orders above this go to the large lane.
-    pub threshold: Lots,
-    /// Target size of a chunk.
-    pub chunk: Lots,
-    /// Most chunks per order (a bigger order gets bigger chunks).
-    pub max_chunks: u32,
-}
-
-impl Default for LaneConfig {
-    fn default() -> Self {
-        LaneConfig {
-            mode: LaneMode::Split,
-            threshold: Lots(100 * 100),
-            chunk: Lots(100 * 100),
-            max_chunks: 16,
-        }
-    }
-}
-
-impl LaneConfig {
-    /// The lane of an order of `qty`.
-    pub fn lane_of(&self, qty: Lots) -> Lane {
-        match self.mode {
-            LaneMode::Split if qty > self.threshold => Lane::Large,
-            _ => Lane::Small,
-        }
-    }
-}
+#[cfg(doc)]
+use crate::order::config::{LaneConfig, LaneMode};
 
 /// Splits `qty` into chunks of about `chunk` lots, at most `max_chunks` of
 /// them: `k = min(⌈qty / chunk⌉, max_chunks)` chunks whose sizes differ by
@@ -69,6 +27,8 @@ pub fn split(qty: Lots, chunk: Lots, max_chunks: u32) -> Vec<Lots> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::model::lane::Lane;
+    use crate::order::config::{LaneConfig, LaneMode};
     use proptest::prelude::*;
 
     #[test]

@@ -1,7 +1,7 @@
 //! Order workers: take an order (a due retry first, within the lane's
 //! retry quota ([`super::quota`]) while new orders wait, then a chunk, then
 //! the lane's queue; nothing queued while halted; a cancelled order is
-//! dropped unsent, [`super::claim`]), check its deadline, send one attempt
+//! dropped unsent, [`crate::order::msg::claim`]), check its deadline, send one attempt
 //! to a bridge, and act on the outcome.
 //!
 //! ```text
@@ -35,7 +35,7 @@
 //! the splitting worker, which cannot happen but is handled).
 //!
 //! Leases: the bridge call runs on the worker's call thread under a lease
-//! (`--bridge-lease`, [`super::lease`]); each attempt has a fresh fencing
+//! (`--bridge-lease`, [`crate::order::venue`] (lease)); each attempt has a fresh fencing
 //! token. A call not answered within the lease is abandoned and the order
 //! parked as a transient failure `lease_expired`, so its retry goes to the
 //! next bridge with a new token; the abandoned call's answer is discarded.
@@ -46,7 +46,7 @@
 //! holds an order it counts as busy in its lane's [`LaneLoad`].
 //!
 //! `max_inflight`: before an attempt the worker waits for a place under its
-//! bridge's limit ([`super::inflight`]); the place goes with the call and
+//! bridge's limit ([`crate::order::venue`] (inflight)); the place goes with the call and
 //! is freed when the venue answers.
 //!
 //! Ownership: a worker owns the order it holds; it owns its histograms and
@@ -71,21 +71,20 @@ use crate::sys::clock::{wall_ns, MonoClock};
 
 use crate::model::lane::Lane;
 use crate::model::order_reasons::DeadReason;
-use crate::order::accepted::{ChunkOf, Order, Resumed};
-use crate::order::fills::fill_book::FillMsg;
-use crate::order::journal::record::Record;
-use crate::order::journal::writer::{AppendError, Journal};
+use crate::order::msg::fill::FillMsg;
+use crate::order::msg::journal::{AppendError, JournalHandle};
+use crate::order::msg::order::{ChunkOf, Order, Resumed};
+use crate::order::msg::record::Record;
 
-use super::admission::LaneRx;
-use super::bridge_calls::BridgeCalls;
 use super::elastic::LaneLoad;
-use super::events::EventKind;
-use super::inflight::InflightLimit;
-use super::lease::{CallResult, Caller, FenceTokens};
 use super::outlet::Outlet;
 use super::quota::{QuotaTurn, RetryQuota};
-use super::routing::{split, LaneConfig};
-use crate::order::gateway::halt::Halt;
+use super::routing::split;
+use crate::order::config::LaneConfig;
+use crate::order::msg::admission::LaneRx;
+use crate::order::msg::event::EventKind;
+use crate::order::msg::halt::Halt;
+use crate::order::venue::{BridgeCalls, CallResult, Caller, FenceTokens, InflightLimit};
 
 /// Everything one worker owns or shares.
 #[derive(Debug)]
@@ -107,18 +106,18 @@ pub(crate) struct Worker {
     pub permits: Arc<Permits>,
     /// The venues.
     pub bridges: Arc<[Arc<dyn Bridge>]>,
-    /// Each venue's `max_inflight`, by bridge index ([`super::inflight`]).
+    /// Each venue's `max_inflight`, by bridge index ([`crate::order::venue`] (inflight)).
     pub inflight: Arc<[Arc<InflightLimit>]>,
     /// When each worker's bridge call started (this worker writes slot `call_slot` only).
     pub bridge_calls: Arc<BridgeCalls>,
     /// This worker's slot in `bridge_calls`.
     pub call_slot: usize,
-    /// Runs its bridge calls under a lease ([`super::lease`]).
+    /// Runs its bridge calls under a lease ([`crate::order::venue`] (lease)).
     pub caller: Caller,
     /// Fencing tokens, one per attempt (shared by every worker).
     pub tokens: Arc<FenceTokens>,
     /// The journal (`None` with `--no-journal`): each attempt is recorded.
-    pub journal: Option<Journal>,
+    pub journal: Option<JournalHandle>,
     /// Retry policy.
     pub backoff: Backoff,
     /// Engine clock (deadlines, due times).
@@ -534,13 +533,5 @@ pub(crate) const fn process_stage(lane: Lane) -> Stage {
     match lane {
         Lane::Small => Stage::OrderProcessSmall,
         Lane::Large => Stage::OrderProcessLarge,
-    }
-}
-
-/// The end-to-end stage of a lane.
-pub(crate) const fn e2e_stage(lane: Lane) -> Stage {
-    match lane {
-        Lane::Small => Stage::OrderE2eSmall,
-        Lane::Large => Stage::OrderE2eLarge,
     }
 }

@@ -12,11 +12,12 @@ use std::sync::Arc;
 use crossbeam_channel::Sender;
 use mio::Waker;
 
+use crate::metrics::Stage;
 use crate::model::lane::Lane;
 use crate::model::order_reasons::{DeadReason, DoneStatus};
 use crate::model::units::{Amount, Lots};
 
-use crate::order::accepted::ConnId;
+use crate::net::ConnId;
 
 /// Capacity of the event channel.
 pub(crate) const EVENT_CAPACITY: usize = 16 * 1024;
@@ -122,5 +123,13 @@ impl EventKind {
     /// Does this event write a reply line to the order's client?
     pub(crate) fn has_reply(&self) -> bool {
         !matches!(self, EventKind::Attempt | EventKind::Parked)
+    }
+}
+
+/// The end-to-end stage of a lane.
+pub(crate) const fn e2e_stage(lane: Lane) -> Stage {
+    match lane {
+        Lane::Small => Stage::OrderE2eSmall,
+        Lane::Large => Stage::OrderE2eLarge,
     }
 }

@@ -1,7 +1,7 @@
 //! The accepted order: what travels through the order path (gateway →
 //! lane queue → worker → delay queue → worker … → fill thread), owned by one
 //! stage at a time. What comes back to the gateway about it is an
-//! [`Event`](super::lanes::events::Event).
+//! [`Event`](super::event::Event).
 
 use std::sync::Arc;
 
@@ -9,12 +9,9 @@ use crate::dlq::{AttemptRecord, DeadLetter};
 use crate::model::lane::Lane;
 use crate::model::order_reasons::DeadReason;
 use crate::model::units::{Amount, Lots, Side};
-use crate::order::lanes::claim::Claim;
+use crate::net::ConnId;
 
-/// Identifies a client connection of the gateway: slab key in the low 32
-/// bits, a generation in the high 32 (a closed connection's id is never
-/// reused, so a late reply cannot reach a newer client).
-pub(crate) type ConnId = u64;
+use super::claim::Claim;
 
 /// An accepted order. Owned by exactly one stage at a time (queue, worker,
 /// delay queue): it moves, it is never shared.
@@ -57,7 +54,7 @@ pub(crate) struct Order {
     pub retry_due_ns: u64,
     /// Is this a replay of a dead-lettered order?
     pub replay: bool,
-    /// Its lane (set by [`super::lanes::admission::Admission::offer`]).
+    /// Its lane (set by [`super::admission::Admission::offer`]).
     pub lane: Lane,
     /// Set on a chunk of a large order (its `id` is then `<parent id>.c<index>`).
     pub chunk: Option<ChunkOf>,

@@ -14,7 +14,7 @@
 //! order's return to the venue that knows its id stay as they are, and a
 //! retry still moves to the next bridge. While it waits the order is not
 //! at a bridge yet (its STATUS stays `QUEUED`/`RETRY_WAIT`); the wait is
-//! counted as the worker being busy (utilisation, `super::capacity`).
+//! counted as the worker being busy (utilisation, `order::lanes::capacity`).
 //!
 //! The permit belongs to the *call*, not to the worker: it is moved into
 //! the call thread ([`super::lease`]) and released when the venue's

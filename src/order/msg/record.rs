@@ -11,8 +11,12 @@
 //!  FillApplied  5 | id str | fill_no u32 | cum u64 | amount u64
 //! ```
 //!
-//! The framing (length, checksum) is [`super::segment`]'s. Decoding never
-//! panics: a short or malformed payload is a [`DecodeError`].
+//! The framing (length, checksum) is the journal's
+//! (`order/journal/segment.rs`). Decoding never panics: a short or
+//! malformed payload is a [`DecodeError`].
+//!
+//! On the floor because the gateway and the lane workers build records
+//! and the journal thread writes and reads them back.
 
 use crate::model::lane::Lane;
 use crate::model::units::{Amount, Lots, Side};

@@ -24,10 +24,10 @@ use crossbeam_utils::CachePadded;
 use crate::metrics::counters::set;
 use crate::metrics::order_counters::OrderCounters;
 
+use super::order::Order;
 use crate::model::lane::Lane;
-use crate::order::accepted::Order;
 
-use super::routing::LaneConfig;
+use crate::order::config::LaneConfig;
 
 /// The queue was full: the order comes back, not accepted.
 #[derive(Debug)]
@@ -131,7 +131,7 @@ fn lane_queue(capacity: usize) -> (LaneTx, LaneRx) {
 
 /// A bounded queue per lane (`capacity[lane.index()]` orders each): the
 /// producer side and the consumer sides, by [`Lane::index`]. In
-/// [`super::routing::LaneMode::Shared`] the large queue exists but stays empty.
+/// [`crate::order::config::LaneMode::Shared`] the large queue exists but stays empty.
 pub(crate) fn admission(lanes: LaneConfig, capacity: [usize; 2]) -> (Admission, [LaneRx; 2]) {
     let (small_tx, small_rx) = lane_queue(capacity[0]);
     let (large_tx, large_rx) = lane_queue(capacity[1]);
@@ -219,12 +219,12 @@ impl Admission {
 pub(crate) mod tests {
     use super::*;
     use crate::model::units::{Lots, Side};
-    use crate::order::lanes::routing::LaneMode;
+    use crate::order::config::LaneMode;
 
     pub(crate) fn order(seq: u64, enq: u64) -> Order {
         Order {
             seq,
-            conn: 0,
+            conn: crate::net::ConnId::from_u64(0),
             id: format!("o{seq}").into(),
             symbol: "X".into(),
             side: Side::Buy,

@@ -25,6 +25,7 @@ use crossbeam_utils::CachePadded;
 
 use crate::metrics::counters::set;
 use crate::metrics::order_counters::OrderCounters;
+use crate::order::msg::gauges::CallGauges;
 use crate::retry::Clock;
 
 /// Start times of the bridge calls in progress, one slot per worker.
@@ -110,11 +111,13 @@ impl BridgeCalls {
         }
         p
     }
+}
 
+impl CallGauges for BridgeCalls {
     /// Writes the gauges `bridge_calls_in_progress` and
     /// `bridge_call_oldest_age_us`, reading `clock` only when a call is in
     /// progress. Single writer of those gauges: the gateway thread.
-    pub(crate) fn publish_gauges(&self, o: &OrderCounters, clock: &dyn Clock) {
+    fn publish_gauges(&self, o: &OrderCounters, clock: &dyn Clock) {
         let p = self.in_progress();
         let age_ns = if p.count == 0 {
             0
