@@ -1,7 +1,7 @@
 //! The order kill switch as the admin endpoint sees it: `POST /orders/halt`
 //! (`?cancel=queued` also cancels every order not yet at a bridge) and
 //! `POST /orders/resume`. The switch itself belongs to the order path
-//! (`order/gateway/halt.rs`); the endpoint holds it through
+//! (`order/msg/halt.rs`); the endpoint holds it through
 //! [`OrdersSwitch`], so `admin/` imports no stage.
 //!
 //! Answers: `200 halted` / `200 resumed` when the state changed; `409` with

@@ -12,7 +12,7 @@
 //! not panic on any order the gateway accepted. It bounds its own wait (I/O
 //! timeouts); the engine also holds each call to a lease (`--bridge-lease`):
 //! a call not answered within it is abandoned and its late answer discarded
-//! (`order::lanes::lease`), and it raises `bridge_call_slow` while it lasts. Every attempt of an order carries the same
+//! (`order::venue (the lease)`), and it raises `bridge_call_slow` while it lasts. Every attempt of an order carries the same
 //! `order_id`: send it as the venue's idempotency key, so a retry after a
 //! lost answer cannot execute twice. A venue that cannot deduplicate must
 //! answer a timed-out send `Permanent` (an operator reconciles it), never
@@ -41,7 +41,7 @@ pub struct BridgeOrder<'a> {
     pub attempt: u32,
     /// Fencing token of this attempt: fresh for every attempt, increasing
     /// within an engine. An answer is applied only while its attempt's token
-    /// is the order's current one (`order::lanes::lease`); a venue may
+    /// is the order's current one (`order::venue (the lease)`); a venue may
     /// ignore it (the order id stays the idempotency key).
     pub fence_token: u64,
 }

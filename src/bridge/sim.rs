@@ -30,7 +30,7 @@
 //! Hang (`hang=P`): after the latency, with probability P the attempt
 //! sleeps `hang_for` (default 60 s) and then answers transient `hung`
 //! without executing, as a venue that dropped the request. The call thread
-//! it holds is the engine's to bound (`order::lanes::lease`): a hung call
+//! it holds is the engine's to bound (`order::venue (the lease)`): a hung call
 //! ends by itself after `hang_for`; its late answer is discarded there.
 
 use std::hash::{Hash, Hasher};

@@ -16,7 +16,7 @@
 //! across restarts (see [`super::exec_log`]); `hang` is the probability that
 //! an attempt does not answer for `hang_for` (then answers transient
 //! `hung`, having executed nothing). `max_inflight` caps the calls the
-//! engine has at that venue at once (`order::lanes::inflight`; default no cap).
+//! engine has at that venue at once (`order::venue (in-flight calls)`; default no cap).
 
 use std::path::PathBuf;
 use std::time::Duration;
@@ -80,14 +80,14 @@ pub struct SimSpec {
     pub lose: f64,
     /// Probability that an attempt hangs: it answers nothing for `hang_for`,
     /// then transient `hung` without having executed (the engine's lease
-    /// abandons it long before; see `order::lanes::lease`).
+    /// abandons it long before; see `order::venue (the lease)`).
     pub hang: f64,
     /// How long a hung attempt blocks (at most 10 min).
     pub hang_for: Duration,
     /// The venue's execution record file (`None`: in memory only).
     pub exec_log: Option<PathBuf>,
     /// Most calls at this venue at once (`None`: no cap). Enforced by the
-    /// engine's workers (`order::lanes::inflight`), for any bridge of this name.
+    /// engine's workers (`order::venue (in-flight calls)`), for any bridge of this name.
     pub max_inflight: Option<u32>,
 }
 

@@ -30,7 +30,7 @@ pub enum Alert {
     /// The oldest queued order waited longer than the age threshold.
     OrderQueueOld,
     /// A bridge call has been in progress longer than the threshold (a
-    /// venue that does not answer holds its worker; see `order::lanes::bridge_calls`).
+    /// venue that does not answer holds its worker; see `order::venue (bridge calls)`).
     BridgeCallSlow,
     /// The order journal holds `pct`% of `--journal-max-bytes` (SYSTEM_BUSY journal_full comes next).
     JournalFull,

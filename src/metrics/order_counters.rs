@@ -182,7 +182,7 @@ pub struct RetryCounters {
     /// Gauge: µs until the next retry is due (0 when none).
     pub next_due_in_us: AtomicU64,
     /// Bridge calls abandoned when their lease expired (written by the
-    /// order workers, `fetch_add`; `order::lanes::lease`).
+    /// order workers, `fetch_add`; `order::venue (the lease)`).
     pub lease_expired: AtomicU64,
     /// Answers that came with a retired fencing token and were discarded
     /// (written by the workers and their call threads, `fetch_add`).
