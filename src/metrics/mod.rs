@@ -17,6 +17,7 @@ pub(crate) mod recorder;
 pub mod report;
 pub(crate) mod reporter;
 pub(crate) mod stage;
+pub mod table;
 pub mod tls_counters;
 
 pub(crate) use counters::Counters;
