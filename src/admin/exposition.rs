@@ -50,6 +50,18 @@ impl Exposition {
         }
     }
 
+    /// For each figure of `table` that `/metrics` shows, one family with a
+    /// sample per item, labelled `label` with the item's name.
+    pub fn table_by<S>(&mut self, table: &[Desc<S>], label: &str, items: &[(&str, &S)]) {
+        for d in table {
+            let Some(f) = d.family else { continue };
+            self.head(f.name, d.kind.as_str(), f.help);
+            for (name, s) in items {
+                self.labelled(f.name, &[(label, name)], d.exposed(s));
+            }
+        }
+    }
+
     /// The finished text.
     pub fn finish(self) -> String {
         self.0

@@ -19,7 +19,7 @@ use crate::metrics::order_counters::{
     FillCounters, OrderCounters, OrderSnapshot, RetryCounters, FILL_OUTCOMES,
 };
 use crate::metrics::report::SubscriberStats;
-use crate::metrics::tls_counters::{PortTlsSnapshot, TlsSnapshot};
+use crate::metrics::tls_counters::{PortTlsCounters, TlsSnapshot};
 use crate::metrics::{CountersSnapshot, Stage};
 use crate::model::lane::Lane;
 use crate::model::warning::WarnKind;
@@ -418,30 +418,8 @@ fn stages(o: &mut Exposition, stages: &[(Stage, LatencyBuckets)]) {
 
 /// TLS per port (every port listed, zeros included: TLS off shows zeros).
 fn tls(o: &mut Exposition, t: &TlsSnapshot) {
-    type Field = fn(&PortTlsSnapshot) -> u64;
-    let families: [(&str, &str, Field); 3] = [
-        (
-            "tickfan_tls_handshakes_total",
-            "TLS handshakes completed, by port.",
-            |p| p.handshakes,
-        ),
-        (
-            "tickfan_tls_handshake_failures_total",
-            "TLS handshakes failed (no common version or cipher, a missing or untrusted client certificate, a corrupt record), by port.",
-            |p| p.handshake_failures,
-        ),
-        (
-            "tickfan_tls_plaintext_refused_total",
-            "Connections that spoke plaintext to a TLS port, answered with the port's error and closed, by port.",
-            |p| p.plaintext_refused,
-        ),
-    ];
-    for (name, help, field) in families {
-        o.head(name, "counter", help);
-        for p in &t.ports {
-            o.labelled(name, &[("port", p.port.as_str())], field(p));
-        }
-    }
+    let ports = t.ports.each_ref().map(|p| (p.port.as_str(), &p.figures));
+    o.table_by(PortTlsCounters::TABLE, "port", &ports);
 }
 
 /// The admin endpoint's own figures.
@@ -489,6 +467,9 @@ mod tests {
         c.retry.fill_distinct(&mut n);
         c.fills.fill_distinct(&mut n);
         c.cluster.fill_distinct(&mut n);
+        for p in crate::tls::TlsPortName::ALL {
+            c.tls.port(p).fill_distinct(&mut n);
+        }
         c.dlq_stored.store(n, std::sync::atomic::Ordering::Relaxed);
         c.snapshot()
     }
@@ -585,6 +566,14 @@ mod tests {
         check(FillCounters::TABLE, &c.orders.sequencing, &text, &mut names);
         check(ClusterCounters::TABLE, &c.cluster, &text, &mut names);
         assert!(names.len() > 50, "{} table families", names.len());
+        for d in PortTlsCounters::TABLE {
+            let f = d.family.expect("every TLS figure is in /metrics");
+            for p in &c.tls.ports {
+                let v = d.exposed(&p.figures);
+                let want = format!("{}{{port=\"{}\"}} {v}", f.name, p.port.as_str());
+                assert!(text.lines().any(|l| l == want), "{want}");
+            }
+        }
         assert!(text.contains("tickfan_poison_total{reason=\"bad_number\"}"));
         assert!(text.contains("tickfan_auth_failures_total{port=\"order\"}"));
     }

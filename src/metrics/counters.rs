@@ -1,4 +1,6 @@
-//! The fixed registry of counters and gauges.
+//! The fixed registry of counters and gauges: the feed's and the
+//! publisher's groups (declared with [`counter_group!`], see
+//! [`super::table`]), and [`Counters`], which holds every group.
 //!
 //! Every counter has exactly one writer thread (named on each group), so an
 //! increment is a relaxed load and store, not a locked read-modify-write.

@@ -2,8 +2,8 @@
 //! its unit, and (when `/metrics` shows it) its Prometheus name and help.
 //!
 //! The pattern is Agrona's `CountersManager`: a fixed registry of
-//! descriptors, and everything that reads counters (the snapshot, the
-//! reports, the Prometheus rendering) walks the registry instead of naming
+//! descriptors, and what reads every counter (the snapshot, `/report`'s
+//! JSON, the Prometheus rendering) walks the registry instead of naming
 //! each counter again. [`counter_group!`] turns ONE list of entries into
 //!
 //! * the group's struct of `AtomicU64`s (the writers' access paths, e.g.
@@ -13,23 +13,37 @@
 //! * `TABLE`, a `const` slice of [`Desc`], one per entry, in list order,
 //!   which `admin::prometheus` renders (`# HELP`, `# TYPE`, the sample).
 //!
+//! Groups on the table: feed, publisher ([`super::counters`]), order
+//! gateway, retry timer, fill thread ([`super::order_counters`]), NATS
+//! backbone ([`super::cluster_counters`]), TLS per port
+//! ([`super::tls_counters`]).
+//!
 //! # Adding a counter
 //!
-//! 1. One entry in its group's list: `field: Counter, Count => "tickfan_…_total", "Help.";`
-//!    (or without `=> …` for a figure the reports show but `/metrics` does not).
+//! 1. One entry in its group's list:
+//!    `field: Counter, Count => "tickfan_…_total", "Help.";`
+//!    (without `=> …` for a figure the reports show but `/metrics` does
+//!    not). `Gauge` for a level; `Bytes`, `Micros` (shown in seconds) or
+//!    `Flag` for the unit.
 //! 2. The code that writes it (`bump(&counters.group.field, 1)`).
 //!
-//! That is all for a plain figure: the snapshot, `/report`'s JSON and
-//! `/metrics` follow from the entry. A figure with labels (by reason, by
-//! lane, by port) is an array in the group's `extra` section and keeps a
-//! small renderer of its own; a line of the human-readable reports
-//! (interval line, final report) names the figures it prints.
+//! That is all for a plain figure of a group whose snapshot is used as is
+//! (backbone, fills, TLS): its atomic, its snapshot field (and so
+//! `/report`'s JSON) and its `/metrics` family follow from the entry; the
+//! test `every_table_figure_is_one_family_with_its_own_value` in
+//! `admin::prometheus` checks the family. Beyond that:
 //!
-//! Feed and publisher figures also appear in [`super::CountersSnapshot`]'s
-//! older flat fields (`feed_connections`, `subscriber_bytes`, …), which the
-//! final report, the alerts and many tests read; those fields are copies of
-//! the group snapshots ([`super::counters`]) and are the one place a feed or
-//! publisher figure is spelled a second time.
+//! * Feed, publisher, gateway and retry figures are also copied into the
+//!   reports' older flat view ([`super::CountersSnapshot`]'s
+//!   `feed_connections`, `subscriber_bytes`, …, and
+//!   [`super::order_counters::OrderSnapshot`]), which `/report`'s JSON, the
+//!   final report, the alerts and many tests read: a new figure goes there
+//!   only if one of those readers wants it (one field, one line of copy).
+//! * A figure with labels (by reason, by lane, by retry number) is an
+//!   array in the group's `extra` or `copied` section and keeps a small
+//!   renderer of its own in `admin::prometheus`.
+//! * A line of the human-readable reports (interval line, final report)
+//!   names the figures it prints: those lines are prose, not tables.
 
 /// What a figure is, in Prometheus's terms.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
