@@ -7,6 +7,10 @@
 //! ([`super::latency_buckets`]); the standard `process_*` figures are named
 //! as Prometheus's client libraries name them; per-subscriber series are
 //! bounded ([`super::subscriber_series`]).
+//!
+//! A group declared with `counter_group!` ([`crate::metrics::table`]) is
+//! rendered from its table; what is written here by hand are the families
+//! with labels or with values derived from several figures.
 
 use super::counters::{AdminCounters, STATUS_CODES};
 use super::exposition::Exposition;

@@ -102,23 +102,28 @@ counter_group! {
             "Orders cancelled before they reached a bridge (CANCEL, or POST /orders/halt?cancel=queued).";
     }
     extra {
-        /// Replies `REJECT`, by [`RejectReason::index`] (`EXPIRED` counts accepted orders that expired).
+        /// Replies `REJECT`, by [`RejectReason::index`] (`EXPIRED` counts accepted
+        /// orders that expired): `tickfan_orders_rejected_total{reason}`, and
+        /// `tickfan_orders_expired_total`, `tickfan_orders_duplicates_total`.
         rejected: [AtomicU64; RejectReason::COUNT],
         /// `INVALID` rejects by [`InvalidReason::index`].
         invalid: [AtomicU64; InvalidReason::COUNT],
-        /// `DONE` by [`DoneStatus::index`].
+        /// `DONE` by [`DoneStatus::index`]: `tickfan_orders_done_total{status}`.
         done: [AtomicU64; DoneStatus::COUNT],
-        /// `DEAD` by [`DeadReason::index`].
+        /// `DEAD` by [`DeadReason::index`]: `tickfan_orders_dead_lettered_total{reason}`.
         dead: [AtomicU64; DeadReason::COUNT],
-        /// Gauge: orders queued per lane, by [`Lane::index`].
+        /// Gauge: orders queued per lane, by [`Lane::index`]:
+        /// `tickfan_order_lane_depth{lane}`.
         lane_depth: [AtomicU64; 2],
-        /// Gauge: age of the oldest queued order per lane, µs.
+        /// Gauge: age of the oldest queued order per lane, µs:
+        /// `tickfan_order_lane_oldest_age_seconds{lane}`.
         lane_oldest_age_us: [AtomicU64; 2],
     }
 }
 
 counter_group! {
-    /// Written by the fill thread only (`order::fills::fill_thread`).
+    /// Written by the fill thread only (`order::fills::fill_thread`). The
+    /// first four are `tickfan_fills_total{outcome}` ([`FILL_OUTCOMES`]).
     pub struct FillCounters => FillSnapshot {
         /// Venue fills applied in fill-number order (by arrival or by the timer).
         applied: Counter, Count;
@@ -183,7 +188,8 @@ counter_group! {
             "Venue answers that arrived with a retired fencing token and were discarded (never applied).";
     }
     extra {
-        /// Retries handed back to the workers, by retry number (index 0 = retry 1).
+        /// Retries handed back to the workers, by retry number (index 0 = retry 1):
+        /// `tickfan_order_retries_total{retry}`.
         fired: [AtomicU64; RETRY_BUCKETS],
     }
 }
