@@ -236,7 +236,8 @@ macro_rules! counter_group {
                 $($( self.$cfield.iter().for_each(&mut put); )*)?
             }
 
-            /// Copies the plain figures (`Relaxed` loads: statistics only).
+            /// Copies the plain figures and the `copied` ones (`Relaxed`
+            /// loads: statistics only).
             $vis fn values(&self) -> $Snap {
                 $Snap {
                     $(
