@@ -6,6 +6,8 @@
 
 use std::fmt::{Display, Write};
 
+use crate::metrics::table::Desc;
+
 /// The text of one scrape, built family by family.
 #[derive(Debug, Default)]
 pub struct Exposition(String);
@@ -36,6 +38,28 @@ impl Exposition {
             let _ = write!(self.0, "{sep}{k}=\"{}\"", escape(val));
         }
         let _ = writeln!(self.0, "}} {v}");
+    }
+
+    /// One family of one sample for each figure of `table` that `/metrics`
+    /// shows, read from the group's snapshot `s`, in table order.
+    pub fn table<S>(&mut self, table: &[Desc<S>], s: &S) {
+        for d in table {
+            if let Some(f) = d.family {
+                self.one(f.name, d.kind.as_str(), f.help, d.exposed(s));
+            }
+        }
+    }
+
+    /// For each figure of `table` that `/metrics` shows, one family with a
+    /// sample per item, labelled `label` with the item's name.
+    pub fn table_by<S>(&mut self, table: &[Desc<S>], label: &str, items: &[(&str, &S)]) {
+        for d in table {
+            let Some(f) = d.family else { continue };
+            self.head(f.name, d.kind.as_str(), f.help);
+            for (name, s) in items {
+                self.labelled(f.name, &[(label, name)], d.exposed(s));
+            }
+        }
     }
 
     /// The finished text.

@@ -7,6 +7,10 @@
 //! ([`super::latency_buckets`]); the standard `process_*` figures are named
 //! as Prometheus's client libraries name them; per-subscriber series are
 //! bounded ([`super::subscriber_series`]).
+//!
+//! A group declared with `counter_group!` ([`crate::metrics::table`]) is
+//! rendered from its table; what is written here by hand are the families
+//! with labels or with values derived from several figures.
 
 use super::counters::{AdminCounters, STATUS_CODES};
 use super::exposition::Exposition;
@@ -14,8 +18,12 @@ use super::latency_buckets::{LatencyBuckets, BUCKETS};
 use super::subscriber_series;
 use crate::metrics::alerts::{Alert, AlertGauges};
 use crate::metrics::capacity_counters::{CapacitySnapshot, LaneCapacity};
+use crate::metrics::counters::{FeedCounters, PublishCounters};
+use crate::metrics::order_counters::{
+    FillCounters, OrderCounters, OrderSnapshot, RetryCounters, FILL_OUTCOMES,
+};
 use crate::metrics::report::SubscriberStats;
-use crate::metrics::tls_counters::{PortTlsSnapshot, TlsSnapshot};
+use crate::metrics::tls_counters::{PortTlsCounters, TlsSnapshot};
 use crate::metrics::{CountersSnapshot, Stage};
 use crate::model::lane::Lane;
 use crate::model::warning::WarnKind;
@@ -44,7 +52,9 @@ pub(crate) struct Scrape<'a> {
     pub warnings: [u64; WarnKind::COUNT],
 }
 
-/// Renders one scrape.
+/// Renders one scrape: each group's figures from its counter table
+/// ([`crate::metrics::table`]), then the families with labels or derived
+/// values, each by a small function of its own.
 pub(crate) fn render(s: &Scrape<'_>) -> String {
     let c = s.counters;
     let mut o = Exposition::with_capacity(32 * 1024);
@@ -55,23 +65,30 @@ pub(crate) fn render(s: &Scrape<'_>) -> String {
         "Seconds since the engine started.",
         s.uptime_s,
     );
+    o.table(FeedCounters::TABLE, &c.feed);
+    o.table(PublishCounters::TABLE, &c.publish);
+    engine(&mut o, s);
+    tls(&mut o, &c.tls);
+    alerts(&mut o, s.alerts);
+    orders(&mut o, &c.orders);
+    capacity(&mut o, &c.capacity);
+    subscriber_series::render(&mut o, s.subscribers);
+    stages(&mut o, s.stages);
+    super::cluster_series::render(&mut o, &c.cluster);
+    super::warning_series::render(&mut o, &s.warnings);
+    admin(&mut o, s.admin);
+    o.finish()
+}
+
+/// The feed's and publisher's families that are not one field of one
+/// group: sums, labels across groups, the DLQ.
+fn engine(o: &mut Exposition, s: &Scrape<'_>) {
+    let c = s.counters;
     o.one(
         "tickfan_ticks_received_total",
         "counter",
         "Feed lines that were ticks: valid plus poison plus conflated at the feed.",
         c.ticks_received,
-    );
-    o.one(
-        "tickfan_ticks_valid_total",
-        "counter",
-        "Ticks that parsed, validated and were written to their slot.",
-        c.ticks_valid,
-    );
-    o.one(
-        "tickfan_feed_conflated_total",
-        "counter",
-        "Tick lines superseded by a newer line of their symbol in the same feed read (not parsed).",
-        c.feed_conflated,
     );
     o.head(
         "tickfan_poison_total",
@@ -82,152 +99,25 @@ pub(crate) fn render(s: &Scrape<'_>) -> String {
         o.labelled("tickfan_poison_total", &[("reason", reason)], n);
     }
     o.one(
-        "tickfan_lines_skipped_total",
-        "counter",
-        "Header, comment and blank feed lines.",
-        c.lines_skipped,
-    );
-    o.one(
-        "tickfan_crossed_quotes_total",
-        "counter",
-        "Crossed or locked quotes passed through.",
-        c.crossed_quotes,
-    );
-    o.one(
-        "tickfan_feed_bytes_total",
-        "counter",
-        "Bytes read from feeds.",
-        c.feed_bytes,
-    );
-    o.one(
-        "tickfan_published_total",
-        "counter",
-        "Updates taken from the slots and published.",
-        c.published,
-    );
-    o.one(
-        "tickfan_conflated_total",
-        "counter",
-        "Updates never published: overwritten in their slot, or conflated at the feed (sequence gaps).",
-        c.conflated,
-    );
-    o.one(
-        "tickfan_frames_total",
-        "counter",
-        "Frames appended to subscriber buffers.",
-        c.frames,
-    );
-    o.one(
-        "tickfan_subscriber_bytes_total",
-        "counter",
-        "Bytes written to subscribers.",
-        c.subscriber_bytes,
-    );
-    o.one(
-        "tickfan_subscriber_conflations_total",
-        "counter",
-        "Updates a slow subscriber will get as a later latest value instead.",
-        c.subscriber_conflations,
-    );
-    o.one(
-        "tickfan_subscriber_throttled_total",
-        "counter",
-        "Times a subscriber's TICKFAN.THROTTLE held a symbol back until its window opens.",
-        c.throttled,
-    );
-    o.one(
-        "tickfan_since_frames_total",
-        "counter",
-        "Frames replayed from the history ring by TICKFAN.SINCE.",
-        c.since_frames,
-    );
-    o.one(
-        "tickfan_slow_episodes_total",
-        "counter",
-        "Times a subscriber crossed its high-water mark.",
-        c.slow_episodes,
-    );
-    o.one(
-        "tickfan_commands_total",
-        "counter",
-        "Subscriber commands received.",
-        c.commands.0,
-    );
-    o.one(
-        "tickfan_command_errors_total",
-        "counter",
-        "Subscriber commands answered with an error.",
-        c.commands.1,
-    );
-    o.one(
         "tickfan_connections_refused_total",
         "counter",
         "Connections refused over the per-port limit (feed and subscriber).",
-        c.feed_connections.1 + c.subscriber_connections.1,
+        c.feed.connections_refused + c.publish.subscribers_refused,
     );
+    const AUTH: &str = "tickfan_auth_failures_total";
     o.head(
-        "tickfan_auth_failures_total",
+        AUTH,
         "counter",
         "Connections refused for a wrong, missing or late token, by port.",
     );
-    o.labelled(
-        "tickfan_auth_failures_total",
-        &[("port", "feed")],
-        c.auth_failures.0,
-    );
-    o.labelled(
-        "tickfan_auth_failures_total",
-        &[("port", "subscriber")],
-        c.auth_failures.1,
-    );
-    o.labelled(
-        "tickfan_auth_failures_total",
-        &[("port", "order")],
-        c.orders.auth_failures,
-    );
-    tls(&mut o, &c.tls);
-    o.one(
-        "tickfan_subscriptions_refused_total",
-        "counter",
-        "Subscriptions refused over the per-client limit.",
-        c.subscriptions_refused,
-    );
-    o.one(
-        "tickfan_orders_rate_limited_total",
-        "counter",
-        "Orders refused over the per-connection rate (part of SYSTEM_BUSY).",
-        c.orders.rate_limited,
-    );
+    o.labelled(AUTH, &[("port", "feed")], c.feed.auth_failures);
+    o.labelled(AUTH, &[("port", "subscriber")], c.publish.auth_failures);
+    o.labelled(AUTH, &[("port", "order")], c.orders.gateway.auth_failures);
     o.one(
         "tickfan_dlq_stored_total",
         "counter",
         "Dead letters stored.",
-        c.dlq.0,
-    );
-    o.one(
-        "tickfan_dlq_handoff_dropped_total",
-        "counter",
-        "Dead letters the feed could not hand to the DLQ thread (still counted as poison).",
-        c.dlq.1,
-    );
-    o.one(
-        "tickfan_feed_connections",
-        "gauge",
-        "Feed connections open.",
-        c.feed_connections.2,
-    );
-    o.one(
-        "tickfan_subscribers",
-        "gauge",
-        "Subscribers connected.",
-        c.subscriber_connections.2,
-    );
-    o.one("tickfan_symbols", "gauge", "Symbols interned.", c.symbols);
-    o.one(
-        "tickfan_buffered_bytes",
-        "gauge",
-        "Bytes buffered for all subscribers.",
-        c.buffered_bytes,
+        c.dlq_stored,
     );
     o.one(
         "tickfan_dlq_size",
@@ -235,12 +125,10 @@ pub(crate) fn render(s: &Scrape<'_>) -> String {
         "Dead letters held in memory.",
         s.dlq_size,
     );
-    o.one(
-        "tickfan_dirty_queue_depth",
-        "gauge",
-        "Symbols waiting for the publisher.",
-        c.dirty_depth,
-    );
+}
+
+/// `tickfan_alert{name}` and `tickfan_alert_starts_total{name}`.
+fn alerts(o: &mut Exposition, alerts: &AlertGauges) {
     o.head(
         "tickfan_alert",
         "gauge",
@@ -250,7 +138,7 @@ pub(crate) fn render(s: &Scrape<'_>) -> String {
         o.labelled(
             "tickfan_alert",
             &[("name", a.as_str())],
-            u64::from(s.alerts.is_active(a)),
+            u64::from(alerts.is_active(a)),
         );
     }
     o.head(
@@ -262,45 +150,44 @@ pub(crate) fn render(s: &Scrape<'_>) -> String {
         o.labelled(
             "tickfan_alert_starts_total",
             &[("name", a.as_str())],
-            s.alerts.starts(a),
+            alerts.starts(a),
         );
     }
+}
 
-    let ord = &c.orders;
-    o.one(
-        "tickfan_orders_accepted_total",
-        "counter",
-        "Orders accepted into the queue.",
-        ord.accepted,
-    );
-    o.head(
+/// The order path: the gateway's, the retry timer's and the fill thread's
+/// tables, then the families by reason, status, retry number and lane.
+fn orders(o: &mut Exposition, ord: &OrderSnapshot) {
+    o.table(OrderCounters::TABLE, &ord.gateway);
+    o.table(RetryCounters::TABLE, &ord.retry);
+    o.table(FillCounters::TABLE, &ord.sequencing);
+    let by = |o: &mut Exposition, name: &str, help: &str, label: &str, v: &[(String, u64)]| {
+        o.head(name, "counter", help);
+        for (l, n) in v {
+            o.labelled(name, &[(label, l)], n);
+        }
+    };
+    by(
+        o,
         "tickfan_orders_rejected_total",
-        "counter",
         "Orders rejected at once, by reason.",
+        "reason",
+        &ord.rejected,
     );
-    for (reason, n) in &ord.rejected {
-        o.labelled("tickfan_orders_rejected_total", &[("reason", reason)], n);
-    }
-    o.head(
+    by(
+        o,
         "tickfan_orders_done_total",
-        "counter",
         "Orders ended with DONE, by status.",
+        "status",
+        &ord.done,
     );
-    for (status, n) in &ord.done {
-        o.labelled("tickfan_orders_done_total", &[("status", status)], n);
-    }
-    o.head(
+    by(
+        o,
         "tickfan_orders_dead_lettered_total",
-        "counter",
         "Orders dead-lettered, by reason.",
+        "reason",
+        &ord.dead,
     );
-    for (reason, n) in &ord.dead {
-        o.labelled(
-            "tickfan_orders_dead_lettered_total",
-            &[("reason", reason)],
-            n,
-        );
-    }
     o.one(
         "tickfan_orders_expired_total",
         "counter",
@@ -325,72 +212,23 @@ pub(crate) fn render(s: &Scrape<'_>) -> String {
             n,
         );
     }
-    o.one(
-        "tickfan_orders_lease_expired_total",
+    order_lanes(o, ord);
+    o.head(
+        "tickfan_fills_total",
         "counter",
-        "Bridge calls abandoned when their lease (--bridge-lease) expired; the order is retried on the next bridge.",
-        ord.lease_expired,
+        "Venue fills by what the sequencer did with them.",
     );
-    o.one(
-        "tickfan_orders_late_answers_discarded_total",
-        "counter",
-        "Venue answers that arrived with a retired fencing token and were discarded (never applied).",
-        ord.late_answers_discarded,
-    );
-    o.one(
-        "tickfan_order_fills_total",
-        "counter",
-        "FILL replies sent.",
-        ord.fills,
-    );
-    o.one(
-        "tickfan_order_replays_total",
-        "counter",
-        "Dead-lettered orders replayed.",
-        ord.replays,
-    );
-    o.one(
-        "tickfan_orders_replies_to_closed_total",
-        "counter",
-        "Replies for orders whose connection had closed (the order ran to its end; STATUS tells it).",
-        ord.replies_to_closed_connections,
-    );
-    o.one(
-        "tickfan_orders_halted",
-        "gauge",
-        "1 while the order kill switch is on (POST /orders/halt): every NEW is refused, queued orders are held.",
-        ord.halted,
-    );
-    o.one(
-        "tickfan_orders_halted_rejects_total",
-        "counter",
-        "NEW orders refused SYSTEM_BUSY halted (also counted as SYSTEM_BUSY).",
-        ord.halted_rejects,
-    );
-    o.one(
-        "tickfan_orders_cancelled_total",
-        "counter",
-        "Orders cancelled before they reached a bridge (CANCEL, or POST /orders/halt?cancel=queued).",
-        ord.cancelled,
-    );
-    o.one(
-        "tickfan_order_queue_depth",
-        "gauge",
-        "Orders waiting for a worker.",
-        ord.queue_depth,
-    );
-    o.one(
-        "tickfan_order_queue_oldest_age_seconds",
-        "gauge",
-        "Age of the oldest order waiting for a worker.",
-        ord.queue_oldest_age_us as f64 / 1e6,
-    );
-    o.one(
-        "tickfan_order_retry_queue_depth",
-        "gauge",
-        "Orders waiting for a retry.",
-        ord.retry_depth,
-    );
+    for (what, get) in FILL_OUTCOMES {
+        o.labelled(
+            "tickfan_fills_total",
+            &[("outcome", what)],
+            get(&ord.sequencing),
+        );
+    }
+}
+
+/// The order queue per lane: depth and oldest age.
+fn order_lanes(o: &mut Exposition, ord: &OrderSnapshot) {
     o.head(
         "tickfan_order_lane_depth",
         "gauge",
@@ -421,112 +259,6 @@ pub(crate) fn render(s: &Scrape<'_>) -> String {
         &[("lane", "large")],
         ord.lane_oldest_age_us.1 as f64 / 1e6,
     );
-    capacity(&mut o, &c.capacity);
-    o.one(
-        "tickfan_bridge_calls_in_progress",
-        "gauge",
-        "Order workers inside a bridge call now (waiting for a venue's answer).",
-        ord.bridge_calls_in_progress,
-    );
-    o.one(
-        "tickfan_bridge_call_oldest_age_seconds",
-        "gauge",
-        "How long the oldest bridge call in progress has been waiting for its venue (engine clock; 0 when none).",
-        ord.bridge_call_oldest_age_us as f64 / 1e6,
-    );
-    o.one(
-        "tickfan_journal_bytes",
-        "gauge",
-        "Bytes of order journal on disk and pending (0 with --no-journal); journal_full starts at 80 % of tickfan_journal_max_bytes.",
-        ord.journal_bytes,
-    );
-    o.one(
-        "tickfan_journal_max_bytes",
-        "gauge",
-        "--journal-max-bytes (0 with --no-journal); at it new orders get SYSTEM_BUSY journal_full.",
-        ord.journal_max_bytes,
-    );
-    o.one(
-        "tickfan_journal_disk_full",
-        "gauge",
-        "1 while the order journal's disk is full: new orders get SYSTEM_BUSY journal_full until a probe (every 1 s) finds room.",
-        ord.journal_disk_full,
-    );
-    o.one(
-        "tickfan_journal_disk_full_episodes_total",
-        "counter",
-        "Times the order journal's disk was found full.",
-        ord.journal_disk_full_episodes,
-    );
-    o.one(
-        "tickfan_journal_failed",
-        "gauge",
-        "1 once an order journal write or sync failed for good (not a full disk): new orders get SYSTEM_BUSY journal_error until a restart.",
-        ord.journal_failed,
-    );
-    o.one(
-        "tickfan_orders_journal_full_total",
-        "counter",
-        "Orders refused SYSTEM_BUSY journal_full: the journal at --journal-max-bytes or its disk full (also counted as SYSTEM_BUSY).",
-        ord.journal_full_rejects,
-    );
-    let sq = &ord.sequencing;
-    o.head(
-        "tickfan_fills_total",
-        "counter",
-        "Venue fills by what the sequencer did with them.",
-    );
-    for (what, n) in [
-        ("applied", sq.applied),
-        ("held", sq.held),
-        ("stale", sq.stale),
-        ("refused", sq.refused),
-    ] {
-        o.labelled("tickfan_fills_total", &[("outcome", what)], n);
-    }
-    o.one(
-        "tickfan_fill_gaps_skipped_total",
-        "counter",
-        "Fill gaps skipped by the gap timer.",
-        sq.gaps_skipped,
-    );
-    o.one(
-        "tickfan_fills_missing_total",
-        "counter",
-        "Fill numbers never received (skipped over).",
-        sq.fills_missing,
-    );
-    o.one(
-        "tickfan_fills_held",
-        "gauge",
-        "Early fills held now.",
-        sq.held_now,
-    );
-    o.one(
-        "tickfan_order_chunks_total",
-        "counter",
-        "Chunks sent for large orders.",
-        sq.chunks,
-    );
-    o.one(
-        "tickfan_orders_in_flight",
-        "gauge",
-        "Accepted orders not yet ended.",
-        ord.in_flight,
-    );
-    o.one(
-        "tickfan_order_connections",
-        "gauge",
-        "Order connections open.",
-        ord.connections.2,
-    );
-
-    subscriber_series::render(&mut o, s.subscribers);
-    stages(&mut o, s.stages);
-    super::cluster_series::render(&mut o, &c.cluster);
-    super::warning_series::render(&mut o, &s.warnings);
-    admin(&mut o, s.admin);
-    o.finish()
 }
 
 /// The order lanes' workers and capacity view (`order::lanes::pool`).
@@ -690,30 +422,8 @@ fn stages(o: &mut Exposition, stages: &[(Stage, LatencyBuckets)]) {
 
 /// TLS per port (every port listed, zeros included: TLS off shows zeros).
 fn tls(o: &mut Exposition, t: &TlsSnapshot) {
-    type Field = fn(&PortTlsSnapshot) -> u64;
-    let families: [(&str, &str, Field); 3] = [
-        (
-            "tickfan_tls_handshakes_total",
-            "TLS handshakes completed, by port.",
-            |p| p.handshakes,
-        ),
-        (
-            "tickfan_tls_handshake_failures_total",
-            "TLS handshakes failed (no common version or cipher, a missing or untrusted client certificate, a corrupt record), by port.",
-            |p| p.handshake_failures,
-        ),
-        (
-            "tickfan_tls_plaintext_refused_total",
-            "Connections that spoke plaintext to a TLS port, answered with the port's error and closed, by port.",
-            |p| p.plaintext_refused,
-        ),
-    ];
-    for (name, help, field) in families {
-        o.head(name, "counter", help);
-        for p in &t.ports {
-            o.labelled(name, &[("port", p.port.as_str())], field(p));
-        }
-    }
+    let ports = t.ports.each_ref().map(|p| (p.port.as_str(), &p.figures));
+    o.table_by(PortTlsCounters::TABLE, "port", &ports);
 }
 
 /// The admin endpoint's own figures.
@@ -742,4 +452,133 @@ fn admin(o: &mut Exposition, a: &AdminCounters) {
         "Admin connections open.",
         a.open(),
     );
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::metrics::cluster_counters::ClusterCounters;
+    use crate::metrics::table::{Desc, Kind, Unit};
+    use crate::metrics::Counters;
+
+    /// Every counter of every table group set to a value of its own.
+    fn filled() -> CountersSnapshot {
+        let c = Counters::default();
+        let mut n = 1000;
+        c.feed.fill_distinct(&mut n);
+        c.publish.fill_distinct(&mut n);
+        c.orders.fill_distinct(&mut n);
+        c.retry.fill_distinct(&mut n);
+        c.fills.fill_distinct(&mut n);
+        c.cluster.fill_distinct(&mut n);
+        for p in crate::tls::TlsPortName::ALL {
+            c.tls.port(p).fill_distinct(&mut n);
+        }
+        c.dlq_stored.store(n, std::sync::atomic::Ordering::Relaxed);
+        c.snapshot()
+    }
+
+    fn text(c: &CountersSnapshot) -> String {
+        let stages: Vec<(Stage, LatencyBuckets)> = Stage::ALL
+            .iter()
+            .map(|s| (*s, LatencyBuckets::default()))
+            .collect();
+        render(&Scrape {
+            counters: c,
+            stages: &stages,
+            subscribers: &[],
+            dlq_size: 7,
+            alerts: &AlertGauges::default(),
+            uptime_s: 1.5,
+            process: None,
+            admin: &AdminCounters::default(),
+            warnings: [3; WarnKind::COUNT],
+        })
+    }
+
+    /// What `promtool check metrics` asks of the format: each family's
+    /// `# HELP` and `# TYPE` once, before its samples, and its samples
+    /// together (a histogram's are `_bucket`, `_sum` and `_count`).
+    #[test]
+    fn every_family_is_contiguous_with_help_and_type_once() {
+        let text = text(&filled());
+        let mut seen: Vec<&str> = Vec::new();
+        let mut lines = text.lines();
+        let mut family = "";
+        while let Some(line) = lines.next() {
+            if let Some(rest) = line.strip_prefix("# HELP ") {
+                let name = rest.split(' ').next().unwrap();
+                assert!(!seen.contains(&name), "{name}: a second HELP");
+                seen.push(name);
+                let ty = lines.next().unwrap_or_default();
+                assert!(
+                    ty.starts_with(&format!("# TYPE {name} ")),
+                    "{ty} after {line}"
+                );
+                family = name;
+                continue;
+            }
+            let name = line.split(['{', ' ']).next().unwrap();
+            let of_histogram = ["_bucket", "_sum", "_count"]
+                .iter()
+                .any(|s| name.strip_suffix(s) == Some(family));
+            assert!(name == family || of_histogram, "{line} in family {family}");
+        }
+        assert!(seen.len() > 100, "{} families", seen.len());
+    }
+
+    fn check<S>(table: &[Desc<S>], s: &S, text: &str, names: &mut Vec<&'static str>) {
+        for d in table {
+            let Some(f) = d.family else { continue };
+            assert!(!names.contains(&f.name), "{} in two tables", f.name);
+            names.push(f.name);
+            let kind = d.kind.as_str();
+            for want in [
+                format!("# HELP {} {}", f.name, f.help),
+                format!("# TYPE {} {kind}", f.name),
+                format!("{} {}", f.name, d.exposed(s)),
+            ] {
+                let n = text.lines().filter(|l| *l == want).count();
+                assert_eq!(n, 1, "{want:?} in /metrics");
+            }
+            assert_eq!(
+                d.kind == Kind::Counter,
+                f.name.ends_with("_total"),
+                "{}",
+                f.name
+            );
+            if d.unit == Unit::Micros {
+                assert!(f.name.ends_with("_seconds"), "{}", f.name);
+            }
+            if d.unit == Unit::Bytes {
+                assert!(f.name.contains("_bytes"), "{}", f.name);
+            }
+        }
+    }
+
+    /// Each table entry with a family is one family in `/metrics` with its
+    /// help, its type and its own figure (every figure is distinct).
+    #[test]
+    fn every_table_figure_is_one_family_with_its_own_value() {
+        let c = filled();
+        let text = text(&c);
+        let mut names = Vec::new();
+        check(FeedCounters::TABLE, &c.feed, &text, &mut names);
+        check(PublishCounters::TABLE, &c.publish, &text, &mut names);
+        check(OrderCounters::TABLE, &c.orders.gateway, &text, &mut names);
+        check(RetryCounters::TABLE, &c.orders.retry, &text, &mut names);
+        check(FillCounters::TABLE, &c.orders.sequencing, &text, &mut names);
+        check(ClusterCounters::TABLE, &c.cluster, &text, &mut names);
+        assert!(names.len() > 50, "{} table families", names.len());
+        for d in PortTlsCounters::TABLE {
+            let f = d.family.expect("every TLS figure is in /metrics");
+            for p in &c.tls.ports {
+                let v = d.exposed(&p.figures);
+                let want = format!("{}{{port=\"{}\"}} {v}", f.name, p.port.as_str());
+                assert!(text.lines().any(|l| l == want), "{want}");
+            }
+        }
+        assert!(text.contains("tickfan_poison_total{reason=\"bad_number\"}"));
+        assert!(text.contains("tickfan_auth_failures_total{port=\"order\"}"));
+    }
 }

@@ -8,6 +8,8 @@
 
 use std::sync::atomic::{AtomicU64, Ordering};
 
+use super::table::counter_group;
+
 /// Why an update or a snapshot from the backbone was dropped before it
 /// reached the slots (and so any subscriber).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -62,96 +64,66 @@ impl BackboneDrop {
     }
 }
 
-/// The backbone's counters.
-#[derive(Debug, Default)]
-pub struct ClusterCounters {
-    /// Updates an ingest published on `<prefix>.md.<symbol>`.
-    pub published: AtomicU64,
-    /// Updates an ingest's outbox overwrote before the NATS thread sent
-    /// them (publisher thread).
-    pub out_conflated: AtomicU64,
-    /// Snapshot requests an ingest answered (with a value or `none`).
-    pub snapshots_served: AtomicU64,
-    /// Updates and snapshots an edge wrote into its slots.
-    pub applied: AtomicU64,
-    /// Dropped backbone input, by [`BackboneDrop`].
-    pub dropped: [AtomicU64; BackboneDrop::COUNT],
-    /// Snapshot requests an edge sent (cold symbols and re-seeds).
-    pub seeds: AtomicU64,
-    /// Re-seeds of every wanted symbol (after a reconnect or a slow-consumer event).
-    pub reseeds: AtomicU64,
-    /// Slow-consumer events the client library reported.
-    pub slow_consumer_events: AtomicU64,
-    /// Times the link to the NATS cluster was lost.
-    pub disconnects: AtomicU64,
-    /// Updates that came from another source epoch than the symbol's last one.
-    pub epoch_changes: AtomicU64,
-    /// 1 while connected to a NATS server (gauge).
-    pub connected: AtomicU64,
-    /// Symbols flagged stale now (gauge; publisher thread).
-    pub symbols_stale: AtomicU64,
-    /// Of those, symbols whose source is silent for `--stale-after` (gauge; publisher thread).
-    pub symbols_silent: AtomicU64,
-    /// NATS subscriptions held for market data now (gauge).
-    pub subjects: AtomicU64,
-}
-
-/// A copy of [`ClusterCounters`].
-#[derive(Debug, Clone, Default, PartialEq, Eq, serde::Serialize)]
-pub struct ClusterSnapshot {
-    /// See [`ClusterCounters::published`].
-    pub published: u64,
-    /// See [`ClusterCounters::out_conflated`].
-    pub out_conflated: u64,
-    /// See [`ClusterCounters::snapshots_served`].
-    pub snapshots_served: u64,
-    /// See [`ClusterCounters::applied`].
-    pub applied: u64,
-    /// `(reason, count)` for every [`BackboneDrop`].
-    pub dropped: Vec<(String, u64)>,
-    /// See [`ClusterCounters::seeds`].
-    pub seeds: u64,
-    /// See [`ClusterCounters::reseeds`].
-    pub reseeds: u64,
-    /// See [`ClusterCounters::slow_consumer_events`].
-    pub slow_consumer_events: u64,
-    /// See [`ClusterCounters::disconnects`].
-    pub disconnects: u64,
-    /// See [`ClusterCounters::epoch_changes`].
-    pub epoch_changes: u64,
-    /// See [`ClusterCounters::connected`].
-    pub connected: u64,
-    /// See [`ClusterCounters::symbols_stale`].
-    pub symbols_stale: u64,
-    /// See [`ClusterCounters::symbols_silent`].
-    pub symbols_silent: u64,
-    /// See [`ClusterCounters::subjects`].
-    pub subjects: u64,
+counter_group! {
+    /// The backbone's counters (writers: see the module doc).
+    pub struct ClusterCounters => ClusterSnapshot {
+        /// Updates an ingest published on `<prefix>.md.<symbol>`.
+        published: Counter, Count => "tickfan_cluster_published_total",
+            "Conflated updates an ingest published on <prefix>.md.<symbol>.";
+        /// Updates an ingest's outbox overwrote before the NATS thread sent
+        /// them (publisher thread).
+        out_conflated: Counter, Count => "tickfan_cluster_outbox_conflated_total",
+            "Updates an ingest's backbone outbox overwrote before they were sent (never blocks the publisher).";
+        /// Snapshot requests an ingest answered (with a value or `none`).
+        snapshots_served: Counter, Count => "tickfan_cluster_snapshots_served_total",
+            "Snapshot requests an ingest answered (a value or none).";
+        /// Updates and snapshots an edge wrote into its slots.
+        applied: Counter, Count => "tickfan_cluster_applied_total",
+            "Backbone updates and snapshots an edge wrote into its slots.";
+        /// Snapshot requests an edge sent (cold symbols and re-seeds).
+        seeds: Counter, Count => "tickfan_cluster_seeds_total",
+            "Snapshot requests an edge sent for cold or re-seeded symbols.";
+        /// Re-seeds of every wanted symbol (after a reconnect or a slow-consumer event).
+        reseeds: Counter, Count => "tickfan_cluster_reseeds_total",
+            "Re-seeds of every wanted symbol after a reconnect or a slow-consumer event.";
+        /// Slow-consumer events the client library reported.
+        slow_consumer_events: Counter, Count => "tickfan_cluster_slow_consumer_events_total",
+            "Slow-consumer events reported by the NATS client library.";
+        /// Times the link to the NATS cluster was lost.
+        disconnects: Counter, Count => "tickfan_cluster_disconnects_total",
+            "Times the link to the NATS cluster was lost.";
+        /// Updates that came from another source epoch than the symbol's last one.
+        epoch_changes: Counter, Count => "tickfan_cluster_epoch_changes_total",
+            "Updates applied from another source epoch than the symbol's previous one (ingest failover).";
+        /// 1 while connected to a NATS server (gauge).
+        connected: Gauge, Flag => "tickfan_cluster_connected",
+            "1 while connected to a NATS server (always 0 on a single node).";
+        /// Symbols flagged stale now (gauge; publisher thread).
+        symbols_stale: Gauge, Count => "tickfan_symbols_stale",
+            "Symbols whose value may be old: backbone lost, or their source silent for --stale-after.";
+        /// Of those, symbols whose source is silent for `--stale-after` (gauge; publisher thread).
+        symbols_silent: Gauge, Count => "tickfan_symbols_silent",
+            "Symbols whose source sent nothing for --stale-after (alert feed_silent).";
+        /// NATS subscriptions held for market data now (gauge).
+        subjects: Gauge, Count => "tickfan_cluster_subjects",
+            "NATS subscriptions held for market data.";
+    }
+    copied {
+        /// Dropped backbone input, by [`BackboneDrop`]; in the snapshot as
+        /// `(reason, count)` for every reason (`tickfan_cluster_dropped_total{reason}`).
+        dropped: [AtomicU64; BackboneDrop::COUNT] => Vec<(String, u64)> = |c: &ClusterCounters| {
+            BackboneDrop::ALL
+                .iter()
+                .map(|r| (r.as_str().to_string(), c.dropped(*r)))
+                .collect()
+        },
+    }
 }
 
 impl ClusterCounters {
     /// Copies every field.
     pub fn snapshot(&self) -> ClusterSnapshot {
-        let g = |c: &AtomicU64| c.load(Ordering::Relaxed);
-        ClusterSnapshot {
-            published: g(&self.published),
-            out_conflated: g(&self.out_conflated),
-            snapshots_served: g(&self.snapshots_served),
-            applied: g(&self.applied),
-            dropped: BackboneDrop::ALL
-                .iter()
-                .map(|r| (r.as_str().to_string(), g(&self.dropped[r.index()])))
-                .collect(),
-            seeds: g(&self.seeds),
-            reseeds: g(&self.reseeds),
-            slow_consumer_events: g(&self.slow_consumer_events),
-            disconnects: g(&self.disconnects),
-            epoch_changes: g(&self.epoch_changes),
-            connected: g(&self.connected),
-            symbols_stale: g(&self.symbols_stale),
-            symbols_silent: g(&self.symbols_silent),
-            subjects: g(&self.subjects),
-        }
+        self.values()
     }
 
     /// Dropped input of one reason.

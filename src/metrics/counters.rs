@@ -1,4 +1,6 @@
-//! The fixed registry of counters and gauges.
+//! The fixed registry of counters and gauges: the feed's and the
+//! publisher's groups (declared with [`counter_group!`], see
+//! [`super::table`]), and [`Counters`], which holds every group.
 //!
 //! Every counter has exactly one writer thread (named on each group), so an
 //! increment is a relaxed load and store, not a locked read-modify-write.
@@ -13,6 +15,7 @@ use crossbeam_utils::CachePadded;
 use crate::model::poison::PoisonReason;
 
 use super::capacity_counters::{CapacityCounters, CapacitySnapshot};
+use super::table::counter_group;
 
 use super::cluster_counters::{ClusterCounters, ClusterSnapshot};
 use super::order_counters::{FillCounters, OrderCounters, OrderSnapshot, RetryCounters};
@@ -35,83 +38,106 @@ fn get(c: &AtomicU64) -> u64 {
     c.load(Ordering::Relaxed)
 }
 
-/// Counters written by the feed thread.
-#[derive(Debug, Default)]
-pub struct FeedCounters {
-    /// Feed connections accepted.
-    pub connections_accepted: AtomicU64,
-    /// Feed connections refused (over the per-port limit).
-    pub connections_refused: AtomicU64,
-    /// Gauge: feed connections open now.
-    pub connections_open: AtomicU64,
-    /// Bytes read from feed sockets.
-    pub bytes_read: AtomicU64,
-    /// Header, comment and blank lines skipped (not ticks).
-    pub lines_skipped: AtomicU64,
-    /// Ticks that parsed and validated and were written to their slot.
-    pub ticks_valid: AtomicU64,
-    /// Tick lines superseded by a newer line of their symbol in the same
-    /// feed read while the feed was behind: conflated at the feed, not
-    /// parsed (see `feed::conflate`).
-    pub ticks_conflated: AtomicU64,
-    /// Poison lines, by [`PoisonReason::index`].
-    pub poison: [AtomicU64; PoisonReason::COUNT],
-    /// Crossed or locked quotes (bid >= ask) seen; they pass through.
-    pub crossed_quotes: AtomicU64,
-    /// Dead letters that could not be handed to the DLQ thread (its queue was
-    /// full); the poison counters above still count them.
-    pub dlq_handoff_dropped: AtomicU64,
-    /// Gauge: symbols interned.
-    pub symbols: AtomicU64,
-    /// Feeds refused for a wrong, missing or late token.
-    pub auth_failures: AtomicU64,
+counter_group! {
+    /// Counters written by the feed thread.
+    pub struct FeedCounters => FeedSnapshot {
+        /// Feed connections accepted.
+        connections_accepted: Counter, Count;
+        /// Feed connections refused (over the per-port limit).
+        connections_refused: Counter, Count;
+        /// Gauge: feed connections open now.
+        connections_open: Gauge, Count => "tickfan_feed_connections", "Feed connections open.";
+        /// Bytes read from feed sockets.
+        bytes_read: Counter, Bytes => "tickfan_feed_bytes_total", "Bytes read from feeds.";
+        /// Header, comment and blank lines skipped (not ticks).
+        lines_skipped: Counter, Count =>
+            "tickfan_lines_skipped_total", "Header, comment and blank feed lines.";
+        /// Ticks that parsed and validated and were written to their slot.
+        ticks_valid: Counter, Count => "tickfan_ticks_valid_total",
+            "Ticks that parsed, validated and were written to their slot.";
+        /// Tick lines superseded by a newer line of their symbol in the same
+        /// feed read while the feed was behind: conflated at the feed, not
+        /// parsed (see `feed::conflate`).
+        ticks_conflated: Counter, Count => "tickfan_feed_conflated_total",
+            "Tick lines superseded by a newer line of their symbol in the same feed read (not parsed).";
+        /// Crossed or locked quotes (bid >= ask) seen; they pass through.
+        crossed_quotes: Counter, Count =>
+            "tickfan_crossed_quotes_total", "Crossed or locked quotes passed through.";
+        /// Dead letters that could not be handed to the DLQ thread (its queue was
+        /// full); the poison counters still count them.
+        dlq_handoff_dropped: Counter, Count => "tickfan_dlq_handoff_dropped_total",
+            "Dead letters the feed could not hand to the DLQ thread (still counted as poison).";
+        /// Gauge: symbols interned.
+        symbols: Gauge, Count => "tickfan_symbols", "Symbols interned.";
+        /// Feeds refused for a wrong, missing or late token (in
+        /// `tickfan_auth_failures_total{port}` with the other ports).
+        auth_failures: Counter, Count;
+    }
+    extra {
+        /// Poison lines, by [`PoisonReason::index`] (`tickfan_poison_total{reason}`).
+        poison: [AtomicU64; PoisonReason::COUNT],
+    }
 }
 
-/// Counters written by the publisher thread.
-///
-/// One atomic per counter the publisher writes (a flat table read by
-/// [`Counters::snapshot`]), so over 15 fields.
-#[derive(Debug, Default)]
-pub struct PublishCounters {
-    /// Updates taken from the slots and published (one per distinct value).
-    pub published: AtomicU64,
-    /// Updates the publisher never took (the sequence gaps it saw):
-    /// overwritten in their slot, or conflated at the feed. So
-    /// `published + conflated = ticks_valid + ticks_conflated` once drained.
-    pub conflated: AtomicU64,
-    /// Frames appended to subscriber buffers.
-    pub frames: AtomicU64,
-    /// Bytes written to subscriber sockets.
-    pub bytes_written: AtomicU64,
-    /// Subscriber connections accepted.
-    pub subscribers_accepted: AtomicU64,
-    /// Subscriber connections refused (over the per-port limit).
-    pub subscribers_refused: AtomicU64,
-    /// Gauge: subscribers connected now.
-    pub subscribers_open: AtomicU64,
-    /// Updates a slow subscriber did not get appended (its buffer was past the
-    /// high-water mark) and will receive as a later latest value instead.
-    pub subscriber_conflations: AtomicU64,
-    /// Times a subscriber crossed its high-water mark (entered slow mode).
-    pub slow_episodes: AtomicU64,
-    /// Commands received from subscribers.
-    pub commands: AtomicU64,
-    /// Commands answered with an error (unknown, malformed, wrong arity).
-    pub command_errors: AtomicU64,
-    /// Gauge: bytes buffered for all subscribers now.
-    pub buffered_bytes: AtomicU64,
-    /// Gauge: symbol ids waiting in the dirty queue (set once per publisher turn).
-    pub dirty_depth: AtomicU64,
-    /// Subscribers refused for a wrong or late token.
-    pub auth_failures: AtomicU64,
-    /// Subscriptions refused over the per-client limit.
-    pub subscriptions_refused: AtomicU64,
-    /// Times a subscriber's throttle (`TICKFAN.THROTTLE`) held a symbol
-    /// back: it gets the symbol's latest value when the window opens (the
-    /// updates in between count as `subscriber_conflations`).
-    pub throttled: AtomicU64,
-    /// Frames replayed from the history ring by `TICKFAN.SINCE`.
-    pub since_frames: AtomicU64,
+counter_group! {
+    /// Counters written by the publisher thread.
+    ///
+    /// More than 15 fields: one per figure of the publisher, its single
+    /// writer (groups are split by writer thread, not by size).
+    pub struct PublishCounters => PublishSnapshot {
+        /// Updates taken from the slots and published (one per distinct value).
+        published: Counter, Count =>
+            "tickfan_published_total", "Updates taken from the slots and published.";
+        /// Updates the publisher never took (the sequence gaps it saw):
+        /// overwritten in their slot, or conflated at the feed. So
+        /// `published + conflated = ticks_valid + ticks_conflated` once drained.
+        conflated: Counter, Count => "tickfan_conflated_total",
+            "Updates never published: overwritten in their slot, or conflated at the feed (sequence gaps).";
+        /// Frames appended to subscriber buffers.
+        frames: Counter, Count => "tickfan_frames_total", "Frames appended to subscriber buffers.";
+        /// Bytes written to subscriber sockets.
+        bytes_written: Counter, Bytes =>
+            "tickfan_subscriber_bytes_total", "Bytes written to subscribers.";
+        /// Subscriber connections accepted.
+        subscribers_accepted: Counter, Count;
+        /// Subscriber connections refused (over the per-port limit; in
+        /// `tickfan_connections_refused_total` with the feed's).
+        subscribers_refused: Counter, Count;
+        /// Gauge: subscribers connected now.
+        subscribers_open: Gauge, Count => "tickfan_subscribers", "Subscribers connected.";
+        /// Updates a slow subscriber did not get appended (its buffer was past the
+        /// high-water mark) and will receive as a later latest value instead.
+        subscriber_conflations: Counter, Count => "tickfan_subscriber_conflations_total",
+            "Updates a slow subscriber will get as a later latest value instead.";
+        /// Times a subscriber crossed its high-water mark (entered slow mode).
+        slow_episodes: Counter, Count => "tickfan_slow_episodes_total",
+            "Times a subscriber crossed its high-water mark.";
+        /// Commands received from subscribers.
+        commands: Counter, Count => "tickfan_commands_total", "Subscriber commands received.";
+        /// Commands answered with an error (unknown, malformed, wrong arity).
+        command_errors: Counter, Count => "tickfan_command_errors_total",
+            "Subscriber commands answered with an error.";
+        /// Gauge: bytes buffered for all subscribers now.
+        buffered_bytes: Gauge, Bytes =>
+            "tickfan_buffered_bytes", "Bytes buffered for all subscribers.";
+        /// Gauge: symbol ids waiting in the dirty queue (set once per publisher turn).
+        dirty_depth: Gauge, Count =>
+            "tickfan_dirty_queue_depth", "Symbols waiting for the publisher.";
+        /// Subscribers refused for a wrong or late token (in
+        /// `tickfan_auth_failures_total{port}` with the other ports).
+        auth_failures: Counter, Count;
+        /// Subscriptions refused over the per-client limit.
+        subscriptions_refused: Counter, Count => "tickfan_subscriptions_refused_total",
+            "Subscriptions refused over the per-client limit.";
+        /// Times a subscriber's throttle (`TICKFAN.THROTTLE`) held a symbol
+        /// back: it gets the symbol's latest value when the window opens (the
+        /// updates in between count as `subscriber_conflations`).
+        throttled: Counter, Count => "tickfan_subscriber_throttled_total",
+            "Times a subscriber's TICKFAN.THROTTLE held a symbol back until its window opens.";
+        /// Frames replayed from the history ring by `TICKFAN.SINCE`.
+        since_frames: Counter, Count => "tickfan_since_frames_total",
+            "Frames replayed from the history ring by TICKFAN.SINCE.";
+    }
 }
 
 /// Every counter of one engine.
@@ -141,9 +167,22 @@ pub struct Counters {
 
 /// A point-in-time copy of every counter, for reports.
 ///
-/// One field per counter (the per-side groups nested), so over 15 fields.
+/// `feed` and `publish` are the group snapshots (the counter table's view,
+/// which `/metrics` renders); the flat fields after them are the reports'
+/// older view of the same figures (`/report`'s JSON, the final report, the
+/// alerts and the tests read them), kept as copies so that JSON does not
+/// change. More than 15 fields for that reason.
 #[derive(Debug, Clone, Default, PartialEq, Eq, serde::Serialize)]
 pub struct CountersSnapshot {
+    /// The feed thread's figures, as declared in [`FeedCounters`].
+    #[serde(skip)]
+    pub feed: FeedSnapshot,
+    /// The publisher's figures, as declared in [`PublishCounters`].
+    #[serde(skip)]
+    pub publish: PublishSnapshot,
+    /// Dead letters stored (the DLQ thread's one counter).
+    #[serde(skip)]
+    pub dlq_stored: u64,
     /// Ticks received: valid + poison + conflated at the feed.
     pub ticks_received: u64,
     /// Valid ticks.
@@ -208,54 +247,56 @@ pub struct CountersSnapshot {
 impl Counters {
     /// Copies every counter.
     pub fn snapshot(&self) -> CountersSnapshot {
-        let f = &*self.feed;
-        let p = &*self.publish;
+        let f = self.feed.values();
+        let p = self.publish.values();
         let poison: Vec<(String, u64)> = PoisonReason::ALL
             .iter()
-            .map(|r| (r.as_str().to_string(), get(&f.poison[r.index()])))
+            .map(|r| (r.as_str().to_string(), get(&self.feed.poison[r.index()])))
             .collect();
         let poison_total = poison.iter().map(|(_, n)| n).sum();
-        let valid = get(&f.ticks_valid);
-        let feed_conflated = get(&f.ticks_conflated);
+        let dlq_stored = get(&self.dlq_stored);
         CountersSnapshot {
-            ticks_received: valid + poison_total + feed_conflated,
-            ticks_valid: valid,
-            feed_conflated,
+            ticks_received: f.ticks_valid + poison_total + f.ticks_conflated,
+            ticks_valid: f.ticks_valid,
+            feed_conflated: f.ticks_conflated,
             poison_total,
             poison,
-            lines_skipped: get(&f.lines_skipped),
-            crossed_quotes: get(&f.crossed_quotes),
-            feed_bytes: get(&f.bytes_read),
+            lines_skipped: f.lines_skipped,
+            crossed_quotes: f.crossed_quotes,
+            feed_bytes: f.bytes_read,
             feed_connections: (
-                get(&f.connections_accepted),
-                get(&f.connections_refused),
-                get(&f.connections_open),
+                f.connections_accepted,
+                f.connections_refused,
+                f.connections_open,
             ),
-            symbols: get(&f.symbols),
-            published: get(&p.published),
-            conflated: get(&p.conflated),
-            frames: get(&p.frames),
-            subscriber_bytes: get(&p.bytes_written),
+            symbols: f.symbols,
+            published: p.published,
+            conflated: p.conflated,
+            frames: p.frames,
+            subscriber_bytes: p.bytes_written,
             subscriber_connections: (
-                get(&p.subscribers_accepted),
-                get(&p.subscribers_refused),
-                get(&p.subscribers_open),
+                p.subscribers_accepted,
+                p.subscribers_refused,
+                p.subscribers_open,
             ),
-            subscriber_conflations: get(&p.subscriber_conflations),
-            slow_episodes: get(&p.slow_episodes),
-            commands: (get(&p.commands), get(&p.command_errors)),
-            buffered_bytes: get(&p.buffered_bytes),
-            dirty_depth: get(&p.dirty_depth),
-            auth_failures: (get(&f.auth_failures), get(&p.auth_failures)),
-            subscriptions_refused: get(&p.subscriptions_refused),
-            throttled: get(&p.throttled),
-            since_frames: get(&p.since_frames),
-            dlq: (get(&self.dlq_stored), get(&f.dlq_handoff_dropped)),
+            subscriber_conflations: p.subscriber_conflations,
+            slow_episodes: p.slow_episodes,
+            commands: (p.commands, p.command_errors),
+            buffered_bytes: p.buffered_bytes,
+            dirty_depth: p.dirty_depth,
+            auth_failures: (f.auth_failures, p.auth_failures),
+            subscriptions_refused: p.subscriptions_refused,
+            throttled: p.throttled,
+            since_frames: p.since_frames,
+            dlq: (dlq_stored, f.dlq_handoff_dropped),
             orders: OrderSnapshot::take(&self.orders, &self.retry, &self.fills),
             capacity: CapacitySnapshot::take(&self.capacity),
 
             cluster: self.cluster.snapshot(),
             tls: self.tls.snapshot(),
+            feed: f,
+            publish: p,
+            dlq_stored,
         }
     }
 

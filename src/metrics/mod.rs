@@ -3,7 +3,8 @@
 //!
 //! Each hot thread records into histograms it owns (no shared lock) and hands
 //! them to the reporter at interval boundaries; counters are atomics with a
-//! single writer each.
+//! single writer each, declared once per group in a counter table
+//! ([`table`]: how to add one).
 
 pub mod alerts;
 pub(crate) mod capacity_counters;
@@ -17,6 +18,7 @@ pub(crate) mod recorder;
 pub mod report;
 pub(crate) mod reporter;
 pub(crate) mod stage;
+pub mod table;
 pub mod tls_counters;
 
 pub(crate) use counters::Counters;

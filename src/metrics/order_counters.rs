@@ -14,186 +14,201 @@ use std::sync::atomic::AtomicU64;
 use crate::model::lane::Lane;
 use crate::model::order_reasons::{DeadReason, DoneStatus, InvalidReason, RejectReason};
 
+use super::table::counter_group;
+
 /// Retries counted by number: 1, 2, … up to `RETRY_BUCKETS` (the last also
 /// counts every later retry).
 pub(crate) const RETRY_BUCKETS: usize = 8;
 
-/// Written by the order gateway thread only.
-///
-/// One atomic per order-path counter: a flat table, so over 15 fields.
-#[derive(Debug, Default)]
-pub struct OrderCounters {
-    /// Order connections accepted.
-    pub connections_accepted: AtomicU64,
-    /// Order connections refused (over the per-port limit).
-    pub connections_refused: AtomicU64,
-    /// Gauge: order connections open now.
-    pub connections_open: AtomicU64,
-    /// Orders accepted (`ACK`).
-    pub accepted: AtomicU64,
-    /// Replies `REJECT`, by [`RejectReason::index`] (`EXPIRED` counts accepted orders that expired).
-    pub rejected: [AtomicU64; RejectReason::COUNT],
-    /// `INVALID` rejects by [`InvalidReason::index`].
-    pub invalid: [AtomicU64; InvalidReason::COUNT],
-    /// `DONE` by [`DoneStatus::index`].
-    pub done: [AtomicU64; DoneStatus::COUNT],
-    /// `DEAD` by [`DeadReason::index`].
-    pub dead: [AtomicU64; DeadReason::COUNT],
-    /// `FILL` replies.
-    pub fills: AtomicU64,
-    /// Bridge attempts of ended orders.
-    pub attempts: AtomicU64,
-    /// `REPLAY`s admitted.
-    pub replays: AtomicU64,
-    /// Replies whose client had disconnected (the order still ran to its end).
-    pub replies_to_closed_connections: AtomicU64,
-    /// Gauge: orders in the lane queues, both lanes together.
-    pub queue_depth: AtomicU64,
-    /// Gauge: age of the oldest queued order, µs.
-    pub queue_oldest_age_us: AtomicU64,
-    /// Gauge: accepted orders without a terminal reply yet.
-    pub in_flight: AtomicU64,
-    /// Gauge: client order ids remembered for duplicate detection.
-    pub dedup_ids: AtomicU64,
-    /// Connections refused for a wrong, missing or late token.
-    pub auth_failures: AtomicU64,
-    /// Orders refused over `--max-order-rate` (also counted as `SYSTEM_BUSY`).
-    pub rate_limited: AtomicU64,
-    /// Gauge: orders queued per lane, by [`Lane::index`].
-    pub lane_depth: [AtomicU64; 2],
-    /// Gauge: age of the oldest queued order per lane, µs.
-    pub lane_oldest_age_us: [AtomicU64; 2],
-    /// Gauge: workers inside a bridge call now (both lanes).
-    pub bridge_calls_in_progress: AtomicU64,
-    /// Gauge: how long the oldest bridge call in progress has run on the
-    /// engine clock, µs (0 when none).
-    pub bridge_call_oldest_age_us: AtomicU64,
-    /// Gauge: bytes of order journal on disk and pending (0 with `--no-journal`).
-    pub journal_bytes: AtomicU64,
-    /// Gauge: `--journal-max-bytes` (0 with `--no-journal`).
-    pub journal_max_bytes: AtomicU64,
-    /// Gauge: 1 while the journal's disk is full (new orders refused
-    /// `SYSTEM_BUSY journal_full` until a probe finds room).
-    pub journal_disk_full: AtomicU64,
-    /// Gauge: 1 once a journal write or sync failed for good
-    /// (`SYSTEM_BUSY journal_error` until a restart).
-    pub journal_failed: AtomicU64,
-    /// Times the journal's disk was found full.
-    pub journal_disk_full_episodes: AtomicU64,
-    /// Orders refused `SYSTEM_BUSY journal_full` (the journal at
-    /// `--journal-max-bytes`, or its disk full; also counted as `SYSTEM_BUSY`).
-    pub journal_full_rejects: AtomicU64,
-    /// Gauge: 1 while the order kill switch is on (`POST /orders/halt`).
-    pub halted: AtomicU64,
-    /// `NEW`s refused `SYSTEM_BUSY halted` (also counted as `SYSTEM_BUSY`).
-    pub halted_rejects: AtomicU64,
-    /// Orders cancelled (`CANCEL`, or `POST /orders/halt?cancel=queued`).
-    pub cancelled: AtomicU64,
-}
-
-/// Written by the fill thread only (`order::fills::fill_thread`).
-#[derive(Debug, Default)]
-pub struct FillCounters {
-    /// Venue fills applied in fill-number order (by arrival or by the timer).
-    pub applied: AtomicU64,
-    /// Venue fills that arrived early and were held.
-    pub held: AtomicU64,
-    /// Venue fills ignored: duplicates, or older than the next expected one.
-    pub stale: AtomicU64,
-    /// Early fills refused at a hold bound (a later fill still brings the position up to date).
-    pub refused: AtomicU64,
-    /// Gaps skipped by the gap timer.
-    pub gaps_skipped: AtomicU64,
-    /// Fill numbers never received (skipped over).
-    pub fills_missing: AtomicU64,
-    /// Gap-timer ticks.
-    pub ticks: AtomicU64,
-    /// Gauge: early fills held now.
-    pub held_now: AtomicU64,
-    /// Large orders split into chunks.
-    pub large_orders: AtomicU64,
-    /// Chunks sent.
-    pub chunks: AtomicU64,
-    /// Chunks that ended without executing (dead or expired).
-    pub chunks_failed: AtomicU64,
-    /// Gauge: orders whose fills are being sequenced now.
-    pub open: AtomicU64,
-}
-
-/// A copy of the fill counters.
-#[derive(Debug, Clone, Default, PartialEq, Eq, serde::Serialize)]
-pub struct FillSnapshot {
-    /// See [`FillCounters::applied`].
-    pub applied: u64,
-    /// See [`FillCounters::held`].
-    pub held: u64,
-    /// See [`FillCounters::stale`].
-    pub stale: u64,
-    /// See [`FillCounters::refused`].
-    pub refused: u64,
-    /// See [`FillCounters::gaps_skipped`].
-    pub gaps_skipped: u64,
-    /// See [`FillCounters::fills_missing`].
-    pub fills_missing: u64,
-    /// See [`FillCounters::ticks`].
-    pub ticks: u64,
-    /// See [`FillCounters::held_now`].
-    pub held_now: u64,
-    /// See [`FillCounters::large_orders`].
-    pub large_orders: u64,
-    /// See [`FillCounters::chunks`].
-    pub chunks: u64,
-    /// See [`FillCounters::chunks_failed`].
-    pub chunks_failed: u64,
-    /// See [`FillCounters::open`].
-    pub open: u64,
-}
-
-impl FillSnapshot {
-    /// Copies the group.
-    pub fn take(f: &FillCounters) -> Self {
-        FillSnapshot {
-            applied: get(&f.applied),
-            held: get(&f.held),
-            stale: get(&f.stale),
-            refused: get(&f.refused),
-            gaps_skipped: get(&f.gaps_skipped),
-            fills_missing: get(&f.fills_missing),
-            ticks: get(&f.ticks),
-            held_now: get(&f.held_now),
-            large_orders: get(&f.large_orders),
-            chunks: get(&f.chunks),
-            chunks_failed: get(&f.chunks_failed),
-            open: get(&f.open),
-        }
+counter_group! {
+    /// Written by the order gateway thread only.
+    ///
+    /// More than 15 fields: one per figure of the gateway, its single
+    /// writer (groups are split by writer thread, not by size).
+    pub struct OrderCounters => GatewaySnapshot {
+        /// Order connections accepted.
+        connections_accepted: Counter, Count;
+        /// Order connections refused (over the per-port limit).
+        connections_refused: Counter, Count;
+        /// Gauge: order connections open now.
+        connections_open: Gauge, Count =>
+            "tickfan_order_connections", "Order connections open.";
+        /// Orders accepted (`ACK`).
+        accepted: Counter, Count =>
+            "tickfan_orders_accepted_total", "Orders accepted into the queue.";
+        /// `FILL` replies.
+        fills: Counter, Count => "tickfan_order_fills_total", "FILL replies sent.";
+        /// Bridge attempts of ended orders.
+        attempts: Counter, Count;
+        /// `REPLAY`s admitted.
+        replays: Counter, Count =>
+            "tickfan_order_replays_total", "Dead-lettered orders replayed.";
+        /// Replies whose client had disconnected (the order still ran to its end).
+        replies_to_closed_connections: Counter, Count => "tickfan_orders_replies_to_closed_total",
+            "Replies for orders whose connection had closed (the order ran to its end; STATUS tells it).";
+        /// Gauge: orders in the lane queues, both lanes together.
+        queue_depth: Gauge, Count =>
+            "tickfan_order_queue_depth", "Orders waiting for a worker.";
+        /// Gauge: age of the oldest queued order, µs.
+        queue_oldest_age_us: Gauge, Micros => "tickfan_order_queue_oldest_age_seconds",
+            "Age of the oldest order waiting for a worker.";
+        /// Gauge: accepted orders without a terminal reply yet.
+        in_flight: Gauge, Count =>
+            "tickfan_orders_in_flight", "Accepted orders not yet ended.";
+        /// Gauge: client order ids remembered for duplicate detection.
+        dedup_ids: Gauge, Count;
+        /// Connections refused for a wrong, missing or late token (in
+        /// `tickfan_auth_failures_total{port}` with the other ports).
+        auth_failures: Counter, Count;
+        /// Orders refused over `--max-order-rate` (also counted as `SYSTEM_BUSY`).
+        rate_limited: Counter, Count => "tickfan_orders_rate_limited_total",
+            "Orders refused over the per-connection rate (part of SYSTEM_BUSY).";
+        /// Gauge: workers inside a bridge call now (both lanes).
+        bridge_calls_in_progress: Gauge, Count => "tickfan_bridge_calls_in_progress",
+            "Order workers inside a bridge call now (waiting for a venue's answer).";
+        /// Gauge: how long the oldest bridge call in progress has run on the
+        /// engine clock, µs (0 when none).
+        bridge_call_oldest_age_us: Gauge, Micros => "tickfan_bridge_call_oldest_age_seconds",
+            "How long the oldest bridge call in progress has been waiting for its venue (engine clock; 0 when none).";
+        /// Gauge: bytes of order journal on disk and pending (0 with `--no-journal`).
+        journal_bytes: Gauge, Bytes => "tickfan_journal_bytes",
+            "Bytes of order journal on disk and pending (0 with --no-journal); journal_full starts at 80 % of tickfan_journal_max_bytes.";
+        /// Gauge: `--journal-max-bytes` (0 with `--no-journal`).
+        journal_max_bytes: Gauge, Bytes => "tickfan_journal_max_bytes",
+            "--journal-max-bytes (0 with --no-journal); at it new orders get SYSTEM_BUSY journal_full.";
+        /// Gauge: 1 while the journal's disk is full (new orders refused
+        /// `SYSTEM_BUSY journal_full` until a probe finds room).
+        journal_disk_full: Gauge, Flag => "tickfan_journal_disk_full",
+            "1 while the order journal's disk is full: new orders get SYSTEM_BUSY journal_full until a probe (every 1 s) finds room.";
+        /// Gauge: 1 once a journal write or sync failed for good
+        /// (`SYSTEM_BUSY journal_error` until a restart).
+        journal_failed: Gauge, Flag => "tickfan_journal_failed",
+            "1 once an order journal write or sync failed for good (not a full disk): new orders get SYSTEM_BUSY journal_error until a restart.";
+        /// Times the journal's disk was found full.
+        journal_disk_full_episodes: Counter, Count => "tickfan_journal_disk_full_episodes_total",
+            "Times the order journal's disk was found full.";
+        /// Orders refused `SYSTEM_BUSY journal_full` (the journal at
+        /// `--journal-max-bytes`, or its disk full; also counted as `SYSTEM_BUSY`).
+        journal_full_rejects: Counter, Count => "tickfan_orders_journal_full_total",
+            "Orders refused SYSTEM_BUSY journal_full: the journal at --journal-max-bytes or its disk full (also counted as SYSTEM_BUSY).";
+        /// Gauge: 1 while the order kill switch is on (`POST /orders/halt`).
+        halted: Gauge, Flag => "tickfan_orders_halted",
+            "1 while the order kill switch is on (POST /orders/halt): every NEW is refused, queued orders are held.";
+        /// `NEW`s refused `SYSTEM_BUSY halted` (also counted as `SYSTEM_BUSY`).
+        halted_rejects: Counter, Count => "tickfan_orders_halted_rejects_total",
+            "NEW orders refused SYSTEM_BUSY halted (also counted as SYSTEM_BUSY).";
+        /// Orders cancelled (`CANCEL`, or `POST /orders/halt?cancel=queued`).
+        cancelled: Counter, Count => "tickfan_orders_cancelled_total",
+            "Orders cancelled before they reached a bridge (CANCEL, or POST /orders/halt?cancel=queued).";
+    }
+    extra {
+        /// Replies `REJECT`, by [`RejectReason::index`] (`EXPIRED` counts accepted
+        /// orders that expired): `tickfan_orders_rejected_total{reason}`, and
+        /// `tickfan_orders_expired_total`, `tickfan_orders_duplicates_total`.
+        rejected: [AtomicU64; RejectReason::COUNT],
+        /// `INVALID` rejects by [`InvalidReason::index`].
+        invalid: [AtomicU64; InvalidReason::COUNT],
+        /// `DONE` by [`DoneStatus::index`]: `tickfan_orders_done_total{status}`.
+        done: [AtomicU64; DoneStatus::COUNT],
+        /// `DEAD` by [`DeadReason::index`]: `tickfan_orders_dead_lettered_total{reason}`.
+        dead: [AtomicU64; DeadReason::COUNT],
+        /// Gauge: orders queued per lane, by [`Lane::index`]:
+        /// `tickfan_order_lane_depth{lane}`.
+        lane_depth: [AtomicU64; 2],
+        /// Gauge: age of the oldest queued order per lane, µs:
+        /// `tickfan_order_lane_oldest_age_seconds{lane}`.
+        lane_oldest_age_us: [AtomicU64; 2],
     }
 }
 
-/// Written by the retry timer thread only, but for the two lease counters
-/// (written by the workers: see each).
-#[derive(Debug, Default)]
-pub struct RetryCounters {
-    /// Retries handed back to the workers, by retry number (index 0 = retry 1).
-    pub fired: [AtomicU64; RETRY_BUCKETS],
-    /// Orders that were due for a retry but past their deadline.
-    pub expired_when_due: AtomicU64,
-    /// Gauge: orders waiting in the delay queue.
-    pub depth: AtomicU64,
-    /// Gauge: µs until the next retry is due (0 when none).
-    pub next_due_in_us: AtomicU64,
-    /// Bridge calls abandoned when their lease expired (written by the
-    /// order workers, `fetch_add`; `order::venue (the lease)`).
-    pub lease_expired: AtomicU64,
-    /// Answers that came with a retired fencing token and were discarded
-    /// (written by the workers and their call threads, `fetch_add`).
-    pub late_answers_discarded: AtomicU64,
+counter_group! {
+    /// Written by the fill thread only (`order::fills::fill_thread`). The
+    /// first four are `tickfan_fills_total{outcome}` ([`FILL_OUTCOMES`]).
+    pub struct FillCounters => FillSnapshot {
+        /// Venue fills applied in fill-number order (by arrival or by the timer).
+        applied: Counter, Count;
+        /// Venue fills that arrived early and were held.
+        held: Counter, Count;
+        /// Venue fills ignored: duplicates, or older than the next expected one.
+        stale: Counter, Count;
+        /// Early fills refused at a hold bound (a later fill still brings the position up to date).
+        refused: Counter, Count;
+        /// Gaps skipped by the gap timer.
+        gaps_skipped: Counter, Count =>
+            "tickfan_fill_gaps_skipped_total", "Fill gaps skipped by the gap timer.";
+        /// Fill numbers never received (skipped over).
+        fills_missing: Counter, Count =>
+            "tickfan_fills_missing_total", "Fill numbers never received (skipped over).";
+        /// Gap-timer ticks.
+        ticks: Counter, Count;
+        /// Gauge: early fills held now.
+        held_now: Gauge, Count => "tickfan_fills_held", "Early fills held now.";
+        /// Large orders split into chunks.
+        large_orders: Counter, Count;
+        /// Chunks sent.
+        chunks: Counter, Count =>
+            "tickfan_order_chunks_total", "Chunks sent for large orders.";
+        /// Chunks that ended without executing (dead or expired).
+        chunks_failed: Counter, Count;
+        /// Gauge: orders whose fills are being sequenced now.
+        open: Gauge, Count;
+    }
+}
+
+/// Reads one figure of a [`FillSnapshot`].
+pub(crate) type FillField = fn(&FillSnapshot) -> u64;
+
+/// `tickfan_fills_total{outcome}`: the sequencer's four outcomes, one
+/// labelled family over four fields of [`FillSnapshot`].
+pub(crate) const FILL_OUTCOMES: [(&str, FillField); 4] = [
+    ("applied", |s| s.applied),
+    ("held", |s| s.held),
+    ("stale", |s| s.stale),
+    ("refused", |s| s.refused),
+];
+
+counter_group! {
+    /// Written by the retry timer thread only, but for the two lease counters
+    /// (written by the workers: see each).
+    pub struct RetryCounters => RetrySnapshot {
+        /// Orders that were due for a retry but past their deadline.
+        expired_when_due: Counter, Count;
+        /// Gauge: orders waiting in the delay queue.
+        depth: Gauge, Count =>
+            "tickfan_order_retry_queue_depth", "Orders waiting for a retry.";
+        /// Gauge: µs until the next retry is due (0 when none).
+        next_due_in_us: Gauge, Micros;
+        /// Bridge calls abandoned when their lease expired (written by the
+        /// order workers, `fetch_add`; `order::lanes::lease`).
+        lease_expired: Counter, Count => "tickfan_orders_lease_expired_total",
+            "Bridge calls abandoned when their lease (--bridge-lease) expired; the order is retried on the next bridge.";
+        /// Answers that came with a retired fencing token and were discarded
+        /// (written by the workers and their call threads, `fetch_add`).
+        late_answers_discarded: Counter, Count => "tickfan_orders_late_answers_discarded_total",
+            "Venue answers that arrived with a retired fencing token and were discarded (never applied).";
+    }
+    extra {
+        /// Retries handed back to the workers, by retry number (index 0 = retry 1):
+        /// `tickfan_order_retries_total{retry}`.
+        fired: [AtomicU64; RETRY_BUCKETS],
+    }
 }
 
 /// A copy of the order counters, for reports.
 ///
-/// One field per counter of [`OrderCounters`], so over 15 fields.
+/// `gateway` and `retry` are the group snapshots (the counter table's view,
+/// which `/metrics` renders); the flat fields are the reports' older view
+/// of the same figures (`/report`'s JSON, the final report, the alerts and
+/// the tests read them), kept as copies so that JSON does not change. More
+/// than 15 fields for that reason.
 #[derive(Debug, Clone, Default, PartialEq, Eq, serde::Serialize)]
 pub struct OrderSnapshot {
+    /// The gateway's figures, as declared in [`OrderCounters`].
+    #[serde(skip)]
+    pub gateway: GatewaySnapshot,
+    /// The retry timer's figures, as declared in [`RetryCounters`].
+    #[serde(skip)]
+    pub retry: RetrySnapshot,
     /// Connections accepted / refused / open.
     pub connections: (u64, u64, u64),
     /// Orders accepted.
@@ -291,6 +306,8 @@ fn named<const N: usize>(names: [&str; N], vals: &[AtomicU64; N]) -> Vec<(String
 impl OrderSnapshot {
     /// Copies the three groups.
     pub fn take(o: &OrderCounters, r: &RetryCounters, f: &FillCounters) -> Self {
+        let g = o.values();
+        let rs = r.values();
         let rejected = named(RejectReason::ALL.map(RejectReason::as_str), &o.rejected);
         let done = named(DoneStatus::ALL.map(DoneStatus::as_str), &o.done);
         let dead = named(DeadReason::ALL.map(DeadReason::as_str), &o.dead);
@@ -298,11 +315,11 @@ impl OrderSnapshot {
         invalid.retain(|(_, n)| *n > 0);
         OrderSnapshot {
             connections: (
-                get(&o.connections_accepted),
-                get(&o.connections_refused),
-                get(&o.connections_open),
+                g.connections_accepted,
+                g.connections_refused,
+                g.connections_open,
             ),
-            accepted: get(&o.accepted),
+            accepted: g.accepted,
             done_total: done.iter().map(|(_, n)| n).sum(),
             dead_total: dead.iter().map(|(_, n)| n).sum(),
             expired: get(&o.rejected[RejectReason::Expired.index()]),
@@ -312,19 +329,19 @@ impl OrderSnapshot {
             invalid,
             done,
             dead,
-            fills: get(&o.fills),
-            attempts: get(&o.attempts),
+            fills: g.fills,
+            attempts: g.attempts,
             retries: r.fired.iter().map(get).collect(),
-            retry_expired: get(&r.expired_when_due),
-            lease_expired: get(&r.lease_expired),
-            late_answers_discarded: get(&r.late_answers_discarded),
-            replays: get(&o.replays),
-            replies_to_closed_connections: get(&o.replies_to_closed_connections),
-            queue_depth: get(&o.queue_depth),
-            queue_oldest_age_us: get(&o.queue_oldest_age_us),
-            retry_depth: get(&r.depth),
-            in_flight: get(&o.in_flight),
-            dedup_ids: get(&o.dedup_ids),
+            retry_expired: rs.expired_when_due,
+            lease_expired: rs.lease_expired,
+            late_answers_discarded: rs.late_answers_discarded,
+            replays: g.replays,
+            replies_to_closed_connections: g.replies_to_closed_connections,
+            queue_depth: g.queue_depth,
+            queue_oldest_age_us: g.queue_oldest_age_us,
+            retry_depth: rs.depth,
+            in_flight: g.in_flight,
+            dedup_ids: g.dedup_ids,
             lane_depth: (
                 get(&o.lane_depth[Lane::Small.index()]),
                 get(&o.lane_depth[Lane::Large.index()]),
@@ -333,20 +350,22 @@ impl OrderSnapshot {
                 get(&o.lane_oldest_age_us[Lane::Small.index()]),
                 get(&o.lane_oldest_age_us[Lane::Large.index()]),
             ),
-            bridge_calls_in_progress: get(&o.bridge_calls_in_progress),
-            bridge_call_oldest_age_us: get(&o.bridge_call_oldest_age_us),
-            journal_bytes: get(&o.journal_bytes),
-            journal_max_bytes: get(&o.journal_max_bytes),
-            journal_disk_full: get(&o.journal_disk_full),
-            journal_failed: get(&o.journal_failed),
-            journal_disk_full_episodes: get(&o.journal_disk_full_episodes),
-            journal_full_rejects: get(&o.journal_full_rejects),
-            sequencing: FillSnapshot::take(f),
-            auth_failures: get(&o.auth_failures),
-            rate_limited: get(&o.rate_limited),
-            halted: get(&o.halted),
-            halted_rejects: get(&o.halted_rejects),
-            cancelled: get(&o.cancelled),
+            bridge_calls_in_progress: g.bridge_calls_in_progress,
+            bridge_call_oldest_age_us: g.bridge_call_oldest_age_us,
+            journal_bytes: g.journal_bytes,
+            journal_max_bytes: g.journal_max_bytes,
+            journal_disk_full: g.journal_disk_full,
+            journal_failed: g.journal_failed,
+            journal_disk_full_episodes: g.journal_disk_full_episodes,
+            journal_full_rejects: g.journal_full_rejects,
+            sequencing: f.values(),
+            auth_failures: g.auth_failures,
+            rate_limited: g.rate_limited,
+            halted: g.halted,
+            halted_rejects: g.halted_rejects,
+            cancelled: g.cancelled,
+            gateway: g,
+            retry: rs,
         }
     }
 

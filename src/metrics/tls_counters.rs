@@ -6,25 +6,30 @@
 //! publisher, the order gateway, the admin I/O thread); the groups sit on
 //! their own cache lines. Readers load `Relaxed`.
 
-use std::sync::atomic::{AtomicU64, Ordering};
-
 use crossbeam_utils::CachePadded;
+
+use super::table::counter_group;
 
 use crate::tls::TlsPortName;
 
-/// One port's TLS counters (single writer: that port's event loop).
-#[derive(Debug, Default)]
-pub struct PortTlsCounters {
-    /// Handshakes completed.
-    pub handshakes: AtomicU64,
-    /// Handshakes that failed: no common version or cipher, a client
-    /// without a certificate (or with one the client CA did not sign)
-    /// under mutual TLS, a corrupt record.
-    pub handshake_failures: AtomicU64,
-    /// Connections whose first byte was not a TLS handshake record
-    /// (plaintext on a TLS port): answered with the port's error line
-    /// and closed.
-    pub plaintext_refused: AtomicU64,
+counter_group! {
+    /// One port's TLS counters (single writer: that port's event loop).
+    /// Each is a family labelled `port` in `/metrics`.
+    pub struct PortTlsCounters => PortTlsFigures {
+        /// Handshakes completed.
+        handshakes: Counter, Count => "tickfan_tls_handshakes_total",
+            "TLS handshakes completed, by port.";
+        /// Handshakes that failed: no common version or cipher, a client
+        /// without a certificate (or with one the client CA did not sign)
+        /// under mutual TLS, a corrupt record.
+        handshake_failures: Counter, Count => "tickfan_tls_handshake_failures_total",
+            "TLS handshakes failed (no common version or cipher, a missing or untrusted client certificate, a corrupt record), by port.";
+        /// Connections whose first byte was not a TLS handshake record
+        /// (plaintext on a TLS port): answered with the port's error line
+        /// and closed.
+        plaintext_refused: Counter, Count => "tickfan_tls_plaintext_refused_total",
+            "Connections that spoke plaintext to a TLS port, answered with the port's error and closed, by port.";
+    }
 }
 
 /// Every port's TLS counters.
@@ -41,32 +46,23 @@ impl TlsCounters {
 
     /// A copy, per port in [`TlsPortName::ALL`] order.
     pub fn snapshot(&self) -> TlsSnapshot {
-        let get = |c: &AtomicU64| c.load(Ordering::Relaxed);
         TlsSnapshot {
-            ports: TlsPortName::ALL.map(|p| {
-                let c = self.port(p);
-                PortTlsSnapshot {
-                    port: p,
-                    handshakes: get(&c.handshakes),
-                    handshake_failures: get(&c.handshake_failures),
-                    plaintext_refused: get(&c.plaintext_refused),
-                }
+            ports: TlsPortName::ALL.map(|p| PortTlsSnapshot {
+                port: p,
+                figures: self.port(p).values(),
             }),
         }
     }
 }
 
 /// One port's TLS counters at one instant.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize)]
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize)]
 pub struct PortTlsSnapshot {
     /// The port.
     pub port: TlsPortName,
-    /// Handshakes completed.
-    pub handshakes: u64,
-    /// Handshakes failed.
-    pub handshake_failures: u64,
-    /// Plaintext connections refused.
-    pub plaintext_refused: u64,
+    /// Its figures (flattened: `/report` shows them beside `port`).
+    #[serde(flatten)]
+    pub figures: PortTlsFigures,
 }
 
 /// Every port's TLS counters at one instant.

@@ -144,8 +144,8 @@ fn publish_one(e: &Engine, feed: &mut Feed, ts: u64, symbol: &str) {
     });
 }
 
-fn tls_counts(e: &Engine, port: TlsPortName) -> tickfan::metrics::tls_counters::PortTlsSnapshot {
-    *e.counters().snapshot().tls.port(port)
+fn tls_counts(e: &Engine, port: TlsPortName) -> tickfan::metrics::tls_counters::PortTlsFigures {
+    e.counters().snapshot().tls.port(port).figures.clone()
 }
 
 /// A spawned process whose stdout lines arrive through a channel (every
