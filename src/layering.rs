@@ -99,11 +99,10 @@ fn market_data_and_orders_import_nothing_of_each_other() {
 }
 
 /// The backbone (`cluster/`) sits beside the stages: it may use the shared
-/// layers, the slots and symbols (an edge writes its own), the feed's tick
-/// parser and the publisher's pure glob/encode functions, never the order
-/// side nor the runtime; the market-data stages reach it only through the
-/// publisher's hand-offs (outbox, interest board, stale board) and the
-/// feed's closed-source notes to the stale flags.
+/// layers, the slots and symbols (an edge writes its own), the stale flags
+/// and the feed's tick parser, never the publisher, the order side nor the
+/// runtime; the market-data stages reach it only through the publisher's
+/// hand-offs (outbox, interest board).
 #[test]
 fn the_backbone_imports_no_order_side_and_is_reached_only_by_the_publisher() {
     let bad = imports_of(
@@ -114,20 +113,17 @@ fn the_backbone_imports_no_order_side_and_is_reached_only_by_the_publisher() {
     let bad: Vec<_> = crate_paths(&["src/cluster"])
         .into_iter()
         .filter(|(_, p)| {
-            (p.starts_with("publish::")
-                && !p.starts_with("publish::glob")
-                && !p.starts_with("publish::encode"))
-                || (p.starts_with("feed::") && !p.starts_with("feed::parse"))
+            p.starts_with("publish::") || (p.starts_with("feed::") && !p.starts_with("feed::parse"))
         })
         .collect();
     assert!(bad.is_empty(), "cluster/ uses a stage's state: {bad:#?}");
     let bad: Vec<_> = crate_paths(&["src/feed", "src/slots.rs", "src/symbols.rs"])
         .into_iter()
-        .filter(|(_, p)| p.starts_with("cluster::") && !p.starts_with("cluster::stale"))
+        .filter(|(_, p)| p.starts_with("cluster::"))
         .collect();
     assert!(
         bad.is_empty(),
-        "only the publisher hands off to the backbone (the feed tells the stale flags of a closed source): {bad:#?}"
+        "only the publisher hands off to the backbone: {bad:#?}"
     );
 }
 

@@ -1162,7 +1162,7 @@ fn freshness_of(
         channels.iter().any(|c| c.as_bytes() == sym)
             || patterns
                 .iter()
-                .any(|p| tickfan::publish::glob::glob_match(p.as_bytes(), sym))
+                .any(|p| tickfan::protocol::glob::glob_match(p.as_bytes(), sym))
     };
     let mut out: [Option<Freshness>; 2] = [None, None];
     let mut seconds: Seconds = [Vec::new(), Vec::new()];

@@ -6,7 +6,7 @@
 //! |---|---|---|
 //! | loop | [`publisher`] | the event-loop turn and the state the parts share |
 //! | slots | [`slot_drain`], [`rate`] | learning symbols, taking dirty updates, the rate cap |
-//! | fan-out | [`fanout`], [`encode`], [`routes`], [`glob`] | one update encoded once and offered to each subscriber (socket-free); who receives what |
+//! | fan-out | [`fanout`], [`routes`] (over the payload encoder [`crate::protocol::encode`] and the pattern matcher [`crate::protocol::glob`]) | one update encoded once and offered to each subscriber (socket-free); who receives what |
 //! | sessions | [`session`], [`outbuf`], [`commit_budget`], [`retrial`], [`backlog`], [`peer_window`], [`send_cap`], [`pending_order`], [`slow_revisit`] | one connection's state, its bounded buffer and own conflation, its commit budget (`--sub-max-lag`), its way back to unpaced and the check that an unpaced reader is not seconds behind, the bytes its reader's kernel holds (its advertised window) and its send-rate cap, which pending symbol goes next, the slow-subscriber refill |
 //! | commands | [`input`], [`commands`], [`housekeeping`], [`client_cmd`] | reading a subscriber's input and answering it as Redis 7 does |
 //! | control | [`sub_control`], [`throttle`], [`history`] | tickfan's own commands: a subscriber's caps (`TICKFAN.THROTTLE`) and catch-up from a sequence (`TICKFAN.SINCE`) over the history ring |
@@ -21,10 +21,8 @@ pub(crate) mod client_cmd;
 pub(crate) mod closing;
 pub(crate) mod commands;
 pub mod commit_budget;
-pub mod encode;
 pub mod fanout;
 pub(crate) mod flush;
-pub mod glob;
 pub(crate) mod history;
 pub(crate) mod housekeeping;
 pub(crate) mod input;

@@ -36,7 +36,6 @@ use mio::{Events, Interest, Token};
 use parking_lot::Mutex;
 
 use crate::auth::Token as AuthToken;
-use crate::cluster::stale::StaleBoard;
 use crate::idle::IdleStrategy;
 use crate::metrics::report::SubscriberStats;
 use crate::net::{AuthGate, Conns, KeyList, Listener, LoopCtx, PortPolicy, TlsPort, LISTENER};
@@ -49,6 +48,7 @@ use crate::publish::session::Session;
 use crate::publish::stats::StatsBoard;
 use crate::publish::throttle::WindowClock;
 use crate::slots::SlotReader;
+use crate::stale::StaleBoard;
 use crate::symbols::{SymbolId, SymbolTable};
 use crate::sys::net::Polled;
 use crate::tls::TlsPortName;
@@ -103,7 +103,7 @@ pub(crate) struct PublisherSettings {
     /// `--stale-after` in ns (0 = off).
     pub stale_after_ns: u64,
     /// An edge's lost-link and re-seed events for the stale flags.
-    pub stale_link: Option<Arc<crate::cluster::stale::StaleLink>>,
+    pub stale_link: Option<Arc<crate::stale::StaleLink>>,
     /// `--sub-max-lag` in ns: a slow subscriber's committed bytes are
     /// bounded by this much time at its drain rate (0 = off).
     pub max_lag_ns: u64,

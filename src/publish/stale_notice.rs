@@ -1,5 +1,5 @@
 //! Telling subscribers which symbols are stale: each change the
-//! [`crate::cluster::stale::StaleBoard`] found goes, as one message, to the
+//! [`crate::stale::StaleBoard`] found goes, as one message, to the
 //! subscribers of the reserved channel `__tickfan.stale` (channel
 //! subscribers only: a `*` pattern subscriber expecting ticks is not sent
 //! notices). Payload: `stale,<symbol>,<reason>` or `live,<symbol>,<reason>`.
@@ -9,10 +9,10 @@
 //! Single owner: the publisher thread. Runs once per scan period, and
 //! only when stale flags are on (`--stale-after`, or an edge).
 
-use crate::cluster::stale::{Notice, STALE_CHANNEL};
 use crate::metrics::counters::set;
 use crate::protocol::resp;
 use crate::publish::publisher::Publisher;
+use crate::stale::{Notice, STALE_CHANNEL};
 
 impl Publisher {
     /// Scans for stale changes when due and sends the notices; returns
