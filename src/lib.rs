@@ -73,6 +73,8 @@ pub mod metrics;
 pub mod model;
 pub mod net;
 pub mod order;
+#[cfg(test)]
+mod order_round_trips;
 pub mod protocol;
 pub mod publish;
 pub(crate) mod rate_limit;
