@@ -25,7 +25,7 @@
 //!             client: the client side, for tools and tests
 //!  metrics, admin, sys: telemetry and the OS, importing no stage
 //!  logging    log lines, and the repeated-warning log (one line per kind per interval)
-//!  rate_limit the GCRA limiter under the order gateway and the warning log
+//!  rate_limit the GCRA limiter under the order gateway, the warning log and the publish cap
 //!  model      the vocabulary at the bottom: tick, decimal, units, reasons, lanes
 //! ```
 //!

@@ -5,7 +5,7 @@
 //! | step | module | owns |
 //! |---|---|---|
 //! | loop | [`publisher`] | the event-loop turn and the state the parts share |
-//! | slots | [`slot_drain`], [`rate`] | learning symbols, taking dirty updates, the rate cap |
+//! | slots | [`slot_drain`] | learning symbols, taking dirty updates, the rate cap (on [`crate::rate_limit`]) |
 //! | fan-out | [`fanout`], [`routes`] (over the payload encoder [`crate::protocol::encode`] and the pattern matcher [`crate::protocol::glob`]) | one update encoded once and offered to each subscriber (socket-free); who receives what |
 //! | sessions | [`session`], [`outbuf`], [`commit_budget`], [`retrial`], [`backlog`], [`peer_window`], [`send_cap`], [`pending_order`], [`slow_revisit`] | one connection's state, its bounded buffer and own conflation, its commit budget (`--sub-max-lag`), its way back to unpaced and the check that an unpaced reader is not seconds behind, the bytes its reader's kernel holds (its advertised window) and its send-rate cap, which pending symbol goes next, the slow-subscriber refill |
 //! | commands | [`input`], [`commands`], [`housekeeping`], [`client_cmd`] | reading a subscriber's input and answering it as Redis 7 does |
@@ -31,7 +31,6 @@ pub mod outbuf;
 pub mod peer_window;
 pub mod pending_order;
 pub(crate) mod publisher;
-pub(crate) mod rate;
 pub mod retrial;
 pub mod routes;
 pub mod send_cap;

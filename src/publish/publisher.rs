@@ -42,11 +42,11 @@ use crate::net::{AuthGate, Conns, KeyList, Listener, LoopCtx, PortPolicy, TlsPor
 use crate::publish::fanout::Fanout;
 use crate::publish::history::History;
 use crate::publish::housekeeping::ServerInfo;
-use crate::publish::rate::RateCap;
 use crate::publish::routes::Routes;
 use crate::publish::session::Session;
 use crate::publish::stats::StatsBoard;
 use crate::publish::throttle::WindowClock;
+use crate::rate_limit::RateLimit;
 use crate::slots::SlotReader;
 use crate::stale::StaleBoard;
 use crate::symbols::{SymbolId, SymbolTable};
@@ -132,7 +132,9 @@ pub(crate) struct Publisher {
     /// The last updates of each symbol, for `TICKFAN.SINCE`.
     pub(super) history: History,
     pub(super) settings: PublisherSettings,
-    pub(super) rate: RateCap,
+    /// The publish-rate cap (`--max-publish-rate`; none: uncapped), see
+    /// [`publish_cap`](super::slot_drain::publish_cap).
+    pub(super) rate: Option<RateLimit>,
     /// Sessions with output to write this turn.
     pub(super) flush_list: KeyList,
     /// Sessions with pending symbols or unhandled input, revisited when they drain.
@@ -202,7 +204,7 @@ impl Publisher {
             table,
             fanout: Fanout::new(cap),
             history: History::new(settings.history_depth, cap),
-            rate: RateCap::new(settings.max_rate),
+            rate: super::slot_drain::publish_cap(settings.max_rate),
             flush_list: KeyList::with_capacity(room),
             attention: KeyList::with_capacity(room),
             batch_recv: Vec::with_capacity(MAX_BATCH),
@@ -228,7 +230,7 @@ impl Publisher {
             if let Some(w) = self.throttle_wait() {
                 max_park = max_park.min(w);
             }
-            let rate_wait = self.rate.wait();
+            let rate_wait = Duration::from_nanos(self.rate.as_ref().map_or(0, |r| r.wait_ns(now)));
             if !rate_wait.is_zero() {
                 max_park = max_park.min(rate_wait);
             } else if self.slots.dirty_len() > 0 {
