@@ -514,6 +514,9 @@ fn parse_int(b: &[u8]) -> Option<i64> {
 }
 
 /// Scans one RESP2 reply frame at the front of `buf` without allocating.
+/// Not `client::resp::read_frame`: that one blocks on a reader and
+/// allocates each frame; this load tool's loop reads a non-blocking buffer
+/// and allocates nothing per message.
 /// Pub/sub frames are arrays of bulk strings and integers; nested arrays
 /// are not expected and are reported as [`Scan::Bad`].
 fn scan(buf: &[u8]) -> Scan {
