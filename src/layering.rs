@@ -95,8 +95,9 @@ const STAGES: &[&str] = &["feed", "order", "publish"];
 /// ```text
 ///  tests        order_round_trips, layering        (test-only, above all)
 ///  wiring       config → cli → runtime              flags → validated configs → threads
-///  stages       feed → cluster → publish → order    cluster reads the feed's tick parser;
-///                                                   the publisher hands off to the backbone
+///  stages       feed → cluster → publish; order     cluster reads the feed's tick parser,
+///                                                   the publisher hands off to the backbone;
+///                                                   the order side imports none of them
 ///  services     logging → metrics → error, retry, dlq, net → admin, bridge
 ///  leaves       sys, tls, auth, idle, rate_limit,   the OS, settings, the limiter,
 ///               symbols, protocol → client,         the codecs (server, client),
@@ -138,7 +139,7 @@ const TOP_LEVEL: &[(&str, &[&str])] = &[
     ("tests", &["order_round_trips", "layering"]),
 ];
 
-/// [`TOP_LEVEL`] flattened: each module with its rank (its position).
+/// [`TOP_LEVEL`] flattened, bottom first: a module's rank is its index.
 fn ranks() -> Vec<&'static str> {
     TOP_LEVEL
         .iter()
