@@ -1,17 +1,17 @@
 //! Micro-benchmarks for the subscriber-side hot paths: encoding the shared
 //! `message` tail once per update (`protocol::resp`), parsing a subscriber's
 //! command, and matching a channel against PSUBSCRIBE patterns
-//! (`publish::glob`).
+//! (`protocol::glob`).
 //!
 //! Run with `cargo bench --bench protocol_resp -- --warm-up-time 1 --measurement-time 3`.
 
 use std::hint::black_box;
 
 use criterion::{criterion_group, criterion_main, Criterion, Throughput};
+use tickfan::protocol::glob::glob_match;
 use tickfan::protocol::resp::{
     append_message_tail, message_tail_len, parse_command, Limits, Parsed, MESSAGE_PREFIX,
 };
-use tickfan::publish::glob::glob_match;
 
 /// A realistic tick: sequence/timestamp, symbol, bid, ask, sizes, venue, time.
 const TICK: &[u8] =

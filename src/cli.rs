@@ -21,10 +21,11 @@ use clap::Args;
 
 use crate::auth::Token;
 use crate::cluster::role::{ClusterConfig, Role};
-use crate::config::{Config, PinPlan, DEFAULT_ADMIN_ADDR, DEFAULT_FEED_ADDR, DEFAULT_SUB_ADDR};
+use crate::config::{Config, DEFAULT_ADMIN_ADDR, DEFAULT_FEED_ADDR, DEFAULT_SUB_ADDR};
 use crate::error::ConfigError;
 use crate::idle::IdleStrategy;
 use crate::logging::LogFormat;
+use crate::sys::affinity::PinPlan;
 
 pub use config_file::expand_config_file;
 

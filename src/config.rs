@@ -8,6 +8,7 @@ use std::time::Duration;
 use crate::auth::Token;
 use crate::idle::IdleStrategy;
 use crate::order::config::OrderConfig;
+use crate::sys::affinity::PinPlan;
 
 /// Default feed listen address.
 pub(crate) const DEFAULT_FEED_ADDR: &str = "127.0.0.1:9101";
@@ -27,18 +28,6 @@ pub(crate) const HISTORY_MAX_BYTES: u64 = 1 << 30;
 /// publisher's last drain, the backbone (which gives up on an absent NATS
 /// server within 2 s), the dead-letter file and the final report.
 pub const STOP_MARGIN: Duration = Duration::from_secs(5);
-
-/// Which core each hot thread is pinned to (none = unpinned).
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, serde::Serialize)]
-pub struct PinPlan {
-    /// Core of the feed thread.
-    pub feed: Option<usize>,
-    /// Core of the publisher thread.
-    pub publish: Option<usize>,
-    /// `--pin auto`: the engine chooses at start (see
-    /// `sys::affinity::auto_layout`); `feed` and `publish` are then unset.
-    pub auto: bool,
-}
 
 /// Everything the engine needs to start.
 ///

@@ -18,11 +18,14 @@
 //!                                           ▼ │
 //!                                          retry (backoff, delay queue, timer)
 //!  ─────────────────────────────────────────────────────────────────────────────
+//!  slots, stale, symbols: the rooms the market-data stages share
+//!             (latest values, stale flags, the interner)
 //!  net        the connection kit under the three TCP ports (feed, publish, gateway)
-//!  protocol   the RESP server codec;  client: the client side, for tools and tests
+//!  protocol   the RESP server codec, the pattern matcher, the message payload;
+//!             client: the client side, for tools and tests
 //!  metrics, admin, sys: telemetry and the OS, importing no stage
 //!  logging    log lines, and the repeated-warning log (one line per kind per interval)
-//!  rate_limit the GCRA limiter under the order gateway and the warning log
+//!  rate_limit the GCRA limiter under the order gateway, the warning log and the publish cap
 //!  model      the vocabulary at the bottom: tick, decimal, units, reasons, lanes
 //! ```
 //!
@@ -39,7 +42,7 @@
 //! | for | items |
 //! |---|---|
 //! | running an engine | [`runtime::Engine`] (and [`runtime::Injected`]: a simulated clock or venues for tests), [`config::Config`], [`cli`] (flags, `TICKFAN_*`, `--config`), [`error::Failure`], [`logging`], [`sys::signals`] |
-//! | codecs, benchmarked and fuzzed | [`feed::parse`] (tick lines), [`net::lines`] (line framing), [`protocol::resp`] (RESP requests and frames), [`order::gateway::codec`] (order lines), [`publish::fanout`] with its [`publish::routes`], [`publish::outbuf`], [`publish::encode`], [`publish::glob`]; [`slots`] and [`symbols`] |
+//! | codecs, benchmarked and fuzzed | [`feed::parse`] (tick lines), [`net::lines`] (line framing), [`protocol::resp`] (RESP requests and frames), [`order::gateway::codec`] (order lines), [`publish::fanout`] with its [`publish::routes`], [`publish::outbuf`], [`protocol::encode`], [`protocol::glob`]; [`slots`] and [`symbols`] |
 //! | clients | [`client::resp`], [`client::orders`], [`auth::Token`] |
 //! | reading what the engine measured | [`metrics::report`], [`metrics::hlog`], [`metrics::alerts`], [`metrics::Stage`], [`admin`]'s server handle |
 //! | experiments (`perf/`) | [`bridge`] (the venue trait, the simulator), [`retry`] (backoff, jitter, delay queue, clocks), [`order::gateway::dedup`], [`order::lanes::routing`] |
@@ -70,12 +73,15 @@ pub mod metrics;
 pub mod model;
 pub mod net;
 pub mod order;
+#[cfg(test)]
+mod order_round_trips;
 pub mod protocol;
 pub mod publish;
 pub(crate) mod rate_limit;
 pub mod retry;
 pub mod runtime;
 pub mod slots;
+pub mod stale;
 pub mod symbols;
 pub mod sys;
 pub mod tls;

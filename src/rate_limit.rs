@@ -10,10 +10,15 @@
 //! nanoseconds, no allocation, no division per event.
 //!
 //! Users: the order gateway (`--max-order-rate`: one limiter per
-//! connection, [`RateLimit::per_second`]) and the log of repeated warnings
+//! connection, [`RateLimit::per_second`]), the log of repeated warnings
 //! (one line per kind per interval, [`RateLimit::one_per`];
-//! [`crate::logging::repeat`]). One owner per limiter (`&mut self`); time
-//! is passed in, so tests drive it without waiting.
+//! [`crate::logging::repeat`]) and the publisher's cap on the publish rate
+//! (`--max-publish-rate`, a burst of a hundredth of a second,
+//! [`RateLimit::per_second_burst`]; it asks how many updates conform
+//! ([`RateLimit::available`]), takes what it published ([`RateLimit::take`])
+//! and parks until the next one ([`RateLimit::wait_ns`])). One owner per
+//! limiter (`&mut self`); time is passed in, so tests drive it without
+//! waiting.
 
 /// One limiter (one connection's orders, one kind of warning).
 #[derive(Debug, Clone)]
@@ -43,6 +48,27 @@ impl RateLimit {
         }
     }
 
+    /// `per_sec` events per second with a bucket `burst` events deep. A
+    /// fractional burst keeps its fraction as budget (τ = (burst − 1) · T
+    /// in ns), as a token bucket with a fractional depth would. Over 10⁹
+    /// a second T rounds to 0: every event conforms.
+    ///
+    /// # Panics
+    /// When `per_sec` is 0, or `burst` is below 1 or not finite.
+    pub(crate) fn per_second_burst(per_sec: u64, burst: f64) -> RateLimit {
+        assert!(per_sec > 0, "a rate limit of 0 means no limiter");
+        assert!(
+            burst.is_finite() && burst >= 1.0,
+            "a burst holds one event at least"
+        );
+        let interval_ns = 1_000_000_000 / per_sec;
+        RateLimit {
+            interval_ns,
+            tolerance_ns: ((burst - 1.0) * interval_ns as f64) as u64,
+            tat_ns: 0,
+        }
+    }
+
     /// At most one event per `interval_ns` (a burst of one): the first
     /// event conforms, the next only `interval_ns` after it.
     ///
@@ -66,6 +92,34 @@ impl RateLimit {
         }
         self.tat_ns = tat + self.interval_ns;
         true
+    }
+
+    /// How many events taken back to back at `now_ns` would conform (the
+    /// bucket's whole tokens); `u64::MAX` when T is 0. Takes nothing.
+    pub(crate) fn available(&self, now_ns: u64) -> u64 {
+        let ahead = self.tat_ns.max(now_ns) - now_ns;
+        if ahead > self.tolerance_ns {
+            return 0;
+        }
+        if self.interval_ns == 0 {
+            return u64::MAX;
+        }
+        (self.tolerance_ns - ahead) / self.interval_ns + 1
+    }
+
+    /// Takes `n` events' budget at `now_ns`; `n` at most what
+    /// [`Self::available`] said at `now_ns`, so each of them conformed.
+    pub(crate) fn take(&mut self, n: u64, now_ns: u64) {
+        debug_assert!(n <= self.available(now_ns), "took more than conformed");
+        self.tat_ns = self
+            .tat_ns
+            .max(now_ns)
+            .saturating_add(n.saturating_mul(self.interval_ns));
+    }
+
+    /// Nanoseconds from `now_ns` until one more event conforms (0: now).
+    pub(crate) fn wait_ns(&self, now_ns: u64) -> u64 {
+        (self.tat_ns.max(now_ns) - now_ns).saturating_sub(self.tolerance_ns)
     }
 }
 
@@ -117,6 +171,61 @@ mod tests {
             "one interval after the last one taken"
         );
         assert!(!r.try_take(13 * SEC));
+    }
+
+    #[test]
+    fn a_batch_takes_what_is_available_and_refills_at_the_rate_up_to_the_burst() {
+        // The publish cap: 1000 a second, a burst of 10.
+        let mut r = RateLimit::per_second_burst(1_000, 10.0);
+        assert_eq!(r.available(0), 10);
+        assert_eq!(r.wait_ns(0), 0);
+        r.take(10, 0);
+        assert_eq!(r.available(0), 0);
+        assert_eq!(r.wait_ns(0), 1_000_000, "one interval to the next");
+        assert_eq!(r.available(5_000_000), 5);
+        assert_eq!(r.available(SEC), 10, "never past the burst");
+        // Taking part of it leaves the rest, and waits nothing.
+        r.take(3, SEC);
+        assert_eq!((r.available(SEC), r.wait_ns(SEC)), (7, 0));
+    }
+
+    #[test]
+    fn a_fractional_burst_carries_its_fraction() {
+        // 150 a second, a burst of 1.5: one at a time, the next one half an
+        // interval after it (the half token left over), then one a 1/150 s.
+        let t = SEC / 150;
+        let mut r = RateLimit::per_second_burst(150, 1.5);
+        assert_eq!(r.available(0), 1);
+        r.take(1, 0);
+        assert_eq!(r.wait_ns(0), t - t / 2);
+        assert_eq!(r.available(t / 2 - 1), 0);
+        assert_eq!(r.available(t - t / 2), 1);
+        r.take(1, t - t / 2);
+        assert_eq!(r.wait_ns(t - t / 2), t);
+        // Idle for long: still one at a time.
+        assert_eq!(r.available(100 * SEC), 1);
+    }
+
+    #[test]
+    fn batches_agree_with_one_at_a_time() {
+        let mut batch = RateLimit::per_second_burst(1_000, 10.0);
+        let mut single = RateLimit::per_second(1_000);
+        single.tolerance_ns = batch.tolerance_ns;
+        for step in 0..2_000u64 {
+            let now = SEC + step * 333_333;
+            let n = batch.available(now).min(4);
+            batch.take(n, now);
+            let m = (0..4).filter(|_| single.try_take(now)).count() as u64;
+            assert_eq!(n, m, "step {step}");
+        }
+    }
+
+    #[test]
+    fn over_a_billion_a_second_is_no_limit() {
+        let mut r = RateLimit::per_second_burst(2_000_000_000, 20_000_000.0);
+        assert_eq!(r.available(0), u64::MAX);
+        r.take(1_000_000, 0);
+        assert_eq!((r.available(0), r.wait_ns(0)), (u64::MAX, 0));
     }
 
     #[test]

@@ -514,6 +514,9 @@ fn parse_int(b: &[u8]) -> Option<i64> {
 }
 
 /// Scans one RESP2 reply frame at the front of `buf` without allocating.
+/// Not `client::resp::read_frame`: that one blocks on a reader and
+/// allocates each frame; this load tool's loop reads a non-blocking buffer
+/// and allocates nothing per message.
 /// Pub/sub frames are arrays of bulk strings and integers; nested arrays
 /// are not expected and are reported as [`Scan::Bad`].
 fn scan(buf: &[u8]) -> Scan {
@@ -1162,7 +1165,7 @@ fn freshness_of(
         channels.iter().any(|c| c.as_bytes() == sym)
             || patterns
                 .iter()
-                .any(|p| tickfan::publish::glob::glob_match(p.as_bytes(), sym))
+                .any(|p| tickfan::protocol::glob::glob_match(p.as_bytes(), sym))
     };
     let mut out: [Option<Freshness>; 2] = [None, None];
     let mut seconds: Seconds = [Vec::new(), Vec::new()];

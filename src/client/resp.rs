@@ -3,7 +3,9 @@
 //! [`framing`](crate::protocol::resp::framing) serve):
 //! reads one reply frame at a time, parsed ([`read_frame`]) or as its exact
 //! bytes ([`read_raw_frame`], for byte-for-byte comparisons), and encodes
-//! commands. Not used by the engine itself.
+//! commands. Not used by the engine itself: the engine reads requests, with
+//! its one RESP reader, [`crate::protocol::resp::parse_command`]; this
+//! reads the other direction (replies, RESP3 types included).
 
 use std::io::BufRead;
 

@@ -11,7 +11,7 @@
 //! has one yet, its first update), and never an older one after a newer.
 //!
 //! Stale: a lost link is told to the publisher's stale board
-//! ([`super::stale`]), which flags every known symbol; last values keep
+//! ([`crate::stale`]), which flags every known symbol; last values keep
 //! being served; a symbol turns live on its next value, or when its
 //! re-seed after the link returned finds the value held is still the
 //! newest (a confirmation).
@@ -33,7 +33,6 @@ use super::edge_in::EdgeIn;
 use super::interest::{InterestBoard, InterestView};
 use super::nats_thread::{Input, Link};
 use super::seed::{self, SeedOutcome};
-use super::stale::StaleLink;
 use super::subjects::symbol_of;
 use super::wire::{parse_update, Update, EPOCH_HEADER};
 use crate::logging::repeat::warn_repeating;
@@ -41,6 +40,7 @@ use crate::metrics::cluster_counters::BackboneDrop;
 use crate::metrics::counters::{bump, set};
 use crate::metrics::Counters;
 use crate::model::warning::WarnKind;
+use crate::stale::StaleLink;
 
 /// Messages (updates and seed outcomes) waiting for the loop.
 pub(crate) const INBOX: usize = 4096;

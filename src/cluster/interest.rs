@@ -22,7 +22,7 @@ use parking_lot::Mutex;
 use tokio::sync::Notify;
 
 use super::subjects::interest_subject;
-use crate::publish::glob::glob_match;
+use crate::protocol::glob::glob_match;
 
 #[derive(Debug, Default)]
 struct Names {

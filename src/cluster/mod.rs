@@ -22,7 +22,7 @@
 //! | [`nats_thread`] | the client's thread and runtime, link events |
 //! | [`ingest_out`], [`ingest_node`] | publisher → outbox → NATS; snapshot replies |
 //! | [`interest`], [`edge_node`], [`seed`], [`edge_in`], [`order_guard`] | an edge's subjects, seeds, the slot writes, never older after newer |
-//! | [`stale`] | stale flags (silent source, lost backbone) and `__tickfan.stale` notices |
+//! | [`crate::stale`] (beside the stages, not here) | stale flags (silent source, lost backbone) and `__tickfan.stale` notices |
 //!
 //! Invariants: an edge's slots have one writer (its NATS thread); nothing
 //! from the backbone reaches a slot unchecked or older than what it holds;
@@ -37,7 +37,6 @@ pub(crate) mod nats_thread;
 pub(crate) mod order_guard;
 pub mod role;
 pub(crate) mod seed;
-pub mod stale;
 pub(crate) mod subjects;
 pub(crate) mod wire;
 
@@ -53,8 +52,8 @@ use self::ingest_out::Outbox;
 use self::interest::InterestBoard;
 use self::nats_thread::{Job, NatsThread};
 use self::role::{ClusterConfig, Role};
-use self::stale::StaleLink;
 use crate::metrics::Counters;
+use crate::stale::StaleLink;
 use crate::symbols::SymbolTable;
 use crate::sys::clock::wall_ns;
 use crate::sys::watch::Beat;

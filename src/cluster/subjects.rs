@@ -10,7 +10,7 @@
 //! A Redis glob has no NATS equivalent below a token, so a pattern with a
 //! glob character maps to the closest NATS wildcard, `<prefix>.md.*` (one
 //! token: every symbol), and the edge filters locally with the glob itself
-//! ([`crate::publish::glob::glob_match`]). A pattern without one is a
+//! ([`crate::protocol::glob::glob_match`]). A pattern without one is a
 //! channel in disguise and maps to its own subject.
 
 /// The subject of `symbol`'s updates.

@@ -3,7 +3,7 @@
 //! - **Update** on `<prefix>.md.<symbol>`: the payload exactly as a
 //!   subscriber of the ingest receives it
 //!   (`ts_ns,symbol,bid,ask,bid_qty,ask_qty,seq,recv_ns`, see
-//!   [`crate::publish::encode`]) with the header `Tickfan-Epoch: <u64>`,
+//!   [`crate::protocol::encode`]) with the header `Tickfan-Epoch: <u64>`,
 //!   the ingest's source epoch.
 //! - **Snapshot reply** to a request on `<prefix>.snap.<symbol>`:
 //!   `snap <symbol> <epoch> <seq> <payload>` or `none <symbol>` when the
@@ -150,7 +150,7 @@ mod tests {
             (42, 7, 1701388800123999999)
         );
         let mut out = Vec::new();
-        crate::publish::encode::append_payload(
+        crate::protocol::encode::append_payload(
             &mut out,
             b"EURUSD",
             &crate::model::tick::SlotValue {

@@ -44,7 +44,7 @@ pub(super) struct Ingest {
     pub(super) publisher: Arc<Waker>,
     /// Per symbol: 1 + the key of the connection that wrote it last (0 = none).
     writer_of: Vec<u32>,
-    stale: Option<Arc<crate::cluster::stale::StaleLink>>,
+    stale: Option<Arc<crate::stale::StaleLink>>,
     /// Plans the reads that find the feed behind (one plan at a time:
     /// batches are handled one after the other).
     conflater: FeedConflater,
@@ -80,7 +80,7 @@ impl Ingest {
         slots: SlotWriter,
         dlq: DlqSender,
         publisher: Arc<Waker>,
-        stale: Option<Arc<crate::cluster::stale::StaleLink>>,
+        stale: Option<Arc<crate::stale::StaleLink>>,
         max_lines: usize,
     ) -> Self {
         let max_symbols = slots.capacity();

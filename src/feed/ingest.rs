@@ -78,7 +78,7 @@ pub(crate) struct FeedSettings {
     pub auth_timeout_ns: u64,
     /// With `--stale-after`: where a closed connection's symbols are told
     /// (those it wrote last), to be flagged stale at once.
-    pub stale: Option<Arc<crate::cluster::stale::StaleLink>>,
+    pub stale: Option<Arc<crate::stale::StaleLink>>,
 }
 
 /// Everything the feed thread owns.

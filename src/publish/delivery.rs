@@ -26,9 +26,19 @@
 use crate::metrics::counters::{bump, set};
 use crate::metrics::Stage;
 use crate::publish::flush::{maybe_start_pacing, sample_pacing, write_session, SessionOutlets};
-use crate::publish::publisher::Publisher;
+use crate::publish::publisher::{Publisher, MAX_BATCH};
 use crate::publish::session::WriteState;
+use crate::rate_limit::RateLimit;
 use crate::symbols::SymbolId;
+
+/// The cap on the publish rate (`--max-publish-rate`, 0 = none): `per_sec`
+/// updates a second with a burst of a hundredth of a second (at least one
+/// update), on the engine's one limiter. Conflation absorbs what the cap
+/// holds back: a symbol not taken this turn is taken later at its newest
+/// value.
+pub(super) fn publish_cap(per_sec: u64) -> Option<RateLimit> {
+    (per_sec > 0).then(|| RateLimit::per_second_burst(per_sec, (per_sec as f64 / 100.0).max(1.0)))
+}
 
 impl Publisher {
     /// Registers symbols interned by the feed since the last turn.
@@ -49,7 +59,9 @@ impl Publisher {
             &self.ctx.counters.publish.dirty_depth,
             self.slots.dirty_len() as u64,
         );
-        let budget = self.rate.available(t_pick);
+        let budget = self.rate.as_ref().map_or(MAX_BATCH, |r| {
+            usize::try_from(r.available(t_pick)).map_or(MAX_BATCH, |n| n.min(MAX_BATCH))
+        });
         let window_now_ns = self.settings.window_clock.now_ns();
         let mut published = 0;
         self.batch_recv.clear();
@@ -106,7 +118,9 @@ impl Publisher {
             t0 = t1;
             self.batch_recv.push(v.recv_mono_ns);
         }
-        self.rate.spend(published);
+        if let Some(r) = &mut self.rate {
+            r.take(published as u64, t_pick);
+        }
         published
     }
 
@@ -258,5 +272,21 @@ impl Publisher {
             work += self.flush();
         }
         work
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_publish_cap_bursts_a_hundredth_of_a_second_at_least_one_update() {
+        assert!(publish_cap(0).is_none(), "0: uncapped");
+        let mut cap = publish_cap(1_000).expect("capped");
+        assert_eq!(cap.available(0), 10);
+        cap.take(10, 0);
+        assert_eq!(cap.wait_ns(0), 1_000_000);
+        assert_eq!(cap.available(5_000_000), 5);
+        assert_eq!(publish_cap(50).expect("capped").available(0), 1);
     }
 }

@@ -12,7 +12,7 @@
 //!   number it last took, so `published + conflated` equals the valid ticks
 //!   of that symbol once the slots are drained; a value re-queued by a write
 //!   that raced the take is skipped, never published twice.
-//! - **Encoded once.** The payload ([`super::encode`]) and the RESP tail are
+//! - **Encoded once.** The payload ([`crate::protocol::encode`]) and the RESP tail are
 //!   built once per update and kept as the symbol's latest value (for
 //!   snapshots and for slow subscribers); each delivery adds only its
 //!   prefix (`*3`/`>3` message, `*4`/`>4` pmessage, from [`super::routes`]).
@@ -37,8 +37,8 @@
 //! Single owner: the publisher thread.
 
 use crate::model::tick::SlotValue;
+use crate::protocol::encode::{append_payload, max_payload_len};
 use crate::protocol::resp;
-use crate::publish::encode::{append_payload, max_payload_len};
 use crate::publish::outbuf::{Offer, SubscriberBuffer};
 use crate::publish::pending_order::{pick, PendingOrder};
 use crate::publish::routes::{Routes, SubKey};

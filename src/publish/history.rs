@@ -26,7 +26,7 @@
 //! Single owner: the publisher thread.
 
 use crate::feed::parse::MAX_SYMBOL_LEN;
-use crate::publish::encode::max_payload_len;
+use crate::protocol::encode::max_payload_len;
 use crate::symbols::SymbolId;
 
 /// Bytes of one slot: the longest encoded tail of any update.

@@ -40,8 +40,6 @@ use mio::{Events, Interest, Token};
 use parking_lot::Mutex;
 
 use crate::auth::Token as AuthToken;
-use crate::cluster::stale::StaleBoard;
-use crate::cluster::stale::{Notice, STALE_CHANNEL};
 use crate::idle::IdleStrategy;
 use crate::metrics::counters::set;
 use crate::metrics::report::SubscriberStats;
@@ -50,12 +48,13 @@ use crate::protocol::resp;
 use crate::publish::fanout::Fanout;
 use crate::publish::history::History;
 use crate::publish::housekeeping::ServerInfo;
-use crate::publish::rate::RateCap;
 use crate::publish::routes::Routes;
 use crate::publish::session::Session;
 use crate::publish::stats::StatsBoard;
 use crate::publish::throttle::WindowClock;
+use crate::rate_limit::RateLimit;
 use crate::slots::SlotReader;
+use crate::stale::{Notice, StaleBoard, STALE_CHANNEL};
 use crate::symbols::{SymbolId, SymbolTable};
 use crate::sys::net::Polled;
 use crate::tls::TlsPortName;
@@ -113,7 +112,7 @@ pub(crate) struct PublisherSettings {
     /// `--stale-after` in ns (0 = off).
     pub stale_after_ns: u64,
     /// An edge's lost-link and re-seed events for the stale flags.
-    pub stale_link: Option<Arc<crate::cluster::stale::StaleLink>>,
+    pub stale_link: Option<Arc<crate::stale::StaleLink>>,
     /// `--sub-max-lag` in ns: a slow subscriber's committed bytes are
     /// bounded by this much time at its drain rate (0 = off).
     pub max_lag_ns: u64,
@@ -146,7 +145,9 @@ pub(crate) struct Publisher {
     /// The last updates of each symbol, for `TICKFAN.SINCE`.
     pub(super) history: History,
     pub(super) settings: PublisherSettings,
-    pub(super) rate: RateCap,
+    /// The publish-rate cap (`--max-publish-rate`; none: uncapped), see
+    /// [`publish_cap`](super::delivery::publish_cap).
+    pub(super) rate: Option<RateLimit>,
     /// Sessions with output to write this turn.
     pub(super) flush_list: KeyList,
     /// Sessions with pending symbols or unhandled input, revisited when they drain.
@@ -216,7 +217,7 @@ impl Publisher {
             table,
             fanout: Fanout::new(cap),
             history: History::new(settings.history_depth, cap),
-            rate: RateCap::new(settings.max_rate),
+            rate: super::delivery::publish_cap(settings.max_rate),
             flush_list: KeyList::with_capacity(room),
             attention: KeyList::with_capacity(room),
             batch_recv: Vec::with_capacity(MAX_BATCH),
@@ -242,7 +243,7 @@ impl Publisher {
             if let Some(w) = self.throttle_wait() {
                 max_park = max_park.min(w);
             }
-            let rate_wait = self.rate.wait();
+            let rate_wait = Duration::from_nanos(self.rate.as_ref().map_or(0, |r| r.wait_ns(now)));
             if !rate_wait.is_zero() {
                 max_park = max_park.min(rate_wait);
             } else if self.slots.dirty_len() > 0 {

@@ -17,8 +17,8 @@ use std::collections::{HashMap, HashSet};
 use std::sync::Arc;
 
 use crate::cluster::interest::InterestBoard;
+use crate::protocol::glob::glob_match;
 use crate::protocol::resp::framing::{self, Proto};
-use crate::publish::glob::glob_match;
 use crate::symbols::SymbolId;
 
 /// Subscriber key (the publisher's slab index).

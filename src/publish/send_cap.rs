@@ -16,6 +16,11 @@
 //! it at each refill let one frame out per write: ~2 MB/s to a reader
 //! capped at 58 kB/s in a traced run.)
 //!
+//! Not on the engine's limiter ([`crate::rate_limit`]): this is a pacing
+//! allowance (the rate is the reader's measured drain rate, passed in at
+//! each refill, and bytes appended are counted against bytes written), not
+//! a fixed limit on a count of events.
+//!
 //! Pure (times and counts are passed in); no allocation.
 
 /// The bucket of one subscriber.

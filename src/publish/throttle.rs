@@ -29,6 +29,11 @@
 //! is set, freed when it is removed; nothing per tick. Time is the
 //! publisher's window clock (injectable: [`crate::runtime::Injected`]).
 //!
+//! Not on the engine's limiter ([`crate::rate_limit`]): the rate is per
+//! symbol in aligned windows, not a bucket, and the byte credit charges a
+//! frame in full after the check (it may go negative), and over 1 GB/s a
+//! byte's share of a second is under the limiter's 1 ns resolution.
+//!
 //! Single owner: the publisher thread.
 
 use std::fmt;

@@ -6,7 +6,19 @@
 //! `--pin auto` picks cores only on a host with enough of them
 //! ([`auto_layout`]).
 
-use crate::config::PinPlan;
+/// Which core each hot thread is pinned to (none = unpinned): what
+/// `--pin` asks for, resolved at start by [`resolve`]. Lives beside the
+/// code that applies it, so the OS layer imports no config.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, serde::Serialize)]
+pub struct PinPlan {
+    /// Core of the feed thread.
+    pub feed: Option<usize>,
+    /// Core of the publisher thread.
+    pub publish: Option<usize>,
+    /// `--pin auto`: the engine chooses at start (see
+    /// [`auto_layout`]); `feed` and `publish` are then unset.
+    pub auto: bool,
+}
 
 /// What happened when a thread asked for a core.
 #[derive(Debug, Clone, PartialEq, Eq)]

@@ -7,7 +7,7 @@
 //! kit, the admin endpoint and the tools share. Everything above it is
 //! portable Rust.
 
-pub(crate) mod affinity;
+pub mod affinity;
 pub mod clock;
 pub mod dir_lock;
 pub(crate) mod fs;

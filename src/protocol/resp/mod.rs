@@ -11,7 +11,7 @@
 //!
 //! | file          | owns |
 //! |---------------|------|
-//! | `parse.rs`    | the request parser ([`parse_command`]): multibulk frames, [`Limits`], resynchronisation after an error; Redis's [`string2ll`] |
+//! | `parse.rs`    | the request parser ([`parse_command`]), the engine's one RESP reader: multibulk frames, [`Limits`], resynchronisation after an error; Redis's [`string2ll`] |
 //! | `inline.rs`   | inline requests: the port of Redis's `sdssplitargs()` |
 //! | `errors.rs`   | Redis 7.0's error texts: [`ProtocolError`](errors::ProtocolError), unknown command or subcommand, wrong arity, the subscribed-context refusal |
 //! | `commands.rs` | tickfan's [`Verb`]s and Redis 7.0.15's command table (generated from `COMMAND`) |

@@ -26,6 +26,9 @@
 //! queue of re-seed confirmations (capacity `--max-symbols`; a full queue
 //! drops the confirmation, and the symbol turns live on its next update).
 //!
+//! A room beside the stages, not in one: the feed (a closed source), the
+//! backbone (a lost link) and the publisher (the board) all write to it.
+//!
 //! Bounds: two entries per symbol, notices pending at most one per symbol
 //! per scan. No allocation per update.
 
