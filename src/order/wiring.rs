@@ -102,6 +102,10 @@ pub(crate) const RETRY_TICK: Duration = Duration::from_millis(2);
 const FATAL_SYNC: Duration = Duration::from_secs(2);
 
 /// What the order path is built from.
+///
+/// Over 15 fields: one per thing the engine hands the order path (its
+/// listener, settings, clocks, shared stores and hand-offs, test hooks),
+/// named here instead of passed as a long argument list.
 #[derive(Debug)]
 pub(crate) struct OrderPathInputs {
     /// The bound order listener.
