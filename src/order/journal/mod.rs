@@ -27,6 +27,7 @@ pub mod lost;
 pub mod recover;
 pub mod segment;
 pub(crate) mod startup;
+mod thread;
 pub mod writer;
 
 #[cfg(test)]
