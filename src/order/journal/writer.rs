@@ -1,6 +1,6 @@
 //! The journal's handle and the state it shares with the journal thread:
 //! appends from any thread, one writer, group commit. The thread's loop is
-//! [`super::thread`].
+//! `thread.rs`.
 //!
 //! Appenders encode their record into the shared pending buffer under a
 //! mutex and get its log sequence number (LSN, 1-based, in append order).
