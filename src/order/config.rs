@@ -10,6 +10,10 @@ use crate::model::units::Lots;
 use crate::retry::Backoff;
 
 /// Everything the order path needs.
+///
+/// Over 15 fields because it is flat on purpose: one field per order flag,
+/// validated once where the flags are parsed, so a flag's name finds its
+/// field and the `/config` dump lists each flag once.
 #[derive(Debug, Clone, serde::Serialize)]
 pub struct OrderConfig {
     /// Orders waiting for a worker, at most; more get `SYSTEM_BUSY`.

@@ -84,12 +84,14 @@ use super::journal::startup;
 use super::journal::writer::Journal;
 use super::lanes::elastic::{ScalePolicy, UP_WINDOW};
 use super::lanes::outlet::Outlet;
-use super::lanes::pool::{Pool, ScaleLoop, WorkerKit};
+use super::lanes::pool::{Pool, ScaleLoop};
 use super::lanes::quota::RetryQuota;
 use super::lanes::retry_handoff::RetryHandoff;
+use super::lanes::worker::WorkerKit;
 use super::msg::admission::{admission, LaneRx};
 use super::msg::event::e2e_stage;
 use super::msg::event::{EventSender, EVENT_CAPACITY};
+use super::msg::fill::FillMsg;
 use super::msg::halt::Halt;
 use super::msg::journal::JournalHandle;
 use super::msg::order::Order;
@@ -101,7 +103,14 @@ pub(crate) const RETRY_TICK: Duration = Duration::from_millis(2);
 /// Longest the fatal path waits for the journal to commit what it holds.
 const FATAL_SYNC: Duration = Duration::from_secs(2);
 
+/// The journal's handle and its thread.
+type JournalThread = (Journal, JoinHandle<()>);
+
 /// What the order path is built from.
+///
+/// Over 15 fields: one per thing the engine hands the order path (its
+/// listener, settings, clocks, shared stores and hand-offs, test hooks),
+/// named here instead of passed as a long argument list.
 #[derive(Debug)]
 pub(crate) struct OrderPathInputs {
     /// The bound order listener.
@@ -213,7 +222,7 @@ pub(crate) struct OrderPath {
     fills: Option<JoinHandle<()>>,
     /// The journal and its thread (`None`: `--no-journal`); stopped after
     /// the gateway, which writes the last terminal records.
-    journal: Option<(Journal, JoinHandle<()>)>,
+    journal: Option<JournalThread>,
 }
 
 impl OrderPath {
@@ -244,17 +253,7 @@ impl OrderPath {
         let timer_stop = Arc::new(AtomicBool::new(false));
         let abandon = Arc::new(AtomicBool::new(false));
         let (done_tx, workers_done) = crossbeam_channel::bounded::<()>(0);
-        let start_ns = i.clock.now_ns();
-        let bridges: Arc<[Arc<dyn Bridge>]> = match i.bridges {
-            Some(b) => b.into(),
-            None => c
-                .bridges
-                .iter()
-                .map(|s| {
-                    SimBridge::open(s.clone(), start_ns).map(|b| Arc::new(b) as Arc<dyn Bridge>)
-                })
-                .collect::<std::io::Result<_>>()?,
-        };
+        let bridges = open_bridges(c, i.bridges.take(), i.clock.now_ns())?;
         let [small_bounds, large_bounds] = c.lane_workers();
         let seats = [small_bounds.1, large_bounds.1];
         let chunk_cap = seats[1].max(1) * c.lanes.max_chunks as usize;
@@ -265,55 +264,12 @@ impl OrderPath {
             CallPool::new(c.bridge_lease, seats[0] + seats[1], Arc::clone(&i.counters))
                 .watched_by(Arc::clone(&i.watch)),
         );
-        // Each bridge's max_inflight, from the spec of its name.
-        let inflight: Arc<[Arc<InflightLimit>]> = bridges
-            .iter()
-            .map(|b| {
-                let spec = c.bridges.iter().find(|s| s.name == b.name());
-                InflightLimit::new(spec.and_then(|s| s.max_inflight))
-            })
-            .collect();
+        let inflight = inflight_limits(c, &bridges);
         // The journal first: recovery tells the workers where fencing
         // tokens continue, and they journal each attempt.
-        let mut last_token = 0;
         let mut dedup = Dedup::new(c.dedup_retention.as_nanos() as u64, c.dedup_capacity);
-        let (pending, journal) = if c.journal {
-            let w = Arc::clone(&waker);
-            let opened = startup::open(
-                c,
-                &mut dedup,
-                i.clock.now_ns(),
-                i.mono.now_ns(),
-                Box::new(move || {
-                    let _ = w.wake();
-                }),
-                &|id| i.dlq_store.replayable(id),
-                startup::JournalStart {
-                    watch: Some(Arc::clone(&i.watch)),
-                    wrap_files: i.journal_files.take(),
-                    clock: Some(Arc::clone(&i.clock)),
-                },
-            )
-            .map_err(std::io::Error::other)?;
-            last_token = opened.last_fence_token;
-            // A thread died: what the journal holds is committed before
-            // the exit (bounded: the journal thread may be the dead one).
-            let j = opened.journal.clone();
-            i.watch.on_fatal(move || {
-                if !j.sync_pending(FATAL_SYNC) {
-                    log::error!("journal: not everything appended is durable at the exit");
-                }
-            });
-            (
-                Some(PendingAcks::new(
-                    Arc::new(opened.journal.clone()),
-                    opened.orders,
-                )),
-                Some((opened.journal, opened.thread)),
-            )
-        } else {
-            (None, None)
-        };
+        let (pending, journal, last_token) = open_journal(&mut i, &waker, &mut dedup)?;
+        let c = &i.config;
         let tokens = Arc::new(FenceTokens::after(last_token));
 
         let kit = WorkerKit {
@@ -348,27 +304,7 @@ impl OrderPath {
                 Arc::new(RetryQuota::new(c.retry_share)),
             ],
         };
-        let policy = |(min, max): (usize, usize)| ScalePolicy {
-            min,
-            max,
-            up_age_ns: c.slo.as_nanos() as u64 / 4,
-            up_window_ns: UP_WINDOW.as_nanos() as u64,
-            idle_ns: c.worker_idle.as_nanos() as u64,
-        };
-        let scale = ScaleLoop::start(
-            Pool::new(kit),
-            [policy(small_bounds), policy(large_bounds)],
-            c.slo,
-            Arc::clone(&i.counters),
-            Arc::clone(&draining),
-        )?;
-        let watch = Arc::clone(&i.watch);
-        let scaler = std::thread::Builder::new()
-            .name("tickfan-order-scale".into())
-            .spawn(move || {
-                let _beat = watch.guard();
-                scale.run()
-            })?;
+        let scaler = start_scaler(Pool::new(kit), [small_bounds, large_bounds], &draining, &i)?;
         let leftovers = Leftovers {
             lanes: lane_rx,
             ready: [ready_small_rx, ready_large_rx],
@@ -376,61 +312,29 @@ impl OrderPath {
             out: out.clone(),
         };
 
-        let timer = TimerLoop::new(
-            c.retry_queue_capacity,
+        let timer = start_timer(
+            &i,
             retry_rx,
-            Arc::clone(&i.clock),
             RetryHandoff {
                 ready: [Some(ready_small_tx), Some(ready_large_tx)],
                 permits: Arc::clone(&permits),
                 out: out.clone(),
                 counters: Arc::clone(&i.counters),
             },
-            RETRY_TICK,
             Arc::clone(&timer_stop),
-        );
-        let watch = Arc::clone(&i.watch);
-        let timer = std::thread::Builder::new()
-            .name("tickfan-retry".into())
-            .spawn(move || {
-                let _beat = watch.guard();
-                timer.run();
-            })?;
+        )?;
         drop(out);
 
-        let fills = FillThread {
-            inbox: fill_rx,
-            book: FillBook::new(c.sequencer()),
-            clock: Arc::clone(&i.clock),
-            events: events.clone(),
-            dlq: i.dlq.clone(),
-            counters: Arc::clone(&i.counters),
-            tick: c.gap_tick,
-        };
-        let watch = Arc::clone(&i.watch);
-        let fills = std::thread::Builder::new()
-            .name("tickfan-fills".into())
-            .spawn(move || {
-                let _beat = watch.guard();
-                fills.run();
-            })?;
+        let fills = start_fills(&i, fill_rx, events.clone())?;
         drop(events);
 
+        let settings = gateway_settings(&mut i);
         let gateway = Gateway::new(
             i.listener,
             LoopCtx {
                 poll,
                 counters: i.counters,
-                recorder: StageRecorder::new(
-                    &[
-                        Stage::OrderReject,
-                        Stage::OrderAck,
-                        Stage::OrderE2e,
-                        e2e_stage(Lane::Small),
-                        e2e_stage(Lane::Large),
-                    ],
-                    i.link,
-                ),
+                recorder: gateway_recorder(i.link),
                 clock: i.mono,
                 stop: Arc::clone(&closing),
                 beat: i.watch.beat("tickfan-order-gw"),
@@ -446,16 +350,7 @@ impl OrderPath {
                 pending,
                 halt: Arc::clone(&i.halt),
             },
-            GatewaySettings {
-                max_conns: i.max_conns,
-                max_line_len: c.max_line_len,
-                idle: i.idle,
-                token: i.token,
-                auth_timeout_ns: i.auth_timeout.as_nanos() as u64,
-                max_order_rate: c.max_order_rate,
-                acct_keys: c.acct_keys,
-                tls: i.tls,
-            },
+            settings,
         )?;
         let gateway = std::thread::Builder::new()
             .name("tickfan-order-gw".into())
@@ -470,7 +365,7 @@ impl OrderPath {
             workers_done,
             leftovers: Some(leftovers),
             clock: i.clock,
-            shutdown_deadline: c.shutdown_deadline,
+            shutdown_deadline: i.config.shutdown_deadline,
             gateway: Some(gateway),
             scaler: Some(scaler),
             timer: Some(timer),
@@ -550,4 +445,211 @@ impl OrderPath {
             }
         }
     }
+}
+
+/// The venues: the ones given (tests), or a simulator per configured spec.
+///
+/// # Errors
+/// When a simulator cannot be opened.
+fn open_bridges(
+    c: &OrderConfig,
+    given: Option<Vec<Arc<dyn Bridge>>>,
+    start_ns: u64,
+) -> std::io::Result<Arc<[Arc<dyn Bridge>]>> {
+    Ok(match given {
+        Some(b) => b.into(),
+        None => c
+            .bridges
+            .iter()
+            .map(|s| SimBridge::open(s.clone(), start_ns).map(|b| Arc::new(b) as Arc<dyn Bridge>))
+            .collect::<std::io::Result<_>>()?,
+    })
+}
+
+/// Each bridge's `max_inflight`, from the spec of its name.
+fn inflight_limits(c: &OrderConfig, bridges: &[Arc<dyn Bridge>]) -> Arc<[Arc<InflightLimit>]> {
+    bridges
+        .iter()
+        .map(|b| {
+            let spec = c.bridges.iter().find(|s| s.name == b.name());
+            InflightLimit::new(spec.and_then(|s| s.max_inflight))
+        })
+        .collect()
+}
+
+/// The journal and what recovery found (with `--no-journal`: nothing):
+/// the gateway's pending `ACK`s holding the recovered orders, the journal
+/// and its thread, and the fencing token this run's tokens start after.
+/// `dedup` is told every id recovery keeps.
+///
+/// # Errors
+/// When the journal cannot be recovered or started.
+fn open_journal(
+    i: &mut OrderPathInputs,
+    waker: &Arc<Waker>,
+    dedup: &mut Dedup,
+) -> std::io::Result<(Option<PendingAcks>, Option<JournalThread>, u64)> {
+    let c = &i.config;
+    let mut last_token = 0;
+    let (pending, journal) = if c.journal {
+        let w = Arc::clone(waker);
+        let opened = startup::open(
+            c,
+            dedup,
+            i.clock.now_ns(),
+            i.mono.now_ns(),
+            Box::new(move || {
+                let _ = w.wake();
+            }),
+            &|id| i.dlq_store.replayable(id),
+            startup::JournalStart {
+                watch: Some(Arc::clone(&i.watch)),
+                wrap_files: i.journal_files.take(),
+                clock: Some(Arc::clone(&i.clock)),
+            },
+        )
+        .map_err(std::io::Error::other)?;
+        last_token = opened.last_fence_token;
+        // A thread died: what the journal holds is committed before
+        // the exit (bounded: the journal thread may be the dead one).
+        let j = opened.journal.clone();
+        i.watch.on_fatal(move || {
+            if !j.sync_pending(FATAL_SYNC) {
+                log::error!("journal: not everything appended is durable at the exit");
+            }
+        });
+        (
+            Some(PendingAcks::new(
+                Arc::new(opened.journal.clone()),
+                opened.orders,
+            )),
+            Some((opened.journal, opened.thread)),
+        )
+    } else {
+        (None, None)
+    };
+    Ok((pending, journal, last_token))
+}
+
+/// Starts the scaler thread (`tickfan-order-scale`) over `pool`, with each
+/// lane's `(min, max)` workers by [`Lane::index`].
+///
+/// # Errors
+/// When a worker or the thread cannot be created.
+fn start_scaler(
+    pool: Pool,
+    bounds: [(usize, usize); 2],
+    stop: &Arc<AtomicBool>,
+    i: &OrderPathInputs,
+) -> std::io::Result<JoinHandle<Vec<JoinHandle<()>>>> {
+    let c = &i.config;
+    let policy = |(min, max): (usize, usize)| ScalePolicy {
+        min,
+        max,
+        up_age_ns: c.slo.as_nanos() as u64 / 4,
+        up_window_ns: UP_WINDOW.as_nanos() as u64,
+        idle_ns: c.worker_idle.as_nanos() as u64,
+    };
+    let scale = ScaleLoop::start(
+        pool,
+        bounds.map(policy),
+        c.slo,
+        Arc::clone(&i.counters),
+        Arc::clone(stop),
+    )?;
+    spawn_watched("tickfan-order-scale", &i.watch, move || scale.run())
+}
+
+/// Starts the retry timer thread (`tickfan-retry`): due retries from
+/// `retry_rx` go back through `handoff` until `stop`.
+///
+/// # Errors
+/// When the thread cannot be created.
+fn start_timer(
+    i: &OrderPathInputs,
+    retry_rx: Receiver<(u64, Order)>,
+    handoff: RetryHandoff,
+    stop: Arc<AtomicBool>,
+) -> std::io::Result<JoinHandle<()>> {
+    let timer = TimerLoop::new(
+        i.config.retry_queue_capacity,
+        retry_rx,
+        Arc::clone(&i.clock),
+        handoff,
+        RETRY_TICK,
+        stop,
+    );
+    spawn_watched("tickfan-retry", &i.watch, move || {
+        timer.run();
+    })
+}
+
+/// Starts the fill thread (`tickfan-fills`) on `inbox`.
+///
+/// # Errors
+/// When the thread cannot be created.
+fn start_fills(
+    i: &OrderPathInputs,
+    inbox: Receiver<FillMsg>,
+    events: EventSender,
+) -> std::io::Result<JoinHandle<()>> {
+    let fills = FillThread {
+        inbox,
+        book: FillBook::new(i.config.sequencer()),
+        clock: Arc::clone(&i.clock),
+        events,
+        dlq: i.dlq.clone(),
+        counters: Arc::clone(&i.counters),
+        tick: i.config.gap_tick,
+    };
+    spawn_watched("tickfan-fills", &i.watch, move || {
+        fills.run();
+    })
+}
+
+/// The gateway's settings (its auth token and TLS are taken from `i`).
+fn gateway_settings(i: &mut OrderPathInputs) -> GatewaySettings {
+    let c = &i.config;
+    GatewaySettings {
+        max_conns: i.max_conns,
+        max_line_len: c.max_line_len,
+        idle: i.idle,
+        token: i.token.take(),
+        auth_timeout_ns: i.auth_timeout.as_nanos() as u64,
+        max_order_rate: c.max_order_rate,
+        acct_keys: c.acct_keys,
+        tls: i.tls.take(),
+    }
+}
+
+/// The gateway's histograms: rejects, `ACK`s, end to end (all and per lane).
+fn gateway_recorder(link: RecorderLink) -> StageRecorder {
+    StageRecorder::new(
+        &[
+            Stage::OrderReject,
+            Stage::OrderAck,
+            Stage::OrderE2e,
+            e2e_stage(Lane::Small),
+            e2e_stage(Lane::Large),
+        ],
+        link,
+    )
+}
+
+/// Spawns thread `name` running `f`, holding a beat of `watch` while it runs.
+///
+/// # Errors
+/// When the thread cannot be created.
+fn spawn_watched<T: Send + 'static>(
+    name: &str,
+    watch: &Arc<Watch>,
+    f: impl FnOnce() -> T + Send + 'static,
+) -> std::io::Result<JoinHandle<T>> {
+    let watch = Arc::clone(watch);
+    std::thread::Builder::new()
+        .name(name.into())
+        .spawn(move || {
+            let _beat = watch.guard();
+            f()
+        })
 }

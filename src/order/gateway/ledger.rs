@@ -40,6 +40,11 @@ use crate::order::msg::record::{Record, TerminalState};
 use crate::rate_limit::RateLimit;
 
 /// The gateway's state apart from the sockets.
+///
+/// Over 15 fields: it is the one owner of everything a request line may
+/// touch (dedup, cancels, account keys, pending `ACK`s, admission), each
+/// kept in its own type; grouping them further would only add a hop to
+/// every handler. Single writer: the gateway thread.
 #[derive(Debug)]
 pub(super) struct Ledger {
     pub(super) admission: Option<Admission>,

@@ -5,14 +5,16 @@
 //! The kit accepts (limit and refusal line `REJECT - SYSTEM_BUSY too many
 //! order connections`), keeps the connections and their ids, the `AUTH`
 //! deadlines, the line readers, the bounded reply buffers and the
-//! ready/turn and flush lists; this file keeps the order protocol's use of
+//! ready/turn and flush lists; `conns.rs` keeps the order protocol's use of
 //! them: pause on the reply mark, half-close, replies routed by id.
 //!
 //! Single writer of: the connections and their output buffers, the dedup
 //! store, the order counters. Workers and the retry timer never touch a
 //! socket: they send [`Event`]s over a bounded channel and ring the waker;
-//! the gateway turns them into lines (the per-line work: `ledger.rs`; this
-//! file: sockets, buffers and the loop). Because the gateway appends `ACK`
+//! the gateway turns them into lines (the per-line work: `ledger.rs`; the
+//! connections, their reads and flushes: `conns.rs`; what the journal and
+//! the workers hand back: `release.rs`; this file: the state and the turn
+//! loop). Because the gateway appends `ACK`
 //! right after a successful offer, before it next drains events, a client
 //! always reads `ACK` before any `FILL` or `DONE` of that order. The offer
 //! (or parking behind an account key's head) and the `ACK` are written
@@ -60,21 +62,17 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 use std::time::Duration;
 
-use crossbeam_channel::{Receiver, TryRecvError};
+use crossbeam_channel::Receiver;
 use mio::net::TcpListener;
 use mio::{Events, Interest, Poll, Token};
 
-use crate::auth::{LINE_OK, LINE_TIMEOUT};
 use crate::dlq::{DlqSender, DlqStore};
 use crate::idle::IdleStrategy;
-use crate::logging::repeat::warn_repeating;
-use crate::metrics::counters::{bump, set};
+use crate::metrics::counters::set;
 use crate::metrics::Stage;
-use crate::model::warning::WarnKind;
-use crate::net::lines::{LineEvent, LineReader};
+use crate::net::lines::LineReader;
 use crate::net::{
-    AuthGate, AuthStep, ConnCounters, Conns, KeyList, Listener, LoopCtx, PortPolicy, TlsPort,
-    TurnLists, WriteBuf, LISTENER,
+    AuthGate, Conns, KeyList, Listener, LoopCtx, PortPolicy, TlsPort, TurnLists, WriteBuf, LISTENER,
 };
 use crate::rate_limit::RateLimit;
 use crate::retry::SharedClock;
@@ -82,32 +80,25 @@ use crate::sys::net::{poll_events, Polled};
 use crate::sys::watch::Beat;
 
 use crate::model::lane::Lane;
-use crate::model::order_reasons::InvalidReason;
 use crate::order::msg::admission::Admission;
 use crate::order::msg::event::Event;
 use crate::order::msg::gauges::CallGauges;
 use crate::order::msg::halt::Halt;
 
-use crate::model::order_reasons::RejectReason;
-use crate::model::units::{Amount, Lots};
-use crate::order::msg::admission::Busy;
-use crate::order::msg::journal::Loss;
-use crate::order::msg::order::Order;
-use crate::order::msg::record::{Record, TerminalState};
-use dedup::{Dedup, IdState};
-use pending_acks::Released;
-use send_on::Owed;
+use dedup::Dedup;
 
 pub(crate) mod acct;
 mod cancel;
 pub mod codec;
+mod conns;
 pub mod dedup;
 mod ledger;
 pub(crate) mod pending_acks;
+mod release;
 mod restore;
 mod send_on;
 pub mod status;
-use ledger::{write_event, Ledger};
+use ledger::Ledger;
 
 /// Token of the waker workers, the timer and the runtime ring.
 pub(crate) const WAKER: Token = Token(usize::MAX);
@@ -411,477 +402,6 @@ impl Gateway {
         self.ledger.recorder.finish(now);
     }
 
-    /// Stops taking orders: the listener closes, connections are no longer
-    /// read, and dropping the queue's producer lets the workers finish.
-    ///
-    /// Followers parked behind their key's head (`acct.rs`) were `ACK`ed:
-    /// the queues stay open, and no line is read, until the last of them
-    /// has been offered (their heads end, by the shutdown deadline at worst).
-    fn close_intake(&mut self) {
-        // Every durable order is offered before the rest are refused.
-        self.release_durable(usize::MAX);
-        if self.ledger.acct.parked() > 0 {
-            return;
-        }
-        self.ledger.admission = None;
-        self.refuse_held("shutting down");
-        self.listener.close(self.poll.registry());
-        self.turns.clear_ready();
-    }
-
-    fn accept_all(&mut self) {
-        let o = &self.ledger.counters.orders;
-        let counters = ConnCounters {
-            accepted: &o.connections_accepted,
-            refused: &o.connections_refused,
-            open: None,
-        };
-        let authed = !self.auth.required();
-        let (auth, turns, mono) = (&mut self.auth, &mut self.turns, self.ledger.mono);
-        let (max_line_len, rate) = (self.settings.max_line_len, self.settings.max_order_rate);
-        self.listener.accept_all(
-            self.poll.registry(),
-            &mut self.conns,
-            counters,
-            authed,
-            |id| {
-                auth.arm(id, mono.now_ns());
-                // Read it next turn (its first bytes may have come with the accept).
-                turns.again(id.key());
-                OrderConn {
-                    reader: LineReader::new(max_line_len, READ_CHUNK),
-                    out: WriteBuf::new(OUT_INITIAL, OUT_HWM),
-                    live: 0,
-                    paused: false,
-                    read_closed: false,
-                    dirty: false,
-                    rate: (rate > 0).then(|| RateLimit::per_second(rate)),
-                }
-            },
-        );
-    }
-
-    /// Serves one connection for a turn: hands out the lines its reader
-    /// holds, reading the socket when they are used up, until
-    /// [`LINES_PER_TURN`] lines, [`READS_PER_TURN`] reads, `WouldBlock`, the
-    /// reply mark or the peer's half-close. A connection stopped by one of
-    /// the first two is put back (it may hold more, in its reader or its
-    /// socket, with no new event to say so). Returns the lines it handled.
-    fn serve(&mut self, key: usize) -> usize {
-        if self.ledger.admission.is_none() || self.closing.load(Ordering::Acquire) {
-            return 0;
-        }
-        let Some(conn) = self.conns.get_mut(key) else {
-            return 0;
-        };
-        if conn.state.paused || conn.state.read_closed {
-            return 0;
-        }
-        let id = conn.id;
-        let (mut lines, mut reads, mut close) = (0usize, 0usize, false);
-        // Whether to serve it next turn without waiting for an event.
-        let again = loop {
-            let st = &mut conn.state;
-            if conn.authed {
-                // The reader is read again only once `next_line` said `None`.
-                while lines < LINES_PER_TURN {
-                    let Some(ev) = st.reader.next_line() else {
-                        break;
-                    };
-                    lines += 1;
-                    match ev {
-                        LineEvent::Line(line) => {
-                            let (live, rate) = (&mut st.live, &mut st.rate);
-                            self.ledger.handle_line(
-                                id,
-                                &conn.peer,
-                                st.out.room_for(REPLY_ROOM),
-                                live,
-                                rate,
-                                line,
-                            );
-                        }
-                        LineEvent::TooLong { .. } => self.ledger.reject_invalid(
-                            st.out.room_for(REPLY_ROOM),
-                            "-",
-                            InvalidReason::LineTooLong,
-                            "line over the length limit",
-                        ),
-                    }
-                }
-                if st.out.pending() > 0 {
-                    self.dirty.mark(&mut st.dirty, key);
-                }
-                if st.out.over_mark() {
-                    st.paused = true;
-                    break false;
-                }
-                if lines == LINES_PER_TURN {
-                    break true;
-                }
-            }
-            if reads == READS_PER_TURN {
-                break true;
-            }
-            reads += 1;
-            match st.reader.read_from(&mut conn.stream) {
-                // Half-close: keep writing the replies of its orders.
-                Ok(0) => {
-                    st.read_closed = true;
-                    break false;
-                }
-                Ok(_) if conn.authed => {}
-                Ok(_) => match self.auth.first_line(&mut st.reader) {
-                    AuthStep::NeedMore => {}
-                    AuthStep::Passed => {
-                        lines += 1;
-                        conn.authed = true;
-                        st.out.append(LINE_OK);
-                    }
-                    AuthStep::Refused(reply) => {
-                        st.out.append(reply);
-                        let _ = st.out.write_to(&mut conn.stream);
-                        warn_repeating!(
-                            WarnKind::AuthRefused,
-                            "order connection {}: authentication refused",
-                            conn.peer
-                        );
-                        bump(&self.ledger.counters.orders.auth_failures, 1);
-                        close = true;
-                        break false;
-                    }
-                },
-                Err(e) if e.kind() == std::io::ErrorKind::WouldBlock => break false,
-                Err(e) if e.kind() == std::io::ErrorKind::Interrupted => {}
-                Err(e) => {
-                    log::info!("order connection {}: read failed: {e}", conn.peer);
-                    close = true;
-                    break false;
-                }
-            }
-        };
-        if close {
-            self.close(key);
-        } else if again {
-            self.turns.again(key);
-        } else {
-            self.maybe_close_finished(key);
-        }
-        lines.max(usize::from(again))
-    }
-
-    /// Closes connections whose authentication deadline passed.
-    fn expire_unauthenticated(&mut self, now_ns: u64) {
-        while let Some(id) = self.auth.next_expired(now_ns) {
-            let Some(conn) = self.conns.get_live(id) else {
-                continue;
-            };
-            if !conn.authed {
-                conn.state.out.append(LINE_TIMEOUT);
-                let _ = conn.state.out.write_to(&mut conn.stream);
-                warn_repeating!(
-                    WarnKind::AuthTimeout,
-                    "order connection {}: no AUTH within the timeout; closing",
-                    conn.peer
-                );
-                bump(&self.ledger.counters.orders.auth_failures, 1);
-                self.close(id.key());
-            }
-        }
-    }
-
-    fn mark_dirty(&mut self, key: usize) {
-        if let Some(c) = self.conns.get_mut(key) {
-            self.dirty.mark(&mut c.state.dirty, key);
-        }
-    }
-
-    /// Offers the orders whose journal record is durable, in admission
-    /// order, and writes their `ACK`; refuses those whose record never will
-    /// be. At most `limit`: the rest stay held for the next turn (still
-    /// counted against their lane's room). Returns how many.
-    fn release_durable(&mut self, limit: usize) -> usize {
-        let mut n = 0;
-        while n < limit {
-            let Some(p) = &mut self.ledger.pending else {
-                return n;
-            };
-            let Some(released) = p.next() else {
-                return n;
-            };
-            if self.ledger.admission.is_none() {
-                // Closing: `close_intake` refuses what is left.
-                match released {
-                    Released::Durable { order, lsn, .. } => p.put_back(order, lsn, None),
-                    Released::Lost(order, loss) => p.put_back(order, 0, Some(loss)),
-                }
-                return n;
-            }
-            match released {
-                Released::Durable {
-                    order,
-                    lsn,
-                    recovered,
-                } => {
-                    let (conn, id) = (order.conn, Arc::clone(&order.id));
-                    if let (Some(k), true) = (&order.acct_key, recovered) {
-                        let _ = self.ledger.acct.reserve(&id, k, true);
-                    }
-                    // Behind its key's head it is parked (ACKed all the
-                    // same); its place in the lane was counted when held.
-                    let mut client = if recovered {
-                        None
-                    } else {
-                        self.conns.get_live(conn)
-                    };
-                    let owed = if recovered {
-                        Owed::Recovered
-                    } else {
-                        Owed::Ack(client.as_mut().map(|c| c.state.out.room_for(REPLY_ROOM)))
-                    };
-                    match self.ledger.send_on(order, owed, false) {
-                        Ok(()) => {
-                            n += 1;
-                            if let Some(p) = &mut self.ledger.pending {
-                                p.started(&id, lsn);
-                            }
-                            if let Some(c) = client {
-                                self.dirty.mark(&mut c.state.dirty, conn.key());
-                            }
-                        }
-                        Err(Busy(back)) => {
-                            if let Some(p) = &mut self.ledger.pending {
-                                p.put_back(back, lsn, None);
-                            }
-                            return n;
-                        }
-                    }
-                }
-                Released::Lost(order, loss) => {
-                    n += 1;
-                    let detail = match loss {
-                        Loss::DiskFull => {
-                            bump(&self.ledger.counters.orders.journal_full_rejects, 1);
-                            JOURNAL_DISK_FULL
-                        }
-                        Loss::Failed => "journal_error: the journal could not be written",
-                    };
-                    // Never durable, never `ACK`ed: like any `SYSTEM_BUSY`,
-                    // its id may be sent again.
-                    let id = Arc::clone(&order.id);
-                    self.refuse(order, detail);
-                    self.ledger.dedup.forget(&id);
-                }
-            }
-        }
-        n
-    }
-
-    /// Offers the followers whose key's head ended (per-account ordering,
-    /// `acct.rs`), each now its key's head; a full lane keeps the rest
-    /// parked for a later turn. Returns how many.
-    fn release_followers(&mut self) -> usize {
-        if self.ledger.admission.is_none() {
-            return 0;
-        }
-        let mut n = 0;
-        while let Some(mut order) = self.ledger.acct.next_ready() {
-            // Its queue wait (and the lane's oldest age) starts now: the
-            // time parked was its key's, not the lane's backlog.
-            order.enq_mono_ns = self.ledger.mono.now_ns();
-            match self.ledger.send_on(order, Owed::Follower, false) {
-                Ok(()) => n += 1,
-                Err(Busy(back)) => {
-                    self.ledger.acct.put_back(back);
-                    break;
-                }
-            }
-        }
-        n
-    }
-
-    /// Refuses every held order (`SYSTEM_BUSY <detail>`) and journals that
-    /// it never ran.
-    fn refuse_held(&mut self, detail: &str) {
-        let held = match &mut self.ledger.pending {
-            Some(p) => p.take_all(),
-            None => return,
-        };
-        for order in held {
-            if let Some(p) = &self.ledger.pending {
-                let _ = p.journal().append(&Record::Terminal {
-                    id: order.id.to_string(),
-                    state: TerminalState::Rejected,
-                    reason: detail.to_owned(),
-                    cum: Lots(0),
-                    amount: Amount(0),
-                    attempts: 0,
-                });
-            }
-            self.refuse(order, detail);
-        }
-    }
-
-    /// Writes `REJECT <id> SYSTEM_BUSY <detail>` for a held order.
-    fn refuse(&mut self, order: Order, detail: &str) {
-        self.ledger.in_flight = self.ledger.in_flight.saturating_sub(1);
-        self.ledger.acct.ended(&order.id);
-        self.ledger
-            .dedup
-            .mark(&order.id, IdState::Done, self.ledger.clock.now_ns());
-        bump(
-            &self.ledger.counters.orders.rejected[RejectReason::SystemBusy.index()],
-            1,
-        );
-        let conn = order.conn;
-        match self.conns.get_live(conn) {
-            Some(c) => {
-                codec::write_reject(
-                    c.state.out.room_for(REPLY_ROOM),
-                    &order.id,
-                    RejectReason::SystemBusy,
-                    detail,
-                );
-                c.state.live = c.state.live.saturating_sub(1);
-                self.dirty.mark(&mut c.state.dirty, conn.key());
-            }
-            None => bump(
-                &self.ledger.counters.orders.replies_to_closed_connections,
-                1,
-            ),
-        }
-    }
-
-    /// `POST /orders/halt?cancel=queued`: cancels every order no worker holds.
-    fn cancel_queued(&mut self) {
-        let now = self.ledger.clock.now_ns();
-        let l = &mut self.ledger;
-        let journal = l.pending.as_ref().map(pending_acks::PendingAcks::journal);
-        let dedup = &l.dedup;
-        let (whole, split) = l.cancels.cancel_all(|id| dedup.status(id, now), journal);
-        bump(&l.counters.orders.cancelled, split as u64);
-        log::warn!(
-            "orders halted: {whole} orders not yet at a bridge cancelled, and the unstarted chunks of {split} large ones"
-        );
-    }
-
-    /// Writes the `DONE … CANCELED` of every cancel whose journal record is
-    /// durable: to the order's connection and to the one that asked, when
-    /// another. Returns how many.
-    fn answer_cancels(&mut self) -> usize {
-        let mut n = 0;
-        loop {
-            let journal = self
-                .ledger
-                .pending
-                .as_ref()
-                .map(pending_acks::PendingAcks::journal);
-            let Some((ev, by)) = self.ledger.cancels.next_answer(journal) else {
-                return n;
-            };
-            n += 1;
-            bump(&self.ledger.counters.orders.cancelled, 1);
-            self.ledger.apply(&ev, true);
-            let owner = ev.conn;
-            let mut told = false;
-            if let Some(c) = self.conns.get_live(owner) {
-                write_event(c.state.out.room_for(REPLY_ROOM), &ev);
-                c.state.live = c.state.live.saturating_sub(1);
-                self.dirty.mark(&mut c.state.dirty, owner.key());
-                told = true;
-            }
-            if let Some(by) = by.filter(|b| *b != ev.conn) {
-                if let Some(c) = self.conns.get_live(by) {
-                    write_event(c.state.out.room_for(REPLY_ROOM), &ev);
-                    self.dirty.mark(&mut c.state.dirty, by.key());
-                    told = true;
-                }
-            }
-            if !told {
-                bump(
-                    &self.ledger.counters.orders.replies_to_closed_connections,
-                    1,
-                );
-            }
-        }
-    }
-
-    /// Applies the events the workers and the timer sent, at most `limit`
-    /// (the rest wait in their bounded channel for the next turn). Returns
-    /// how many, and whether all of them have gone.
-    fn drain_events(&mut self, limit: usize) -> (usize, bool) {
-        let mut n = 0;
-        while n < limit {
-            match self.ledger.events.try_recv() {
-                Ok(ev) => {
-                    n += 1;
-                    let id = ev.conn;
-                    let terminal = ev.kind.is_terminal();
-                    self.ledger.apply(&ev, false);
-                    if !ev.kind.has_reply() {
-                        continue;
-                    }
-                    match self.conns.get_live(id) {
-                        Some(c) => {
-                            write_event(c.state.out.room_for(REPLY_ROOM), &ev);
-                            if terminal {
-                                c.state.live = c.state.live.saturating_sub(1);
-                            }
-                            self.dirty.mark(&mut c.state.dirty, id.key());
-                        }
-                        None => bump(
-                            &self.ledger.counters.orders.replies_to_closed_connections,
-                            1,
-                        ),
-                    }
-                }
-                Err(TryRecvError::Empty) => return (n, false),
-                Err(TryRecvError::Disconnected) => return (n, true),
-            }
-        }
-        (n, false)
-    }
-
-    fn flush_dirty(&mut self) {
-        let dirty = self.dirty.take();
-        for &key in &dirty {
-            let Some(conn) = self.conns.get_mut(key) else {
-                continue;
-            };
-            let st = &mut conn.state;
-            st.dirty = false;
-            match st.out.write_to(&mut conn.stream) {
-                Ok(_) => {
-                    if st.paused && st.out.under_low_water() {
-                        st.paused = false;
-                        self.turns.again(key);
-                    }
-                    self.maybe_close_finished(key);
-                }
-                Err(e) => {
-                    log::info!("order connection {}: write failed: {e}", conn.peer);
-                    self.close(key);
-                }
-            }
-        }
-        self.dirty.restore(dirty);
-    }
-
-    /// Closes a half-closed connection once all its orders ended and their
-    /// replies are written.
-    fn maybe_close_finished(&mut self, key: usize) {
-        if let Some(c) = self.conns.get(key) {
-            let st = &c.state;
-            if st.read_closed && st.live == 0 && st.out.pending() == 0 {
-                self.close(key);
-            }
-        }
-    }
-
-    fn close(&mut self, key: usize) {
-        self.conns.remove(self.poll.registry(), key);
-    }
-
     fn update_gauges(&mut self) {
         let o = &self.ledger.counters.orders;
         set(&o.connections_open, self.conns.len() as u64);
@@ -898,29 +418,6 @@ impl Gateway {
         if let Some(p) = &self.ledger.pending {
             p.publish_oldest_live();
             p.journal().publish_gauges(o);
-        }
-    }
-
-    /// After the last event: give the clients a bounded time to take their replies.
-    fn final_flush(&mut self) {
-        let mut events = Events::with_capacity(64);
-        for _ in 0..100 {
-            let keys: Vec<usize> = self.conns.keys().collect();
-            let mut pending = false;
-            for key in keys {
-                let Some(conn) = self.conns.get_mut(key) else {
-                    continue;
-                };
-                if conn.state.out.write_to(&mut conn.stream).is_err() {
-                    self.close(key);
-                } else if conn.state.out.pending() > 0 {
-                    pending = true;
-                }
-            }
-            if !pending {
-                return;
-            }
-            let _ = self.poll.poll(&mut events, Some(Duration::from_millis(10)));
         }
     }
 }

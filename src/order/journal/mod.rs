@@ -7,8 +7,10 @@
 //!   the scan that stops at a torn tail;
 //! * [`files`]: where segments are written ([`files::JournalFiles`], a
 //!   trait so tests can inject a failing disk);
-//! * [`writer`]: the journal thread (`tickfan-journal`, single writer) and
-//!   its handle, group commit (one write and one `fdatasync` per batch);
+//! * [`writer`]: the journal's handle (appends from any thread) and the
+//!   state it shares with the journal thread;
+//! * `thread`: the journal thread (`tickfan-journal`, single writer), group
+//!   commit (one write and one `fdatasync` per batch);
 //! * [`disk_full`]: a full disk (`ENOSPC`): the cut back to the last
 //!   durable record, refusals while full, the probe that finds room;
 //! * [`lost`]: the LSNs lost to a full disk;
@@ -27,6 +29,7 @@ pub mod lost;
 pub mod recover;
 pub mod segment;
 pub(crate) mod startup;
+mod thread;
 pub mod writer;
 
 #[cfg(test)]

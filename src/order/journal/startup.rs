@@ -13,6 +13,7 @@
 //! journaled fill (number, cum, amount) so its fill numbers continue
 //! without a repeat.
 
+use std::path::Path;
 use std::sync::Arc;
 use std::thread::JoinHandle;
 
@@ -27,7 +28,7 @@ use crate::sys::clock::{wall_ns, MonoClock};
 use crate::sys::watch::Watch;
 
 use super::files::{DirFiles, JournalFiles, WrapFiles};
-use super::recover::{recover, RecoverError};
+use super::recover::{recover, RecoverError, Recovered};
 use super::writer::{Journal, JournalEnv, JournalLimits, Notify};
 use crate::dlq::{AttemptRecord, DeadLetter};
 use crate::order::msg::record::{Record, TerminalState};
@@ -133,11 +134,41 @@ pub(crate) fn open(
     dead_lettered: &dyn Fn(&str) -> Option<DeadLetter>,
     start: JournalStart,
 ) -> Result<Opened, RecoverError> {
-    // id → (its Accepted record, its Terminal record if any, its fills
-    // sent), in acceptance order.
-    let mut seen: IndexMap<String, (Record, Option<Record>, Resumed)> = IndexMap::new();
+    let (seen, last_fence_token, r) = read_orders(&c.data_dir)?;
+    let (orders, ended_by_dlq) = restore_orders(c, ids, seen, now_ns, mono_ns, dead_lettered);
+    if !orders.is_empty() || r.records > 0 {
+        log::info!(
+            "journal {}: {} records in {} segments, {} orders re-queued",
+            c.data_dir.display(),
+            r.records,
+            r.segments.len(),
+            orders.len()
+        );
+    }
+    let next = r.next_segment();
+    let (journal, thread) = start_thread(c, next, r.segments, notify, start)?;
+    append_dlq_ends(&journal, &ended_by_dlq);
+    Ok(Opened {
+        journal,
+        thread,
+        orders,
+        last_fence_token: tokens_after(next, last_fence_token),
+    })
+}
+
+/// Every order the journal holds: id → (its Accepted record, its Terminal
+/// record if any, what its client was sent), in acceptance order.
+type Seen = IndexMap<String, (Record, Option<Record>, Resumed)>;
+
+/// Reads the journal in `dir`: the orders it holds, the highest fencing
+/// token it recorded, and what recovery found on disk.
+///
+/// # Errors
+/// The journal cannot be read (see [`RecoverError`]).
+fn read_orders(dir: &Path) -> Result<(Seen, u64, Recovered), RecoverError> {
+    let mut seen: Seen = IndexMap::new();
     let mut last_fence_token = 0;
-    let r = recover(&c.data_dir, |rec| match rec {
+    let r = recover(dir, |rec| match rec {
         Record::Accepted { ref id, .. } => {
             seen.shift_remove(id);
             seen.insert(id.clone(), (rec, None, Resumed::default()));
@@ -181,6 +212,21 @@ pub(crate) fn open(
         }
         Record::Replay { .. } => {}
     })?;
+    Ok((seen, last_fence_token, r))
+}
+
+/// Tells `ids` every id still within the dedup retention, ends `DEAD` the
+/// orders the DLQ already holds dead, and returns the orders to re-queue
+/// (numbered anew, in acceptance order) and the `Terminal` records of
+/// those ended by the DLQ (to be journaled).
+fn restore_orders(
+    c: &OrderConfig,
+    ids: &mut dyn Restore,
+    seen: Seen,
+    now_ns: u64,
+    mono_ns: u64,
+    dead_lettered: &dyn Fn(&str) -> Option<DeadLetter>,
+) -> (Vec<Order>, Vec<Record>) {
     let wall = wall_ns();
     let retention = c.dedup_retention.as_nanos() as u64;
     let mut orders = Vec::new();
@@ -246,21 +292,26 @@ pub(crate) fn open(
             claim: Default::default(),
         });
     }
-    if !orders.is_empty() || r.records > 0 {
-        log::info!(
-            "journal {}: {} records in {} segments, {} orders re-queued",
-            c.data_dir.display(),
-            r.records,
-            r.segments.len(),
-            orders.len()
-        );
-    }
+    (orders, ended_by_dlq)
+}
+
+/// Starts the journal thread on a new segment `next`, after the segments
+/// recovery left on disk.
+///
+/// # Errors
+/// The first new segment cannot be created.
+fn start_thread(
+    c: &OrderConfig,
+    next: u64,
+    segments: Vec<(u64, u64)>,
+    notify: Notify,
+    start: JournalStart,
+) -> Result<(Journal, JoinHandle<()>), RecoverError> {
     let limits = JournalLimits {
         max_bytes: c.journal_max_bytes,
         segment_bytes: SEGMENT_BYTES.min(c.journal_max_bytes / 8).max(4096),
         retain_ns: c.dedup_retention.as_nanos() as u64,
     };
-    let next = r.next_segment();
     let files: Box<dyn JournalFiles> = Box::new(DirFiles {
         dir: c.data_dir.clone(),
         reserve: limits.segment_bytes,
@@ -274,32 +325,27 @@ pub(crate) fn open(
         watch: start.watch,
         clock: start.clock.unwrap_or_else(|| Arc::new(MonoClock::new())),
     };
-    let (journal, thread) =
-        Journal::start_in(files, limits, next, r.segments, env).map_err(|source| {
-            RecoverError::Io {
-                path: c.data_dir.join(super::segment::file_name(next)),
-                source,
-            }
-        })?;
+    Journal::start_in(files, limits, next, segments, env).map_err(|source| RecoverError::Io {
+        path: c.data_dir.join(super::segment::file_name(next)),
+        source,
+    })
+}
+
+/// Journals the `Terminal` records of the orders the DLQ ended at start.
+fn append_dlq_ends(journal: &Journal, ended_by_dlq: &[Record]) {
     if !ended_by_dlq.is_empty() {
         log::warn!(
             "journal: {} order(s) dead-lettered just before the crash ended DEAD",
             ended_by_dlq.len()
         );
     }
-    for rec in &ended_by_dlq {
+    for rec in ended_by_dlq {
         // Synced with the next commit; lost again, the next start repeats
         // this from the same two files.
         if let Err(e) = journal.append(rec) {
             log::warn!("journal: cannot record a recovered DEAD: {e}");
         }
     }
-    Ok(Opened {
-        journal,
-        thread,
-        orders,
-        last_fence_token: tokens_after(next, last_fence_token),
-    })
 }
 
 #[cfg(test)]

@@ -20,9 +20,11 @@
 //! and counted; worker counts are gauges.
 //!
 //! Shutdown: when `stop` is set (the order path's draining flag) the scaler
-//! ends and drops the kit, and with it its handles on the queues, the
-//! retry channel, the outlet and the done signal; the workers then end as
-//! before (`super::super::wiring`). It returns the workers' join handles.
+//! ends and drops its share of the kit ([`WorkerKit`], shared with the
+//! workers), and with it its handles on the queues, the retry channel, the
+//! outlet and the done signal once the last worker has ended too; the
+//! workers end as before (`super::super::wiring`). It returns the workers'
+//! join handles.
 //!
 //! Single writer of the capacity gauges: this thread.
 
@@ -31,91 +33,24 @@ use std::sync::Arc;
 use std::thread::JoinHandle;
 use std::time::Duration;
 
-use crossbeam_channel::{Receiver, Sender};
 use rand::rngs::StdRng;
 use rand::SeedableRng;
 
-use crate::bridge::Bridge;
 use crate::logging::repeat::warn_repeating;
 use crate::metrics::capacity_counters::{CapacityCounters, NOT_DRAINING};
 use crate::metrics::counters::{bump, set, Counters};
-use crate::metrics::recorder::RecorderLink;
 use crate::metrics::{Stage, StageRecorder};
 use crate::model::lane::Lane;
 use crate::model::warning::WarnKind;
-use crate::order::msg::journal::JournalHandle;
-use crate::order::msg::order::Order;
-use crate::retry::{Backoff, Permits, SharedClock};
-use crate::sys::clock::MonoClock;
-use crate::sys::watch::Watch;
 
 use super::capacity::Estimator;
 use super::elastic::{LaneLoad, LaneSample, ScalePolicy, Scaler, Step};
-use super::outlet::Outlet;
-use super::quota::{QuotaTurn, RetryQuota};
-use super::worker::{process_stage, queue_stage, Worker};
-use crate::order::config::LaneConfig;
-use crate::order::msg::admission::LaneRx;
-use crate::order::msg::halt::Halt;
-use crate::order::venue::{BridgeCalls, CallPool, Caller, FenceTokens, InflightLimit};
+use super::quota::QuotaTurn;
+use super::worker::{process_stage, queue_stage, Worker, WorkerKit};
+use crate::order::venue::Caller;
 
 /// Period of the scaler's look at the lanes.
 pub(crate) const TICK: Duration = Duration::from_millis(10);
-
-/// What every worker is built from (the wiring fills it once).
-#[derive(Debug)]
-pub(crate) struct WorkerKit {
-    /// Lane queues, by [`Lane::index`].
-    pub lanes: [LaneRx; 2],
-    /// Due retries, by [`Lane::index`].
-    pub ready: [Receiver<Order>; 2],
-    /// The large lane's chunk queue (split mode).
-    pub chunks: Option<(Sender<Order>, Receiver<Order>)>,
-    /// Chunking.
-    pub lane_config: LaneConfig,
-    /// To the retry timer.
-    pub retry_tx: Sender<(u64, Order)>,
-    /// Retry stage bound.
-    pub permits: Arc<Permits>,
-    /// The venues.
-    pub bridges: Arc<[Arc<dyn Bridge>]>,
-    /// Each venue's `max_inflight`, by bridge index.
-    pub inflight: Arc<[Arc<InflightLimit>]>,
-    /// Bridge-call slots: small seats first, then large seats.
-    pub bridge_calls: Arc<BridgeCalls>,
-    /// Call threads.
-    pub call_pool: Arc<CallPool>,
-    /// Fencing tokens.
-    pub tokens: Arc<FenceTokens>,
-    /// The journal, if any.
-    pub journal: Option<JournalHandle>,
-    /// Retry policy.
-    pub backoff: Backoff,
-    /// Engine clock.
-    pub clock: SharedClock,
-    /// Measurement clock.
-    pub mono: MonoClock,
-    /// Replies, fills, dead letters.
-    pub out: Outlet,
-    /// Shutdown flags (see [`Worker`]).
-    pub draining: Arc<AtomicBool>,
-    /// See [`Worker::abandon`].
-    pub abandon: Arc<AtomicBool>,
-    /// Histogram hand-off.
-    pub link: RecorderLink,
-    /// Thread watch.
-    pub watch: Arc<Watch>,
-    /// Held by every worker; disconnected once all have ended.
-    pub done: Sender<()>,
-    /// Shared with each lane's workers.
-    pub loads: [Arc<LaneLoad>; 2],
-    /// Seats per lane (its `max`).
-    pub seats: [usize; 2],
-    /// The kill switch (`POST /orders/halt`).
-    pub halt: Arc<Halt>,
-    /// Each lane's retry quota (by [`Lane::index`]), shared by its workers.
-    pub quotas: [Arc<RetryQuota>; 2],
-}
 
 /// A worker's seat: freed, and the worker counted out, when its thread ends.
 struct Seat {
@@ -131,10 +66,10 @@ impl Drop for Seat {
     }
 }
 
-/// The pool: the kit and the seats.
+/// The pool: the kit (shared with every worker it starts) and the seats.
 #[derive(Debug)]
 pub(crate) struct Pool {
-    kit: WorkerKit,
+    kit: Arc<WorkerKit>,
     taken: [Arc<[AtomicBool]>; 2],
 }
 
@@ -143,7 +78,10 @@ impl Pool {
     pub(crate) fn new(kit: WorkerKit) -> Self {
         let seats = |n: usize| (0..n).map(|_| AtomicBool::new(false)).collect();
         let taken = [seats(kit.seats[0]), seats(kit.seats[1])];
-        Pool { kit, taken }
+        Pool {
+            kit: Arc::new(kit),
+            taken,
+        }
     }
 
     /// Starts one worker of `lane` on a free seat; `Ok(None)` when every
@@ -167,33 +105,10 @@ impl Pool {
             Lane::Large => (format!("tickfan-order-L{seat}"), k.seats[0] + seat),
         };
         let w = Worker {
+            kit: Arc::clone(k),
             lane,
-            own: k.lanes[li].clone(),
-            chunks: if lane == Lane::Large {
-                k.chunks.clone()
-            } else {
-                None
-            },
-            lanes: k.lane_config,
-            ready: k.ready[li].clone(),
-            retry_tx: k.retry_tx.clone(),
-            permits: Arc::clone(&k.permits),
-            bridges: Arc::clone(&k.bridges),
-            inflight: Arc::clone(&k.inflight),
-            bridge_calls: Arc::clone(&k.bridge_calls),
             call_slot,
             caller: Caller::new(Arc::clone(&k.call_pool), &name),
-            tokens: Arc::clone(&k.tokens),
-            journal: k.journal.clone(),
-            backoff: k.backoff,
-            clock: Arc::clone(&k.clock),
-            mono: k.mono,
-            out: k.out.clone(),
-            draining: Arc::clone(&k.draining),
-            abandon: Arc::clone(&k.abandon),
-            load: Arc::clone(&k.loads[li]),
-            halt: Arc::clone(&k.halt),
-            quota: Arc::clone(&k.quotas[li]),
             turn: QuotaTurn::default(),
             recorder: StageRecorder::new(
                 &[

@@ -64,10 +64,12 @@ use rand::rngs::StdRng;
 use crate::bridge::{Bridge, BridgeOrder, Outcome};
 use crate::dlq::AttemptRecord;
 use crate::logging::repeat::warn_repeating;
+use crate::metrics::recorder::RecorderLink;
 use crate::metrics::{Stage, StageRecorder};
 use crate::model::warning::WarnKind;
 use crate::retry::{Backoff, Permits, SharedClock};
 use crate::sys::clock::{wall_ns, MonoClock};
+use crate::sys::watch::Watch;
 
 use crate::model::lane::Lane;
 use crate::model::order_reasons::DeadReason;
@@ -84,22 +86,28 @@ use crate::order::config::LaneConfig;
 use crate::order::msg::admission::LaneRx;
 use crate::order::msg::event::EventKind;
 use crate::order::msg::halt::Halt;
-use crate::order::venue::{BridgeCalls, CallResult, Caller, FenceTokens, InflightLimit};
+use crate::order::venue::{BridgeCalls, CallPool, CallResult, Caller, FenceTokens, InflightLimit};
 
-/// Everything one worker owns or shares.
+/// What every worker shares: built once by the wiring, held by the pool
+/// and by each worker ([`Worker::kit`]), so a worker is this plus the few
+/// parts its seat gives it.
+///
+/// Over 15 fields: it is the one list of every channel, limit, clock and
+/// flag a worker touches, named once here instead of copied into each
+/// worker; the per-lane parts are arrays by [`Lane::index`].
 #[derive(Debug)]
-pub(crate) struct Worker {
-    /// The lane it serves.
-    pub lane: Lane,
-    /// Its lane's queue (consumer side; the worker counts what it takes).
-    pub own: LaneRx,
-    /// The large lane's chunk queue (both sides: the worker splits into it
-    /// and executes from it); `None` for small workers and in shared mode.
+pub(crate) struct WorkerKit {
+    /// Lane queues, by [`Lane::index`] (consumer side; a worker counts what
+    /// it takes from its own lane's).
+    pub lanes: [LaneRx; 2],
+    /// Due retries, by [`Lane::index`], from the timer.
+    pub ready: [Receiver<Order>; 2],
+    /// The large lane's chunk queue (both sides: a large worker splits into
+    /// it and executes from it); `None` in shared mode. Small workers never
+    /// see it ([`Worker::chunks`]).
     pub chunks: Option<(Sender<Order>, Receiver<Order>)>,
     /// Chunk size and count.
-    pub lanes: LaneConfig,
-    /// Due retries of its lane, from the timer.
-    pub ready: Receiver<Order>,
+    pub lane_config: LaneConfig,
     /// To the timer: `(due_ns, order)`.
     pub retry_tx: Sender<(u64, Order)>,
     /// Bound of the retry stage (delay queue + the channels around it).
@@ -108,13 +116,12 @@ pub(crate) struct Worker {
     pub bridges: Arc<[Arc<dyn Bridge>]>,
     /// Each venue's `max_inflight`, by bridge index ([`crate::order::venue`] (inflight)).
     pub inflight: Arc<[Arc<InflightLimit>]>,
-    /// When each worker's bridge call started (this worker writes slot `call_slot` only).
+    /// When each worker's bridge call started (a worker writes its own slot,
+    /// [`Worker::call_slot`], only): small seats first, then large seats.
     pub bridge_calls: Arc<BridgeCalls>,
-    /// This worker's slot in `bridge_calls`.
-    pub call_slot: usize,
-    /// Runs its bridge calls under a lease ([`crate::order::venue`] (lease)).
-    pub caller: Caller,
-    /// Fencing tokens, one per attempt (shared by every worker).
+    /// Call threads (each worker's [`Caller`] runs on it).
+    pub call_pool: Arc<CallPool>,
+    /// Fencing tokens, one per attempt.
     pub tokens: Arc<FenceTokens>,
     /// The journal (`None` with `--no-journal`): each attempt is recorded.
     pub journal: Option<JournalHandle>,
@@ -131,12 +138,35 @@ pub(crate) struct Worker {
     /// Set when the shutdown deadline passed: an order taken now is
     /// dead-lettered (`shutdown`) without an attempt.
     pub abandon: Arc<AtomicBool>,
-    /// Its lane's load: busy workers, completions, retirements ([`super::elastic`]).
-    pub load: Arc<LaneLoad>,
+    /// Histogram hand-off.
+    pub link: RecorderLink,
+    /// Thread watch.
+    pub watch: Arc<Watch>,
+    /// Held by every worker; disconnected once all have ended.
+    pub done: Sender<()>,
+    /// Each lane's load (busy workers, completions, retirements,
+    /// [`super::elastic`]), by [`Lane::index`], shared with its workers.
+    pub loads: [Arc<LaneLoad>; 2],
+    /// Seats per lane (its `max`).
+    pub seats: [usize; 2],
     /// Pauses the taking of queued orders and due retries (`POST /orders/halt`).
     pub halt: Arc<Halt>,
-    /// Its lane's retry quota (`--retry-share`).
-    pub quota: Arc<RetryQuota>,
+    /// Each lane's retry quota (`--retry-share`), by [`Lane::index`], shared
+    /// by its workers.
+    pub quotas: [Arc<RetryQuota>; 2],
+}
+
+/// One worker: the shared kit and what its seat makes its own.
+#[derive(Debug)]
+pub(crate) struct Worker {
+    /// What every worker shares.
+    pub kit: Arc<WorkerKit>,
+    /// The lane it serves.
+    pub lane: Lane,
+    /// This worker's slot in the kit's `bridge_calls`.
+    pub call_slot: usize,
+    /// Runs its bridge calls under a lease ([`crate::order::venue`] (lease)).
+    pub caller: Caller,
     /// This worker's turn in the quota (one-worker lanes alternate).
     pub turn: QuotaTurn,
     /// Queue wait, retry wait and processing histograms.
@@ -148,43 +178,74 @@ pub(crate) struct Worker {
 const FLUSH_WAIT: Duration = Duration::from_millis(100);
 
 impl Worker {
+    /// Its lane's queue.
+    fn own(&self) -> &LaneRx {
+        &self.kit.lanes[self.lane.index()]
+    }
+
+    /// Its lane's due retries.
+    fn ready(&self) -> &Receiver<Order> {
+        &self.kit.ready[self.lane.index()]
+    }
+
+    /// The chunk queue, for a large worker in split mode only.
+    fn chunks(&self) -> Option<&(Sender<Order>, Receiver<Order>)> {
+        match self.lane {
+            Lane::Large => self.kit.chunks.as_ref(),
+            Lane::Small => None,
+        }
+    }
+
+    /// Its lane's load.
+    fn load(&self) -> &LaneLoad {
+        &self.kit.loads[self.lane.index()]
+    }
+
+    /// Its lane's retry quota.
+    fn quota(&self) -> &RetryQuota {
+        &self.kit.quotas[self.lane.index()]
+    }
     /// Runs until its lane's queue and the retry channel are closed and
     /// empty, and no chunk is queued.
     pub(crate) fn run(mut self) {
         let mut own_open = true;
         let mut ready_open = true;
         loop {
-            self.recorder.maybe_flush(self.mono.now_ns());
+            self.recorder.maybe_flush(self.kit.mono.now_ns());
             // Halted (`POST /orders/halt`): queued orders and due retries
             // are held; chunks of orders already split run on. A shutdown
             // lifts the hold, so the queues drain.
-            let held = self.halt.is_halted() && !self.draining.load(Ordering::Acquire);
+            let held = self.kit.halt.is_halted() && !self.kit.draining.load(Ordering::Acquire);
             // Due retries first (they are the oldest orders), within the
             // lane's retry quota while new orders wait.
-            let new_waiting = !self.own.rx.is_empty()
-                || self.chunks.as_ref().is_some_and(|(_, rx)| !rx.is_empty());
-            let workers = self.load.alive();
-            if !held && self.quota.may_take_retry(&self.turn, new_waiting, workers) {
-                let taken = self.ready.try_recv();
+            let new_waiting =
+                !self.own().rx.is_empty() || self.chunks().is_some_and(|(_, rx)| !rx.is_empty());
+            let workers = self.load().alive();
+            if !held
+                && self
+                    .quota()
+                    .may_take_retry(&self.turn, new_waiting, workers)
+            {
+                let taken = self.ready().try_recv();
                 if let Ok(o) = taken {
                     self.turn.took_retry(new_waiting);
                     self.held(false, |w| w.take_retry(o));
-                    self.quota.leave();
+                    self.quota().leave();
                     continue;
                 }
-                self.quota.leave();
+                self.quota().leave();
                 if let Err(TryRecvError::Disconnected) = taken {
                     ready_open = false;
                 }
             }
             // Then the chunks of orders already started.
-            if let Some(c) = self.chunks.as_ref().and_then(|(_, rx)| rx.try_recv().ok()) {
+            if let Some(c) = self.chunks().and_then(|(_, rx)| rx.try_recv().ok()) {
                 self.turn.took_new();
                 self.held(false, |w| w.process(c));
                 continue;
             }
             if !held {
-                match self.own.rx.try_recv() {
+                match self.own().rx.try_recv() {
                     Ok(o) => {
                         self.turn.took_new();
                         self.held(true, |w| w.take_main(o));
@@ -194,7 +255,7 @@ impl Worker {
                     Err(TryRecvError::Empty) => {}
                 }
                 // Over the quota with no new order left: the retry is next.
-                if !self.ready.is_empty() {
+                if !self.ready().is_empty() {
                     continue;
                 }
             }
@@ -204,51 +265,51 @@ impl Worker {
                 break;
             }
             // Nothing to do: the scaler may have asked an idle worker to retire.
-            if own_open && self.load.take_retirement() {
+            if own_open && self.load().take_retirement() {
                 break;
             }
             let mut sel = Select::new();
             if ready_open && !held {
-                sel.recv(&self.ready);
+                sel.recv(self.ready());
             }
-            if let Some((_, rx)) = &self.chunks {
+            if let Some((_, rx)) = self.chunks() {
                 sel.recv(rx);
             }
             if own_open && !held {
-                sel.recv(&self.own.rx);
+                sel.recv(&self.own().rx);
             }
             // Ready or not, the loop above takes in priority order.
             // Wake for the interval boundary too, so an idle worker hands
             // its interval in on time.
-            let until = self.recorder.ns_until_flush(self.mono.now_ns());
+            let until = self.recorder.ns_until_flush(self.kit.mono.now_ns());
             let _ = sel.ready_timeout(FLUSH_WAIT.min(Duration::from_nanos(until)));
         }
-        self.recorder.finish(self.mono.now_ns());
+        self.recorder.finish(self.kit.mono.now_ns());
     }
 
     /// Runs `f` on what the worker took, counted busy meanwhile;
     /// `from_queue`: a completion of the lane's queue when it ends.
     fn held(&mut self, from_queue: bool, f: impl FnOnce(&mut Self)) {
-        self.load.begin();
+        self.load().begin();
         f(self);
-        self.load.end(from_queue);
+        self.load().end(from_queue);
     }
 
     fn take_main(&mut self, o: Order) {
-        self.own.stats.on_take();
+        self.own().stats.on_take();
         if !o.claim.take() {
             // Cancelled while queued: the gateway has answered it.
             return;
         }
-        let now = self.mono.now_ns();
+        let now = self.kit.mono.now_ns();
         self.recorder
             .record_span(Stage::OrderQueueWait, o.enq_mono_ns, now);
         self.recorder
             .record_span(queue_stage(o.lane), o.enq_mono_ns, now);
         // Past the shutdown deadline a large order is dead-lettered whole
         // (in `process`), not split into chunks that would each be.
-        match &self.chunks {
-            Some(_) if o.lane == Lane::Large && !self.abandon.load(Ordering::Acquire) => {
+        match self.chunks() {
+            Some(_) if o.lane == Lane::Large && !self.kit.abandon.load(Ordering::Acquire) => {
                 self.split(o)
             }
             _ => self.process(o),
@@ -258,7 +319,11 @@ impl Worker {
     /// Splits a large order into chunks: begins it at the fill thread, then
     /// queues the chunks for the lane's workers.
     fn split(&mut self, o: Order) {
-        let sizes = split(o.qty, self.lanes.chunk, self.lanes.max_chunks);
+        let sizes = split(
+            o.qty,
+            self.kit.lane_config.chunk,
+            self.kit.lane_config.max_chunks,
+        );
         let count = sizes.len() as u32;
         // From here a CANCEL reaches only the chunks not yet started.
         o.claim.split(count);
@@ -304,11 +369,11 @@ impl Worker {
             })
             .collect();
         // Begun before any chunk can run: its fills never precede it.
-        self.out.to_fills(FillMsg::Begin {
+        self.kit.out.to_fills(FillMsg::Begin {
             order: Box::new(o),
             chunks: sizes,
         });
-        let (tx, _) = self.chunks.as_ref().expect("large worker");
+        let (tx, _) = self.chunks().expect("large worker");
         let tx = tx.clone();
         for c in chunks {
             if let Err(e) = tx.try_send(c) {
@@ -321,13 +386,16 @@ impl Worker {
     }
 
     fn take_retry(&mut self, o: Order) {
-        self.permits.release();
+        self.kit.permits.release();
         if o.chunk.is_none() && !o.claim.take() {
             // Cancelled while waiting for its retry: answered already.
             return;
         }
-        self.recorder
-            .record_span(Stage::OrderRetryWait, o.retry_due_ns, self.clock.now_ns());
+        self.recorder.record_span(
+            Stage::OrderRetryWait,
+            o.retry_due_ns,
+            self.kit.clock.now_ns(),
+        );
         self.process(o);
     }
 
@@ -351,7 +419,7 @@ impl Worker {
     /// without a journal (`--no-journal`) and when the journal or its disk
     /// is full (accepted orders must still end to free it).
     fn journal_attempt(&self, o: &Order, bridge: &str, fence_token: u64) -> bool {
-        let Some(j) = &self.journal else {
+        let Some(j) = &self.kit.journal else {
             return true;
         };
         let rec = Record::AttemptSent {
@@ -388,48 +456,48 @@ impl Worker {
 
     /// One attempt of one order.
     fn process(&mut self, mut o: Order) {
-        let t0 = self.mono.now_ns();
+        let t0 = self.kit.mono.now_ns();
         if o.chunk.is_some() && o.history.is_empty() && !o.claim.start_chunk() {
             // Its order was cancelled before this chunk started.
-            self.out.chunk_cancelled(&o);
-            self.out.events.wake();
+            self.kit.out.chunk_cancelled(&o);
+            self.kit.out.events.wake();
             return;
         }
-        if self.abandon.load(Ordering::Acquire) {
+        if self.kit.abandon.load(Ordering::Acquire) {
             self.dead(o, DeadReason::Shutdown);
-            self.out.events.wake();
+            self.kit.out.events.wake();
             return;
         }
-        let now = self.clock.now_ns();
+        let now = self.kit.clock.now_ns();
         if o.expired_at(now) {
-            self.out.expired(&o);
-            self.out.events.wake();
+            self.kit.out.expired(&o);
+            self.kit.out.events.wake();
             return;
         }
         let n = o.attempts() + 1;
         let route = o.route_seq() + o.chunk.map_or(0, |c| u64::from(c.index));
-        let mut at = ((route + u64::from(n) - 1) % self.bridges.len() as u64) as usize;
+        let mut at = ((route + u64::from(n) - 1) % self.kit.bridges.len() as u64) as usize;
         if let Some(name) = o.resend_to() {
             // Re-sent after a restart: to the bridge it was at, whose venue
             // knows the id (a re-sent id returns the first execution's fills).
-            if let Some(i) = self.bridges.iter().position(|b| b.name() == name) {
+            if let Some(i) = self.kit.bridges.iter().position(|b| b.name() == name) {
                 at = i;
             }
         }
-        let bridge = &self.bridges[at];
+        let bridge = &self.kit.bridges[at];
         // Under the venue's max_inflight: wait for a place (not at a bridge yet).
-        let Ok(permit) = self.inflight[at].acquire(&self.abandon) else {
+        let Ok(permit) = self.kit.inflight[at].acquire(&self.kit.abandon) else {
             self.dead(o, DeadReason::Shutdown);
-            self.out.events.wake();
+            self.kit.out.events.wake();
             return;
         };
         // The gateway's STATUS: at a bridge from here (no wake: the end does).
-        self.out.progress(&o, EventKind::Attempt);
+        self.kit.out.progress(&o, EventKind::Attempt);
         // Shown as in progress from `now` (the start the bridge is given)
         // until it returns, however long the venue takes.
-        let fence_token = self.tokens.next();
+        let fence_token = self.kit.tokens.next();
         let journaled = self.journal_attempt(&o, bridge.name(), fence_token);
-        let in_call = self.bridge_calls.enter(self.call_slot, now);
+        let in_call = self.kit.bridge_calls.enter(self.call_slot, now);
         let result = if journaled {
             self.caller.call(
                 bridge,
@@ -443,7 +511,7 @@ impl Worker {
                 },
                 &o.id,
                 now,
-                &*self.clock,
+                &*self.kit.clock,
                 permit,
             )
         } else {
@@ -469,7 +537,7 @@ impl Worker {
         match outcome {
             Outcome::Executed(fills) => {
                 o.history.push(record("executed".into()));
-                self.out.executed(o, fills);
+                self.kit.out.executed(o, fills);
             }
             Outcome::Permanent(why) => {
                 o.history.push(record(format!("permanent:{why}")));
@@ -480,8 +548,8 @@ impl Worker {
                 self.park(o, now);
             }
         }
-        self.out.events.wake();
-        let t1 = self.mono.now_ns();
+        self.kit.out.events.wake();
+        let t1 = self.kit.mono.now_ns();
         self.recorder.record_span(Stage::OrderProcess, t0, t1);
         self.recorder.record_span(process_stage(self.lane), t0, t1);
     }
@@ -490,24 +558,27 @@ impl Worker {
     /// or the bound says no.
     fn park(&mut self, mut o: Order, now: u64) {
         let retry = o.attempts(); // the retry this would be: 1 after the first attempt
-        if self.draining.load(Ordering::Acquire) {
+        if self.kit.draining.load(Ordering::Acquire) {
             return self.dead(o, DeadReason::Shutdown);
         }
-        if !self.backoff.allows(retry) {
+        if !self.kit.backoff.allows(retry) {
             return self.dead(o, DeadReason::RetriesExhausted);
         }
-        if !self.permits.try_acquire() {
+        if !self.kit.permits.try_acquire() {
             return self.dead(o, DeadReason::RetryQueueFull);
         }
-        let delay = self.backoff.delay_ns(retry, o.next_delay.0, &mut self.rng);
-        o.next_delay = (delay, self.backoff.ceiling_ns(retry));
+        let delay = self
+            .kit
+            .backoff
+            .delay_ns(retry, o.next_delay.0, &mut self.rng);
+        o.next_delay = (delay, self.kit.backoff.ceiling_ns(retry));
         // Cancellable while it waits (before its `RETRY_WAIT` shows).
         o.claim.release();
         // Reported before the hand-off: the timer may fire it at once.
-        self.out.progress(&o, EventKind::Parked);
-        if let Err(e) = self.retry_tx.try_send((now.saturating_add(delay), o)) {
+        self.kit.out.progress(&o, EventKind::Parked);
+        if let Err(e) = self.kit.retry_tx.try_send((now.saturating_add(delay), o)) {
             // The channel holds `permits` orders, so only a stopped timer gets here.
-            self.permits.release();
+            self.kit.permits.release();
             let (_, o) = e.into_inner();
             if o.chunk.is_some() || o.claim.take() {
                 self.dead(o, DeadReason::Shutdown);
@@ -516,7 +587,7 @@ impl Worker {
     }
 
     fn dead(&mut self, o: Order, reason: DeadReason) {
-        self.out.dead(o, reason);
+        self.kit.out.dead(o, reason);
     }
 }
 

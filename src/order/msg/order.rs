@@ -15,6 +15,11 @@ use super::claim::Claim;
 
 /// An accepted order. Owned by exactly one stage at a time (queue, worker,
 /// delay queue): it moves, it is never shared.
+///
+/// Over 15 fields: it is the whole record of one order as it travels
+/// (what the client sent, its timestamps, its attempts, its routing and
+/// claim), moved by value from stage to stage rather than looked up in a
+/// shared table, so every stage finds what it needs on the order itself.
 #[derive(Debug)]
 pub(crate) struct Order {
     /// Admission number (gateway), 1-based; also spreads orders over bridges.
