@@ -65,7 +65,7 @@
 //! ```
 //!
 //! Three handlers use it: the feed (`feed/ingest.rs`), the order gateway
-//! (`order/gateway/mod.rs`) and the publisher (`publish/`). Read the feed
+//! (`order/gateway/conns.rs`) and the publisher (`publish/`). Read the feed
 //! and the gateway first: the feed writes straight to its socket (it only
 //! ever answers `AUTH`), the gateway appends replies to a [`WriteBuf`] per
 //! connection, marks the connection on a [`KeyList`] and flushes the list
