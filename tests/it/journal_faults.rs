@@ -316,6 +316,11 @@ fn a_stalled_sync_keeps_the_order_queue_bounded_ticks_flowing_and_gives_every_or
     wait_until("the journal's sync reached the gate", || {
         disk.waiting.load(Ordering::SeqCst) > 0
     });
+    // The in-flight gauge is set at the end of the gateway's turn, after
+    // the refusals were written: wait for it, then it must be the room.
+    wait_until("the in-flight gauge published", || {
+        e.counters().snapshot().orders.in_flight >= CAP as u64
+    });
     let o = e.counters().snapshot().orders;
     assert_eq!(o.in_flight, CAP as u64, "held orders = the lane's room");
     assert_eq!(o.busy, (SENT - CAP) as u64);
