@@ -183,11 +183,14 @@ impl Watch {
             return None;
         }
         let cells = self.cells.lock();
-        let dead: Vec<&str> = cells
-            .iter()
-            .filter(|c| c.state.load(Ordering::Acquire) == DIED)
-            .map(|c| c.name.as_str())
-            .collect();
+        let mut dead: Vec<&str> = Vec::new();
+        for c in cells.iter() {
+            // A thread started again under the same name (a venue call
+            // thread per attempt) that died again is named once.
+            if c.state.load(Ordering::Acquire) == DIED && !dead.contains(&c.name.as_str()) {
+                dead.push(c.name.as_str());
+            }
+        }
         Some(format!("thread {} died (panicked)", dead.join(", ")))
     }
 
@@ -208,7 +211,13 @@ impl Watch {
         let mut bad = Vec::new();
         for c in self.cells.lock().iter() {
             match c.state.load(Ordering::Acquire) {
-                DIED => bad.push(format!("{} died", c.name)),
+                DIED => {
+                    // Named once, however many threads of that name died.
+                    let line = format!("{} died", c.name);
+                    if !bad.contains(&line) {
+                        bad.push(line);
+                    }
+                }
                 ALIVE if c.beating => {
                     let age = now.saturating_sub(c.last_ns.load(Ordering::Relaxed));
                     if age > self.stall_after_ns {
@@ -309,6 +318,27 @@ mod tests {
         assert_eq!(w.fatal().unwrap(), "thread tickfan-test-x died (panicked)");
         w.run_fatal_hooks();
         assert!(synced.load(Ordering::Acquire));
+    }
+
+    #[test]
+    fn threads_of_one_name_that_died_are_named_once() {
+        let w = Arc::new(Watch::default());
+        for _ in 0..2 {
+            let w2 = Arc::clone(&w);
+            let h = std::thread::Builder::new()
+                .name("tickfan-test-call".into())
+                .spawn(move || {
+                    let _g = w2.guard();
+                    panic!("boom");
+                })
+                .unwrap();
+            assert!(h.join().is_err());
+        }
+        assert_eq!(w.health(), Err("tickfan-test-call died".to_string()));
+        assert_eq!(
+            w.fatal().unwrap(),
+            "thread tickfan-test-call died (panicked)"
+        );
     }
 
     #[test]
