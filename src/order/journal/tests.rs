@@ -163,26 +163,97 @@ fn a_torn_tail_on_disk_is_cut_and_the_journal_continues() {
 
 #[test]
 fn group_commit_syncs_once_per_batch() {
-    let syncs = Arc::new(AtomicUsize::new(0));
-    let files = Injected {
-        fail: Arc::new(AtomicBool::new(false)),
-        syncs: Arc::clone(&syncs),
-        kind: io::ErrorKind::Other,
+    // The first record's sync is held at a gate while 19,999 more are
+    // appended: they all wait in one batch, made durable by one sync.
+    let gate = Arc::new(Gate::default());
+    let limits = JournalLimits {
+        segment_bytes: 1 << 30,
+        ..LIMITS
     };
-    let (j, h) = Journal::start(Box::new(files), LIMITS, 1, Vec::new(), Box::new(|| {})).unwrap();
+    let files = GatedFiles(Arc::clone(&gate));
+    let (j, h) = Journal::start(Box::new(files), limits, 1, Vec::new(), Box::new(|| {})).unwrap();
     let rec = samples().remove(0);
     let n = 20_000;
+    j.append(&rec).unwrap();
+    gate.wait_for_syncs(2);
     let mut last = 0;
-    for _ in 0..n {
+    for _ in 1..n {
         last = j.append(&rec).unwrap();
     }
+    assert!(j.durable_lsn() < 2, "nothing past the held sync is durable");
+    gate.open();
     assert!(j.wait_durable(last));
     j.stop();
     h.join().unwrap();
-    let s = syncs.load(Ordering::Relaxed);
-    // One sync for the header, then at most one per batch; appends far
-    // outrun syncs, so batches hold many records each.
-    assert!(s >= 2 && s < n / 2, "{s} syncs for {n} records");
+    assert_eq!(
+        gate.syncs(),
+        3,
+        "the header's sync, the first record's, one for the other {}",
+        n - 1
+    );
+}
+
+/// Syncs counted, the second and later held until [`Gate::open`].
+#[derive(Default)]
+struct Gate {
+    /// Syncs begun, and whether the gate is open.
+    state: std::sync::Mutex<(usize, bool)>,
+    changed: std::sync::Condvar,
+}
+
+impl Gate {
+    fn syncs(&self) -> usize {
+        self.state.lock().unwrap().0
+    }
+
+    /// Waits (at most a minute) until `k` syncs have begun.
+    fn wait_for_syncs(&self, k: usize) {
+        let st = self.state.lock().unwrap();
+        let (st, timeout) = self
+            .changed
+            .wait_timeout_while(st, std::time::Duration::from_secs(60), |s| s.0 < k)
+            .unwrap();
+        assert!(!timeout.timed_out(), "{} syncs, waited for {k}", st.0);
+    }
+
+    fn open(&self) {
+        self.state.lock().unwrap().1 = true;
+        self.changed.notify_all();
+    }
+}
+
+struct GatedFiles(Arc<Gate>);
+
+struct GatedFile(Arc<Gate>);
+
+impl JournalFiles for GatedFiles {
+    fn create(&mut self, _segment: u64) -> io::Result<Box<dyn JournalFile>> {
+        Ok(Box::new(GatedFile(Arc::clone(&self.0))))
+    }
+
+    fn remove(&mut self, _segment: u64) -> io::Result<()> {
+        Ok(())
+    }
+}
+
+impl JournalFile for GatedFile {
+    fn write_all(&mut self, _buf: &[u8]) -> io::Result<()> {
+        Ok(())
+    }
+
+    fn sync_data(&mut self) -> io::Result<()> {
+        let mut st = self.0.state.lock().unwrap();
+        st.0 += 1;
+        self.0.changed.notify_all();
+        if st.0 >= 2 {
+            let _open = self.0.changed.wait_while(st, |s| !s.1).unwrap();
+        }
+        Ok(())
+    }
+
+    fn truncate(&mut self, _len: u64) -> io::Result<()> {
+        Ok(())
+    }
 }
 
 #[test]
