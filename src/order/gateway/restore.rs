@@ -108,19 +108,9 @@ fn restored_status(qty: Lots, end: Option<&Record>, resumed: &Resumed) -> (Order
 mod tests {
     use super::*;
     use crate::order::gateway::status::Phase;
+    use crate::order::msg::record::tests::dead_k1;
 
     const SEC: u64 = 1_000_000_000;
-
-    fn dead(attempts: u32) -> Record {
-        Record::Terminal {
-            id: "k1".into(),
-            state: TerminalState::Dead,
-            reason: "retries_exhausted".into(),
-            cum: Lots(0),
-            amount: Default::default(),
-            attempts,
-        }
-    }
 
     #[test]
     fn an_open_order_is_restored_queued_with_its_attempts_and_an_ended_one_as_it_ended() {
@@ -133,7 +123,7 @@ mod tests {
         let st = d.status("k1", 100 * SEC).unwrap();
         assert_eq!((st.phase(), st.attempts()), (Phase::Queued, 2));
         assert_eq!(d.state("k1", 100 * SEC), Some(IdState::Live));
-        d.restore_id("k2", 100 * SEC, SEC, Lots(100), Some(&dead(4)), &resumed);
+        d.restore_id("k2", 100 * SEC, SEC, Lots(100), Some(&dead_k1(4)), &resumed);
         let st = d.status("k2", 100 * SEC).unwrap();
         assert_eq!(st.phase(), Phase::Dead(DeadReason::RetriesExhausted));
         assert_eq!(st.attempts(), 4);
@@ -152,7 +142,7 @@ mod tests {
             100 * SEC,
             SEC,
             Lots(100),
-            Some(&dead(4)),
+            Some(&dead_k1(4)),
             &Resumed::default(),
         );
         d.restore_id("k1", 100 * SEC, SEC, Lots(100), None, &Resumed::default());

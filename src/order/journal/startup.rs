@@ -355,6 +355,7 @@ mod tests {
     use super::*;
     use crate::model::lane::Lane;
     use crate::model::units::{Lots, Side};
+    use crate::order::msg::record::tests::dead_k1;
 
     const SEC: u64 = 1_000_000_000;
 
@@ -391,18 +392,6 @@ mod tests {
 
         fn acct_key(&self, _: &str) -> Option<Arc<str>> {
             None
-        }
-    }
-
-    /// The `Terminal` record of a `k1` dead-lettered after `attempts`.
-    fn dead_k1(attempts: u32) -> Record {
-        Record::Terminal {
-            id: "k1".into(),
-            state: TerminalState::Dead,
-            reason: "retries_exhausted".into(),
-            cum: Lots(0),
-            amount: Default::default(),
-            attempts,
         }
     }
 

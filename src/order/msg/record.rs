@@ -325,6 +325,19 @@ impl Reader<'_> {
 pub(crate) mod tests {
     use super::*;
 
+    /// The `Terminal` record of an order `k1` dead-lettered after
+    /// `attempts` (recovery's and the restored `STATUS`'s tests).
+    pub(crate) fn dead_k1(attempts: u32) -> Record {
+        Record::Terminal {
+            id: "k1".into(),
+            state: TerminalState::Dead,
+            reason: "retries_exhausted".into(),
+            cum: Lots(0),
+            amount: Default::default(),
+            attempts,
+        }
+    }
+
     /// One record of each type.
     pub(crate) fn samples() -> Vec<Record> {
         vec![
