@@ -86,11 +86,11 @@ warm_at = min(60, rows[-1][0] // 4) if rows else 0
 warm = [k for t, k in rows if t >= warm_at]
 growth = (max(warm) - warm[0]) / 1024 if warm else float("nan")
 r = json.load(open(f"{out}/report.json"))
-c = r["counters"]; o = c["orders"]
+c = r["counters"]; f = c["feed"]; p = c["publish"]; o = c["orders"]; g = o["gateway"]
 print(f"duration {rows[-1][0] if rows else 0} s; RSS at {warm_at} s {warm[0]/1024:.1f} MiB, peak after {max(warm)/1024:.1f} MiB, growth {growth:.2f} MiB (goal < 5)")
-print(f"ticks received {c['ticks_received']} = valid {c['ticks_valid']} + poison {c['poison_total']}: {c['ticks_received'] == c['ticks_valid'] + c['poison_total']}")
-print(f"published {c['published']} + conflated {c['conflated']} = {c['published'] + c['conflated']} vs valid {c['ticks_valid']} (taken so far)")
-print(f"orders accepted {o['accepted']} = done {o['done_total']} + dead {o['dead_total']} + expired {o['expired']} + in flight {o['in_flight']}: {o['accepted'] == o['done_total'] + o['dead_total'] + o['expired'] + o['in_flight']}")
+print(f"ticks received {c['ticks_received']} = valid {f['ticks_valid']} + poison {c['poison_total']} + conflated at the feed {f['ticks_conflated']}: {c['ticks_received'] == f['ticks_valid'] + c['poison_total'] + f['ticks_conflated']}")
+print(f"published {p['published']} + conflated {p['conflated']} = {p['published'] + p['conflated']} vs valid + conflated at the feed {f['ticks_valid'] + f['ticks_conflated']} (taken so far)")
+print(f"orders accepted {g['accepted']} = done {o['done_total']} + dead {o['dead_total']} + expired {o['expired']} + in flight {g['in_flight']}: {g['accepted'] == o['done_total'] + o['dead_total'] + o['expired'] + g['in_flight']}")
 print(f"orders tool exit {orders_rc} (0 = every order got exactly one terminal reply)")
 print("RSS (MiB) per minute: " + " ".join(f"{t}s:{k/1024:.1f}" for t, k in rows if t % 60 == 0))
 try:

@@ -99,7 +99,7 @@ fn a_flood_conflated_at_the_feed_allocates_nothing_per_tick() {
         ..Config::ephemeral()
     };
     let c = steady_allocations(&config, b"PSUBSCRIBE *\r\n", 40 * ROUNDS);
-    assert!(c.feed_conflated > 0, "the reads never filled: {c:?}");
+    assert!(c.feed.ticks_conflated > 0, "the reads never filled: {c:?}");
 }
 
 /// The same with the history ring on and a subscriber under both caps of
@@ -119,7 +119,7 @@ fn throttled_subscribers_and_the_history_ring_allocate_nothing_per_tick() {
         b"TICKFAN.THROTTLE 20 MAXBYTES 400000\r\nPSUBSCRIBE *\r\n",
         ROUNDS,
     );
-    assert!(c.throttled > 0, "the throttle held symbols back");
+    assert!(c.publish.throttled > 0, "the throttle held symbols back");
 }
 
 /// Feeds a warm-up batch, then a measured one (`rounds` ticks of each

@@ -322,8 +322,8 @@ pub fn run(args: &DemoArgs) -> Result<(), Failure> {
         Duration::from_secs(10),
         || {
             let c = engine.counters().snapshot();
-            c.ticks_received + c.lines_skipped >= sent.lines
-                && c.published + c.conflated >= c.ticks_valid
+            c.ticks_received + c.feed.lines_skipped >= sent.lines
+                && c.publish.published + c.publish.conflated >= c.feed.ticks_valid
         },
     );
     // Every frame the engine queued for a normal subscriber, and nothing

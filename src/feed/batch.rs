@@ -343,7 +343,7 @@ mod tests {
 
         fn counts(&self) -> (u64, u64, u64) {
             let s = self.ingest.counters.snapshot();
-            (s.ticks_valid, s.feed_conflated, s.poison_total)
+            (s.feed.ticks_valid, s.feed.ticks_conflated, s.poison_total)
         }
     }
 
@@ -420,7 +420,7 @@ mod tests {
         r.read(&text, true);
         assert_eq!(r.counts(), (1, 3, 1));
         assert_eq!(r.ingest.counters.poison(PoisonReason::LineTooLong), 1);
-        assert_eq!(r.ingest.counters.snapshot().lines_skipped, 2);
+        assert_eq!(r.ingest.counters.snapshot().feed.lines_skipped, 2);
         assert_eq!(r.slot(0), (4, 4));
         assert_eq!(r.reader.buffered(), 0, "the batch consumed the read");
     }

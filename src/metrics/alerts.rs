@@ -185,23 +185,25 @@ impl Alerts {
             .map(|s| s.staleness_us)
             .max()
             .unwrap_or(0);
-        let dlq_rate = (n.dlq.0 + n.dlq.1).saturating_sub(i.before.dlq.0 + i.before.dlq.1) as f64
+        let dlq_rate = (n.dlq_stored + n.feed.dlq_handoff_dropped)
+            .saturating_sub(i.before.dlq_stored + i.before.feed.dlq_handoff_dropped)
+            as f64
             / i.secs.max(1e-9);
-        let conns = n.feed_connections.2.max(n.subscriber_connections.2);
-        let in_bridge = n.orders.bridge_calls_in_progress;
+        let conns = n.feed.connections_open.max(n.publish.subscribers_open);
+        let in_bridge = n.orders.gateway.bridge_calls_in_progress;
         let over_slo = n.capacity.over_slo();
         let checks: [(Alert, bool, String); Alert::COUNT] = [
             (
                 Alert::SymbolsNearLimit,
-                near(n.symbols, l.max_symbols),
-                format!("{} of {} symbols", n.symbols, l.max_symbols),
+                near(n.feed.symbols, l.max_symbols),
+                format!("{} of {} symbols", n.feed.symbols, l.max_symbols),
             ),
             (
                 Alert::DirtyQueueHigh,
-                near(n.dirty_depth, l.max_symbols),
+                near(n.publish.dirty_depth, l.max_symbols),
                 format!(
                     "{} of {} symbols waiting for the publisher",
-                    n.dirty_depth, l.max_symbols
+                    n.publish.dirty_depth, l.max_symbols
                 ),
             ),
             (
@@ -233,21 +235,21 @@ impl Alerts {
             ),
             (
                 Alert::OrderQueueOld,
-                n.orders.queue_oldest_age_us > micros(l.order_age),
+                n.orders.gateway.queue_oldest_age_us > micros(l.order_age),
                 format!(
                     "oldest queued order {:.3} s old",
-                    n.orders.queue_oldest_age_us as f64 / 1e6
+                    n.orders.gateway.queue_oldest_age_us as f64 / 1e6
                 ),
             ),
             (
                 Alert::BridgeCallSlow,
-                n.orders.bridge_call_oldest_age_us > micros(l.bridge_call),
+                n.orders.gateway.bridge_call_oldest_age_us > micros(l.bridge_call),
                 if in_bridge == 0 {
                     "no bridge call in progress".to_string()
                 } else {
                     format!(
                         "a bridge call has been in progress {:.1} s ({in_bridge} {})",
-                        n.orders.bridge_call_oldest_age_us as f64 / 1e6,
+                        n.orders.gateway.bridge_call_oldest_age_us as f64 / 1e6,
                         if in_bridge == 1 {
                             "worker in a bridge call"
                         } else {
@@ -258,10 +260,13 @@ impl Alerts {
             ),
             (
                 Alert::JournalFull,
-                near(n.orders.journal_bytes, n.orders.journal_max_bytes),
+                near(
+                    n.orders.gateway.journal_bytes,
+                    n.orders.gateway.journal_max_bytes,
+                ),
                 format!(
                     "journal {} of {} bytes",
-                    n.orders.journal_bytes, n.orders.journal_max_bytes
+                    n.orders.gateway.journal_bytes, n.orders.gateway.journal_max_bytes
                 ),
             ),
             (
@@ -291,16 +296,16 @@ impl Alerts {
             (
                 Alert::JournalDiskFull,
                 // An episode shorter than the interval still raises it once.
-                n.orders.journal_disk_full == 1
-                    || n.orders.journal_disk_full_episodes
-                        > i.before.orders.journal_disk_full_episodes,
-                if n.orders.journal_disk_full == 1 {
+                n.orders.gateway.journal_disk_full == 1
+                    || n.orders.gateway.journal_disk_full_episodes
+                        > i.before.orders.gateway.journal_disk_full_episodes,
+                if n.orders.gateway.journal_disk_full == 1 {
                     "the order journal's disk is full: new orders get SYSTEM_BUSY journal_full"
                         .to_string()
                 } else {
                     format!(
                         "the order journal's disk has room ({} times full since start)",
-                        n.orders.journal_disk_full_episodes
+                        n.orders.gateway.journal_disk_full_episodes
                     )
                 },
             ),
@@ -353,24 +358,25 @@ mod tests {
         let mut a = Alerts::new(limits());
         let quiet = CountersSnapshot::default();
         let mut busy = CountersSnapshot {
-            symbols: 8,
-            dirty_depth: 9,
-            subscriber_connections: (80, 0, 80),
-            dlq: (50, 0),
+            dlq_stored: 50,
             ..CountersSnapshot::default()
         };
-        busy.orders.queue_depth = 80;
+        busy.feed.symbols = 8;
+        busy.publish.dirty_depth = 9;
+        busy.publish.subscribers_accepted = 80;
+        busy.publish.subscribers_open = 80;
+        busy.orders.gateway.queue_depth = 80;
         busy.orders.lane_depth = (80, 0);
-        busy.orders.queue_oldest_age_us = 600_000;
-        busy.orders.bridge_calls_in_progress = 1;
-        busy.orders.bridge_call_oldest_age_us = 6_000_000;
-        busy.orders.journal_bytes = 800;
-        busy.orders.journal_max_bytes = 1_000;
+        busy.orders.gateway.queue_oldest_age_us = 600_000;
+        busy.orders.gateway.bridge_calls_in_progress = 1;
+        busy.orders.gateway.bridge_call_oldest_age_us = 6_000_000;
+        busy.orders.gateway.journal_bytes = 800;
+        busy.orders.gateway.journal_max_bytes = 1_000;
         busy.capacity.slo_s = 1.0;
         busy.capacity.lanes[0].drain_s = None; // not draining
         busy.cluster.symbols_silent = 1;
-        busy.orders.journal_disk_full = 1;
-        busy.orders.journal_disk_full_episodes = 1;
+        busy.orders.gateway.journal_disk_full = 1;
+        busy.orders.gateway.journal_disk_full_episodes = 1;
         let stale = [SubscriberStats {
             connected: true,
             staleness_us: 2_000_000,
@@ -395,14 +401,14 @@ mod tests {
             "each started once"
         );
         let mut calm = busy.clone();
-        calm.orders.queue_depth = 0;
+        calm.orders.gateway.queue_depth = 0;
         calm.orders.lane_depth = (0, 0);
-        calm.orders.queue_oldest_age_us = 0;
-        calm.orders.bridge_calls_in_progress = 0;
-        calm.orders.bridge_call_oldest_age_us = 0;
+        calm.orders.gateway.queue_oldest_age_us = 0;
+        calm.orders.gateway.bridge_calls_in_progress = 0;
+        calm.orders.gateway.bridge_call_oldest_age_us = 0;
         calm.capacity.lanes[0].drain_s = Some(0.4);
         calm.capacity.lanes[1].drain_s = Some(0.0);
-        calm.orders.journal_disk_full = 0;
+        calm.orders.gateway.journal_disk_full = 0;
         let off = AlertInputs {
             now: &calm,
             before: &busy,
@@ -448,8 +454,8 @@ mod tests {
         let quiet = CountersSnapshot::default();
         let calls = |count: u64, oldest_us: u64| {
             let mut s = CountersSnapshot::default();
-            s.orders.bridge_calls_in_progress = count;
-            s.orders.bridge_call_oldest_age_us = oldest_us;
+            s.orders.gateway.bridge_calls_in_progress = count;
+            s.orders.gateway.bridge_call_oldest_age_us = oldest_us;
             s
         };
         let mut eval = |now: &CountersSnapshot| {

@@ -165,79 +165,27 @@ pub struct Counters {
     pub tls: TlsCounters,
 }
 
-/// A point-in-time copy of every counter, for reports.
-///
-/// `feed` and `publish` are the group snapshots (the counter table's view,
-/// which `/metrics` renders); the flat fields after them are the reports'
-/// older view of the same figures (`/report`'s JSON, the final report, the
-/// alerts and the tests read them), kept as copies so that JSON does not
-/// change. More than 15 fields for that reason.
+/// A point-in-time copy of every counter, for reports: each group's
+/// snapshot as the counter table declares it ([`super::table`]), plus the
+/// figures derived from them or labelled (poison by reason).
 #[derive(Debug, Clone, Default, PartialEq, Eq, serde::Serialize)]
 pub struct CountersSnapshot {
     /// The feed thread's figures, as declared in [`FeedCounters`].
-    #[serde(skip)]
     pub feed: FeedSnapshot,
     /// The publisher's figures, as declared in [`PublishCounters`].
-    #[serde(skip)]
     pub publish: PublishSnapshot,
     /// Dead letters stored (the DLQ thread's one counter).
-    #[serde(skip)]
     pub dlq_stored: u64,
     /// Ticks received: valid + poison + conflated at the feed.
     pub ticks_received: u64,
-    /// Valid ticks.
-    pub ticks_valid: u64,
-    /// Tick lines conflated at the feed (superseded in their read, not parsed).
-    pub feed_conflated: u64,
     /// Poison ticks in total.
     pub poison_total: u64,
     /// Poison ticks by reason name (every reason listed, zeros included).
     pub poison: Vec<(String, u64)>,
-    /// Header/comment/blank lines skipped.
-    pub lines_skipped: u64,
-    /// Crossed or locked quotes passed through.
-    pub crossed_quotes: u64,
-    /// Bytes read from feeds.
-    pub feed_bytes: u64,
-    /// Feed connections accepted / refused / open.
-    pub feed_connections: (u64, u64, u64),
-    /// Symbols interned.
-    pub symbols: u64,
-    /// Updates published.
-    pub published: u64,
-    /// Updates never published (sequence gaps): conflated in the slots or at the feed.
-    pub conflated: u64,
-    /// Frames appended to subscriber buffers.
-    pub frames: u64,
-    /// Bytes written to subscribers.
-    pub subscriber_bytes: u64,
-    /// Subscriber connections accepted / refused / open.
-    pub subscriber_connections: (u64, u64, u64),
-    /// Per-subscriber conflations, all subscribers.
-    pub subscriber_conflations: u64,
-    /// Slow-mode episodes, all subscribers.
-    pub slow_episodes: u64,
-    /// Subscriber commands / errors.
-    pub commands: (u64, u64),
-    /// Bytes buffered for subscribers now.
-    pub buffered_bytes: u64,
-    /// Symbols waiting in the dirty queue.
-    pub dirty_depth: u64,
-    /// Connections refused for a wrong, missing or late token (feed, subscriber).
-    pub auth_failures: (u64, u64),
-    /// Subscriptions refused over the per-client limit.
-    pub subscriptions_refused: u64,
-    /// Symbols held back by subscribers' throttles.
-    pub throttled: u64,
-    /// Frames replayed by `TICKFAN.SINCE`.
-    pub since_frames: u64,
-    /// Dead letters stored / dropped at hand-off.
-    pub dlq: (u64, u64),
     /// The order path.
     pub orders: OrderSnapshot,
     /// The order lanes' workers and capacity view.
     pub capacity: CapacitySnapshot,
-
     /// The NATS backbone.
     pub cluster: ClusterSnapshot,
     /// TLS per port.
@@ -247,56 +195,23 @@ pub struct CountersSnapshot {
 impl Counters {
     /// Copies every counter.
     pub fn snapshot(&self) -> CountersSnapshot {
-        let f = self.feed.values();
-        let p = self.publish.values();
+        let feed = self.feed.values();
         let poison: Vec<(String, u64)> = PoisonReason::ALL
             .iter()
             .map(|r| (r.as_str().to_string(), get(&self.feed.poison[r.index()])))
             .collect();
         let poison_total = poison.iter().map(|(_, n)| n).sum();
-        let dlq_stored = get(&self.dlq_stored);
         CountersSnapshot {
-            ticks_received: f.ticks_valid + poison_total + f.ticks_conflated,
-            ticks_valid: f.ticks_valid,
-            feed_conflated: f.ticks_conflated,
+            ticks_received: feed.ticks_valid + poison_total + feed.ticks_conflated,
             poison_total,
             poison,
-            lines_skipped: f.lines_skipped,
-            crossed_quotes: f.crossed_quotes,
-            feed_bytes: f.bytes_read,
-            feed_connections: (
-                f.connections_accepted,
-                f.connections_refused,
-                f.connections_open,
-            ),
-            symbols: f.symbols,
-            published: p.published,
-            conflated: p.conflated,
-            frames: p.frames,
-            subscriber_bytes: p.bytes_written,
-            subscriber_connections: (
-                p.subscribers_accepted,
-                p.subscribers_refused,
-                p.subscribers_open,
-            ),
-            subscriber_conflations: p.subscriber_conflations,
-            slow_episodes: p.slow_episodes,
-            commands: (p.commands, p.command_errors),
-            buffered_bytes: p.buffered_bytes,
-            dirty_depth: p.dirty_depth,
-            auth_failures: (f.auth_failures, p.auth_failures),
-            subscriptions_refused: p.subscriptions_refused,
-            throttled: p.throttled,
-            since_frames: p.since_frames,
-            dlq: (dlq_stored, f.dlq_handoff_dropped),
+            feed,
+            publish: self.publish.values(),
+            dlq_stored: get(&self.dlq_stored),
             orders: OrderSnapshot::take(&self.orders, &self.retry, &self.fills),
             capacity: CapacitySnapshot::take(&self.capacity),
-
             cluster: self.cluster.snapshot(),
             tls: self.tls.snapshot(),
-            feed: f,
-            publish: p,
-            dlq_stored,
         }
     }
 
@@ -317,8 +232,122 @@ mod tests {
         bump(&c.feed.poison[PoisonReason::BadNumber.index()], 2);
         bump(&c.feed.poison[PoisonReason::LineTooLong.index()], 1);
         let s = c.snapshot();
-        assert_eq!((s.ticks_received, s.ticks_valid, s.poison_total), (8, 5, 3));
+        assert_eq!(
+            (s.ticks_received, s.feed.ticks_valid, s.poison_total),
+            (8, 5, 3)
+        );
         assert_eq!(c.poison(PoisonReason::BadNumber), 2);
         assert_eq!(s.poison.len(), PoisonReason::COUNT);
+    }
+
+    /// The JSON report names each figure as the table does: every table
+    /// entry is at `counters.<group>.<field>`, holding its own value (each
+    /// atomic holds a different number), so no second spelling can drift.
+    #[test]
+    fn the_report_json_holds_every_table_figure_under_its_group() {
+        use super::super::order_counters::{FillCounters, OrderCounters, RetryCounters};
+        use super::super::table::Desc;
+        let c = Counters::default();
+        let mut n = 1;
+        c.feed.fill_distinct(&mut n);
+        c.publish.fill_distinct(&mut n);
+        c.orders.fill_distinct(&mut n);
+        c.retry.fill_distinct(&mut n);
+        c.fills.fill_distinct(&mut n);
+        let s = c.snapshot();
+        let json = serde_json::to_value(&s).expect("serialises");
+        fn check<S>(table: &[Desc<S>], snap: &S, at: &serde_json::Value, seen: &mut Vec<u64>) {
+            for d in table {
+                let v = (d.get)(snap);
+                assert_eq!(at[d.field].as_u64(), Some(v), "{} in {at}", d.field);
+                assert!(!seen.contains(&v), "{} shares its value", d.field);
+                seen.push(v);
+            }
+        }
+        let mut seen = Vec::new();
+        let counters = &json;
+        check(FeedCounters::TABLE, &s.feed, &counters["feed"], &mut seen);
+        check(
+            PublishCounters::TABLE,
+            &s.publish,
+            &counters["publish"],
+            &mut seen,
+        );
+        let orders = &counters["orders"];
+        check(
+            OrderCounters::TABLE,
+            &s.orders.gateway,
+            &orders["gateway"],
+            &mut seen,
+        );
+        check(
+            RetryCounters::TABLE,
+            &s.orders.retry,
+            &orders["retry"],
+            &mut seen,
+        );
+        check(
+            FillCounters::TABLE,
+            &s.orders.sequencing,
+            &orders["sequencing"],
+            &mut seen,
+        );
+        let plain = FeedCounters::TABLE.len()
+            + PublishCounters::TABLE.len()
+            + OrderCounters::TABLE.len()
+            + RetryCounters::TABLE.len()
+            + FillCounters::TABLE.len();
+        assert_eq!(seen.len(), plain);
+        // Beside the groups, only labelled and derived figures: a copy of
+        // a table figure under another name would show up here.
+        let keys = |v: &serde_json::Value| -> Vec<String> {
+            let mut k: Vec<String> = v.as_object().expect("object").keys().cloned().collect();
+            k.sort();
+            k
+        };
+        assert_eq!(
+            keys(counters),
+            [
+                "capacity",
+                "cluster",
+                "dlq_stored",
+                "feed",
+                "orders",
+                "poison",
+                "poison_total",
+                "publish",
+                "ticks_received",
+                "tls"
+            ]
+        );
+        assert_eq!(
+            keys(orders),
+            [
+                "busy",
+                "dead",
+                "dead_total",
+                "done",
+                "done_total",
+                "duplicates",
+                "expired",
+                "gateway",
+                "invalid",
+                "lane_depth",
+                "lane_oldest_age_us",
+                "rejected",
+                "retries",
+                "retry",
+                "sequencing"
+            ]
+        );
+        // A group's object holds its table's figures and nothing else.
+        assert_eq!(
+            counters["feed"].as_object().map(|m| m.len()),
+            Some(FeedCounters::TABLE.len())
+        );
+        assert_eq!(
+            counters["publish"].as_object().map(|m| m.len()),
+            Some(PublishCounters::TABLE.len())
+        );
     }
 }

@@ -194,101 +194,42 @@ counter_group! {
     }
 }
 
-/// A copy of the order counters, for reports.
-///
-/// `gateway` and `retry` are the group snapshots (the counter table's view,
-/// which `/metrics` renders); the flat fields are the reports' older view
-/// of the same figures (`/report`'s JSON, the final report, the alerts and
-/// the tests read them), kept as copies so that JSON does not change. More
-/// than 15 fields for that reason.
+/// A point-in-time copy of the order path's three groups: each group's
+/// snapshot as the counter table declares it (`gateway`, `retry`,
+/// `sequencing`), plus the labelled figures (by reason, by lane, by retry
+/// number) and the totals derived from them.
 #[derive(Debug, Clone, Default, PartialEq, Eq, serde::Serialize)]
 pub struct OrderSnapshot {
     /// The gateway's figures, as declared in [`OrderCounters`].
-    #[serde(skip)]
     pub gateway: GatewaySnapshot,
     /// The retry timer's figures, as declared in [`RetryCounters`].
-    #[serde(skip)]
     pub retry: RetrySnapshot,
-    /// Connections accepted / refused / open.
-    pub connections: (u64, u64, u64),
-    /// Orders accepted.
-    pub accepted: u64,
-    /// Rejects by reason name (SYSTEM_BUSY, INVALID, DUPLICATE, EXPIRED).
-    pub rejected: Vec<(String, u64)>,
-    /// `INVALID` rejects by detail reason (non-zero only).
-    pub invalid: Vec<(String, u64)>,
-    /// `DONE` by status (FILLED, PARTIAL, FAILED).
-    pub done: Vec<(String, u64)>,
-    /// `DEAD` by reason.
-    pub dead: Vec<(String, u64)>,
-    /// Done in total.
-    pub done_total: u64,
-    /// Dead-lettered in total.
-    pub dead_total: u64,
-    /// Expired after acceptance.
-    pub expired: u64,
-    /// Duplicates rejected.
-    pub duplicates: u64,
-    /// SYSTEM_BUSY rejects.
-    pub busy: u64,
-    /// Fills sent.
-    pub fills: u64,
-    /// Bridge attempts of ended orders.
-    pub attempts: u64,
-    /// Retries fired by retry number (1-based; the last bucket counts later ones too).
-    pub retries: Vec<u64>,
-    /// Orders expired when their retry came due.
-    pub retry_expired: u64,
-    /// Bridge calls abandoned at their lease's expiry.
-    pub lease_expired: u64,
-    /// Late answers (retired fencing token) discarded.
-    pub late_answers_discarded: u64,
-    /// Replays admitted.
-    pub replays: u64,
-    /// Replies to clients already gone.
-    pub replies_to_closed_connections: u64,
-    /// Main queue depth now.
-    pub queue_depth: u64,
-    /// Oldest queued order's age now, µs.
-    pub queue_oldest_age_us: u64,
-    /// Delay queue depth now.
-    pub retry_depth: u64,
-    /// Accepted orders not yet ended.
-    pub in_flight: u64,
-    /// Ids remembered.
-    pub dedup_ids: u64,
-    /// Queue depth now per lane (small, large).
-    pub lane_depth: (u64, u64),
-    /// Oldest queued order's age now per lane (small, large), µs.
-    pub lane_oldest_age_us: (u64, u64),
-    /// Workers inside a bridge call now.
-    pub bridge_calls_in_progress: u64,
-    /// Age of the oldest bridge call in progress now (engine clock), µs; 0 when none.
-    pub bridge_call_oldest_age_us: u64,
-    /// Order journal bytes now (0 with `--no-journal`).
-    pub journal_bytes: u64,
-    /// `--journal-max-bytes` (0 with `--no-journal`).
-    pub journal_max_bytes: u64,
-    /// 1 while the journal's disk is full.
-    pub journal_disk_full: u64,
-    /// 1 once the journal failed for good.
-    pub journal_failed: u64,
-    /// Times the journal's disk was found full.
-    pub journal_disk_full_episodes: u64,
-    /// `SYSTEM_BUSY journal_full` rejects (part of `busy`).
-    pub journal_full_rejects: u64,
-    /// Fill sequencing, positions and chunks.
+    /// The fill thread's figures, as declared in [`FillCounters`].
     pub sequencing: FillSnapshot,
-    /// Connections refused for a wrong, missing or late token.
-    pub auth_failures: u64,
-    /// `SYSTEM_BUSY rate_limited` rejects (part of `busy`).
-    pub rate_limited: u64,
-    /// 1 while the order kill switch is on.
-    pub halted: u64,
-    /// `SYSTEM_BUSY halted` rejects (part of `busy`).
-    pub halted_rejects: u64,
-    /// Orders cancelled.
-    pub cancelled: u64,
+    /// Rejected orders by reason name (every reason listed).
+    pub rejected: Vec<(String, u64)>,
+    /// Invalid lines by reason name (reasons seen only).
+    pub invalid: Vec<(String, u64)>,
+    /// Orders done by status name.
+    pub done: Vec<(String, u64)>,
+    /// Orders dead-lettered by reason name.
+    pub dead: Vec<(String, u64)>,
+    /// Sum of `done`.
+    pub done_total: u64,
+    /// Sum of `dead`.
+    pub dead_total: u64,
+    /// Rejected as expired (one of `rejected`).
+    pub expired: u64,
+    /// Rejected as duplicates (one of `rejected`).
+    pub duplicates: u64,
+    /// Rejected `SYSTEM_BUSY` (one of `rejected`).
+    pub busy: u64,
+    /// Retries fired, by retry number (1st, 2nd, …).
+    pub retries: Vec<u64>,
+    /// Orders waiting in the small and the large lane.
+    pub lane_depth: (u64, u64),
+    /// Age of the oldest order waiting in the small and the large lane.
+    pub lane_oldest_age_us: (u64, u64),
 }
 
 fn get(c: &AtomicU64) -> u64 {
@@ -306,20 +247,12 @@ fn named<const N: usize>(names: [&str; N], vals: &[AtomicU64; N]) -> Vec<(String
 impl OrderSnapshot {
     /// Copies the three groups.
     pub fn take(o: &OrderCounters, r: &RetryCounters, f: &FillCounters) -> Self {
-        let g = o.values();
-        let rs = r.values();
         let rejected = named(RejectReason::ALL.map(RejectReason::as_str), &o.rejected);
         let done = named(DoneStatus::ALL.map(DoneStatus::as_str), &o.done);
         let dead = named(DeadReason::ALL.map(DeadReason::as_str), &o.dead);
         let mut invalid = named(InvalidReason::ALL.map(InvalidReason::as_str), &o.invalid);
         invalid.retain(|(_, n)| *n > 0);
         OrderSnapshot {
-            connections: (
-                g.connections_accepted,
-                g.connections_refused,
-                g.connections_open,
-            ),
-            accepted: g.accepted,
             done_total: done.iter().map(|(_, n)| n).sum(),
             dead_total: dead.iter().map(|(_, n)| n).sum(),
             expired: get(&o.rejected[RejectReason::Expired.index()]),
@@ -329,19 +262,7 @@ impl OrderSnapshot {
             invalid,
             done,
             dead,
-            fills: g.fills,
-            attempts: g.attempts,
             retries: r.fired.iter().map(get).collect(),
-            retry_expired: rs.expired_when_due,
-            lease_expired: rs.lease_expired,
-            late_answers_discarded: rs.late_answers_discarded,
-            replays: g.replays,
-            replies_to_closed_connections: g.replies_to_closed_connections,
-            queue_depth: g.queue_depth,
-            queue_oldest_age_us: g.queue_oldest_age_us,
-            retry_depth: rs.depth,
-            in_flight: g.in_flight,
-            dedup_ids: g.dedup_ids,
             lane_depth: (
                 get(&o.lane_depth[Lane::Small.index()]),
                 get(&o.lane_depth[Lane::Large.index()]),
@@ -350,28 +271,15 @@ impl OrderSnapshot {
                 get(&o.lane_oldest_age_us[Lane::Small.index()]),
                 get(&o.lane_oldest_age_us[Lane::Large.index()]),
             ),
-            bridge_calls_in_progress: g.bridge_calls_in_progress,
-            bridge_call_oldest_age_us: g.bridge_call_oldest_age_us,
-            journal_bytes: g.journal_bytes,
-            journal_max_bytes: g.journal_max_bytes,
-            journal_disk_full: g.journal_disk_full,
-            journal_failed: g.journal_failed,
-            journal_disk_full_episodes: g.journal_disk_full_episodes,
-            journal_full_rejects: g.journal_full_rejects,
+            gateway: o.values(),
+            retry: r.values(),
             sequencing: f.values(),
-            auth_failures: g.auth_failures,
-            rate_limited: g.rate_limited,
-            halted: g.halted,
-            halted_rejects: g.halted_rejects,
-            cancelled: g.cancelled,
-            gateway: g,
-            retry: rs,
         }
     }
 
     /// True when the order port saw nothing.
     pub fn is_idle(&self) -> bool {
-        self.accepted == 0 && self.rejected.iter().all(|(_, n)| *n == 0)
+        self.gateway.accepted == 0 && self.rejected.iter().all(|(_, n)| *n == 0)
     }
 
     /// The periodic report line for the interval since `last` (`secs` long),
@@ -384,7 +292,7 @@ impl OrderSnapshot {
         let retries: u64 = self.retries.iter().sum::<u64>() - last.retries.iter().sum::<u64>();
         Some(format!(
             "          orders accepted {:>7.0}/s busy {} done {} dead {} expired {} retries {} | queue small {} oldest {:.1}ms large {} oldest {:.1}ms | retry queue {} in flight {} | at bridges {} oldest {:.1}ms | fills held {} gaps skipped {}",
-            (self.accepted - last.accepted) as f64 / secs,
+            (self.gateway.accepted - last.gateway.accepted) as f64 / secs,
             self.busy - last.busy,
             self.done_total - last.done_total,
             self.dead_total - last.dead_total,
@@ -394,13 +302,13 @@ impl OrderSnapshot {
             self.lane_oldest_age_us.0 as f64 / 1_000.0,
             self.lane_depth.1,
             self.lane_oldest_age_us.1 as f64 / 1_000.0,
-            self.retry_depth,
-            self.in_flight,
-            self.bridge_calls_in_progress,
-            self.bridge_call_oldest_age_us as f64 / 1_000.0,
+            self.retry.depth,
+            self.gateway.in_flight,
+            self.gateway.bridge_calls_in_progress,
+            self.gateway.bridge_call_oldest_age_us as f64 / 1_000.0,
             self.sequencing.held_now,
             self.sequencing.gaps_skipped - last.sequencing.gaps_skipped,
-        ) + if self.halted == 1 { " | HALTED" } else { "" })
+        ) + if self.gateway.halted == 1 { " | HALTED" } else { "" })
     }
 }
 
@@ -416,20 +324,20 @@ impl fmt::Display for OrderSnapshot {
         writeln!(
             f,
             "orders accepted {} = done {} + dead-lettered {} + expired {} + in flight {}   (connections {} refused {} auth failures {})",
-            self.accepted,
+            self.gateway.accepted,
             self.done_total,
             self.dead_total,
             self.expired,
-            self.in_flight,
-            self.connections.0,
-            self.connections.1,
-            self.auth_failures
+            self.gateway.in_flight,
+            self.gateway.connections_accepted,
+            self.gateway.connections_refused,
+            self.gateway.auth_failures
         )?;
         writeln!(
             f,
             "orders rejected: {}   (rate limited {})",
             join(&self.rejected),
-            self.rate_limited
+            self.gateway.rate_limited
         )?;
         if !self.invalid.is_empty() {
             writeln!(f, "invalid by reason: {}", join(&self.invalid))?;
@@ -451,13 +359,13 @@ impl fmt::Display for OrderSnapshot {
             f,
             "retries by number: {}   (expired when due {})  leases expired {} (late answers discarded {})  fills {}  bridge attempts {}  replays {}  replies to closed connections {}",
             if retries.is_empty() { "none".to_string() } else { retries.join(", ") },
-            self.retry_expired,
-            self.lease_expired,
-            self.late_answers_discarded,
-            self.fills,
-            self.attempts,
-            self.replays,
-            self.replies_to_closed_connections
+            self.retry.expired_when_due,
+            self.retry.lease_expired,
+            self.retry.late_answers_discarded,
+            self.gateway.fills,
+            self.gateway.attempts,
+            self.gateway.replays,
+            self.gateway.replies_to_closed_connections
         )?;
         let q = &self.sequencing;
         writeln!(
@@ -483,18 +391,24 @@ mod tests {
     #[test]
     fn the_interval_line_shows_rates_queues_and_calls_at_bridges() {
         let last = OrderSnapshot {
-            accepted: 100,
+            gateway: GatewaySnapshot {
+                accepted: 100,
+                ..GatewaySnapshot::default()
+            },
             retries: vec![1, 0],
             ..OrderSnapshot::default()
         };
         assert!(last.interval_line(&last, 1.0).is_some());
         assert_eq!(OrderSnapshot::default().interval_line(&last, 1.0), None);
         let now = OrderSnapshot {
-            accepted: 300,
+            gateway: GatewaySnapshot {
+                accepted: 300,
+                in_flight: 3,
+                bridge_calls_in_progress: 2,
+                bridge_call_oldest_age_us: 1_430,
+                ..GatewaySnapshot::default()
+            },
             retries: vec![4, 1],
-            in_flight: 3,
-            bridge_calls_in_progress: 2,
-            bridge_call_oldest_age_us: 1_430,
             ..last.clone()
         };
         let line = now.interval_line(&last, 2.0).expect("orders seen");

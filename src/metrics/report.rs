@@ -198,11 +198,11 @@ impl fmt::Display for FinalReport {
             f,
             "ticks received {} = valid {} + poison {} + conflated at the feed {}   (skipped lines {}, crossed/locked {})",
             c.ticks_received,
-            c.ticks_valid,
+            c.feed.ticks_valid,
             c.poison_total,
-            c.feed_conflated,
-            c.lines_skipped,
-            c.crossed_quotes
+            c.feed.ticks_conflated,
+            c.feed.lines_skipped,
+            c.feed.crossed_quotes
         )?;
         let poison: Vec<String> = c
             .poison
@@ -216,21 +216,24 @@ impl fmt::Display for FinalReport {
         writeln!(
             f,
             "published {}  conflated {}  frames {}  symbols {}",
-            c.published, c.conflated, c.frames, c.symbols
+            c.publish.published, c.publish.conflated, c.publish.frames, c.feed.symbols
         )?;
         writeln!(
             f,
             "subscribers accepted {} refused {} open {}  conflations {}  slow episodes {}",
-            c.subscriber_connections.0,
-            c.subscriber_connections.1,
-            c.subscriber_connections.2,
-            c.subscriber_conflations,
-            c.slow_episodes
+            c.publish.subscribers_accepted,
+            c.publish.subscribers_refused,
+            c.publish.subscribers_open,
+            c.publish.subscriber_conflations,
+            c.publish.slow_episodes
         )?;
         writeln!(
             f,
             "feeds accepted {} refused {}  dead letters stored {} (hand-off dropped {})",
-            c.feed_connections.0, c.feed_connections.1, c.dlq.0, c.dlq.1
+            c.feed.connections_accepted,
+            c.feed.connections_refused,
+            c.dlq_stored,
+            c.feed.dlq_handoff_dropped
         )?;
         write!(f, "{}", c.orders)?;
         if self.late_samples > 0 || self.lost_samples > 0 {

@@ -282,14 +282,15 @@ pub(crate) fn interval_line(
         }
         _ => "engine e2e: no update".to_string(),
     };
-    let mut line = format!(
+    let mut line =
+        format!(
         "{when} ticks {:>9.0}/s poison {} published {:>9.0}/s conflated {} subs {} slow {} | {e2e}",
         now.ticks_received.saturating_sub(before.ticks_received) as f64 / secs,
         now.poison_total.saturating_sub(before.poison_total),
-        now.published.saturating_sub(before.published) as f64 / secs,
-        now.conflated.saturating_sub(before.conflated),
-        now.subscriber_connections.2,
-        now.slow_episodes.saturating_sub(before.slow_episodes),
+        now.publish.published.saturating_sub(before.publish.published) as f64 / secs,
+        now.publish.conflated.saturating_sub(before.publish.conflated),
+        now.publish.subscribers_open,
+        now.publish.slow_episodes.saturating_sub(before.publish.slow_episodes),
     );
     if r.incomplete {
         line.push_str(" | a thread missed this interval (its samples count as late)");

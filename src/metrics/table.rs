@@ -4,7 +4,9 @@
 //! The pattern is Agrona's `CountersManager`: a fixed registry of
 //! descriptors, and what reads every counter (the snapshot, `/report`'s
 //! JSON, the Prometheus rendering) walks the registry instead of naming
-//! each counter again. [`counter_group!`] turns ONE list of entries into
+//! each counter again; the snapshots ([`super::CountersSnapshot`],
+//! [`super::order_counters::OrderSnapshot`]) hold the groups' snapshots as
+//! they are, with only labelled and derived figures beside them. [`counter_group!`] turns ONE list of entries into
 //!
 //! * the group's struct of `AtomicU64`s (the writers' access paths, e.g.
 //!   `counters.cluster.applied`, are the field names of the list),
@@ -27,18 +29,12 @@
 //!    `Flag` for the unit.
 //! 2. The code that writes it (`bump(&counters.group.field, 1)`).
 //!
-//! That is all for a plain figure of a group whose snapshot is used as is
-//! (backbone, fills, TLS): its atomic, its snapshot field (and so
-//! `/report`'s JSON) and its `/metrics` family follow from the entry; the
-//! test `every_table_figure_is_one_family_with_its_own_value` in
+//! That is all: its atomic, its snapshot field (and so `/report`'s JSON,
+//! `counters.<group>.<field>`, and what the reports and alerts read) and
+//! its `/metrics` family follow from the entry; the test
+//! `every_table_figure_is_one_family_with_its_own_value` in
 //! `admin::prometheus` checks the family. Beyond that:
 //!
-//! * Feed, publisher, gateway and retry figures are also copied into the
-//!   reports' older flat view ([`super::CountersSnapshot`]'s
-//!   `feed_connections`, `subscriber_bytes`, …, and
-//!   [`super::order_counters::OrderSnapshot`]), which `/report`'s JSON, the
-//!   final report, the alerts and many tests read: a new figure goes there
-//!   only if one of those readers wants it (one field, one line of copy).
 //! * A figure with labels (by reason, by lane, by retry number) is an
 //!   array in the group's `extra` or `copied` section and keeps a small
 //!   renderer of its own in `admin::prometheus`.

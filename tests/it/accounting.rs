@@ -111,7 +111,7 @@ fn every_tick_update_and_order_is_accounted_for() {
     // turn that accepted the orders it can still read 0.
     advance_until(&clock, 100, "every accepted order ended", || {
         let o = e.counters().snapshot().orders;
-        o.accepted == 28 && o.done_total + o.dead_total + o.expired == 28
+        o.gateway.accepted == 28 && o.done_total + o.dead_total + o.expired == 28
     });
     let mut terminal = 0;
     let mut replies = 0;
@@ -128,16 +128,17 @@ fn every_tick_update_and_order_is_accounted_for() {
     let valid_total: u64 = sent_valid.values().sum();
     wait_until("publisher drained", || {
         let c = e.counters().snapshot();
-        c.ticks_valid == valid_total && c.published + c.conflated == c.ticks_valid
+        c.feed.ticks_valid == valid_total
+            && c.publish.published + c.publish.conflated == c.feed.ticks_valid
     });
     let c = e.counters().snapshot();
 
     // Ticks: received = valid + poison, and both as sent. No read filled
     // its chunk (a batch is ~10 KB and read before the next is sent), so
     // nothing was conflated at the feed.
-    assert_eq!(c.feed_conflated, 0);
-    assert_eq!(c.ticks_received, c.ticks_valid + c.poison_total);
-    assert_eq!((c.ticks_valid, c.poison_total), (valid_total, poison));
+    assert_eq!(c.feed.ticks_conflated, 0);
+    assert_eq!(c.ticks_received, c.feed.ticks_valid + c.poison_total);
+    assert_eq!((c.feed.ticks_valid, c.poison_total), (valid_total, poison));
     // Per symbol: valid = published + conflated, from the healthy
     // subscriber's own count (messages, and the gaps between sequence numbers).
     let healthy_stats = e.subscribers().into_iter().find(|s| s.id == 1).unwrap();
@@ -152,10 +153,10 @@ fn every_tick_update_and_order_is_accounted_for() {
         published += messages;
     }
     assert_eq!(
-        published, c.published,
+        published, c.publish.published,
         "engine and subscriber agree on published"
     );
-    assert_eq!(valid_total - published, c.conflated);
+    assert_eq!(valid_total - published, c.publish.conflated);
 
     // Every subscriber has each symbol's latest value or is counted behind:
     // the stalled one is behind now…
@@ -177,9 +178,9 @@ fn every_tick_update_and_order_is_accounted_for() {
     // Orders: received = accepted + rejected; accepted = done + dead + expired.
     let o = e.counters().snapshot().orders;
     let rejected: u64 = o.rejected.iter().map(|(_, n)| n).sum();
-    assert_eq!(order_lines, o.accepted + rejected);
-    assert_eq!((o.accepted, o.duplicates), (28, 2));
-    assert_eq!(o.accepted, o.done_total + o.dead_total + o.expired);
+    assert_eq!(order_lines, o.gateway.accepted + rejected);
+    assert_eq!((o.gateway.accepted, o.duplicates), (28, 2));
+    assert_eq!(o.gateway.accepted, o.done_total + o.dead_total + o.expired);
     assert_eq!(o.dead_total, 5);
-    assert_eq!(o.in_flight, 0);
+    assert_eq!(o.gateway.in_flight, 0);
 }

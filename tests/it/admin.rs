@@ -343,8 +343,13 @@ fn a_bridge_call_that_does_not_return_raises_bridge_call_slow_until_it_does() {
     let (status, body) = http(admin, "GET", "/report");
     assert_eq!(status, 200);
     let r: serde_json::Value = serde_json::from_str(&body).unwrap();
-    assert_eq!(r["counters"]["orders"]["bridge_calls_in_progress"], 1);
-    assert!(r["counters"]["orders"]["bridge_call_oldest_age_us"].as_u64() >= Some(5_000_000));
+    assert_eq!(
+        r["counters"]["orders"]["gateway"]["bridge_calls_in_progress"],
+        1
+    );
+    assert!(
+        r["counters"]["orders"]["gateway"]["bridge_call_oldest_age_us"].as_u64() >= Some(5_000_000)
+    );
     assert!(
         r["alerts"]
             .as_array()

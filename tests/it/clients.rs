@@ -168,7 +168,7 @@ fn story(program: PathBuf, args: &[&str], env: &[(&str, &str)]) {
         &tick(3, "USDJPY", "150.1", "150.2"),
     ]);
     wait_until("the first quotes published", || {
-        first.counters().snapshot().published == 3
+        first.counters().snapshot().publish.published == 3
     });
     let port_s = port.to_string();
     let mut all: Vec<&str> = args.to_vec();
@@ -186,7 +186,7 @@ fn story(program: PathBuf, args: &[&str], env: &[(&str, &str)]) {
             &tick(30 + seq, "USDJPY", "150.1", "150.2"),
         ]);
         wait_until("live quotes published", || {
-            first.counters().snapshot().published >= 3 * seq
+            first.counters().snapshot().publish.published >= 3 * seq
         });
     }
     s.until("live", &mut msgs);
@@ -282,7 +282,7 @@ fn redis_py_sends_throttle_and_since_with_default_options() {
     for i in 1..=6u64 {
         feed.lines(&[&tick(i, "EURUSD", &format!("1.0{i}"), "2.0")]);
         wait_until("the tick published", || {
-            e.counters().snapshot().published == i
+            e.counters().snapshot().publish.published == i
         });
     }
     let port = e.subscriber_addr().port().to_string();

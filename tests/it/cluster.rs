@@ -581,7 +581,9 @@ fn a_closed_feed_connection_flags_the_symbols_it_fed_stale_at_once() {
     let mut b = Feed::connect(e.feed_addr());
     send(&mut a, 1, "EURUSD", "1.1", "1.2");
     send(&mut b, 1, "USDJPY", "150.1", "150.2");
-    wait_until("both published", || e.counters().snapshot().published >= 2);
+    wait_until("both published", || {
+        e.counters().snapshot().publish.published >= 2
+    });
     drop(a);
     until_notice(&mut notices, "stale,EURUSD,feed_closed");
     // USDJPY's feed is still open: only EURUSD was flagged.

@@ -78,7 +78,7 @@ fn subscribing_to_a_symbol_with_a_value_sends_it_at_once() {
     ]);
     wait_until("both ticks taken by the publisher", || {
         let c = e.counters().snapshot();
-        c.ticks_valid == 2 && c.published + c.conflated == 2
+        c.feed.ticks_valid == 2 && c.publish.published + c.publish.conflated == 2
     });
     let mut s = Sub::connect(e.subscriber_addr());
     s.subscribe(&["NOSUCH", "USDJPY"]);
@@ -115,7 +115,7 @@ fn glob_patterns_select_symbols_like_redis() {
     feed.lines(&refs);
     wait_until("all published", || {
         let c = e.counters().snapshot();
-        c.ticks_valid == 6 && c.published == 6
+        c.feed.ticks_valid == 6 && c.publish.published == 6
     });
     for ((pattern, expected), sub) in cases.iter().zip(&mut subs) {
         let msgs = messages_until_pong(sub);
@@ -148,7 +148,7 @@ fn unsubscribe_stops_delivery() {
     }
     feed.lines(&[&tick(2, "AAA", "1", "2"), &tick(2, "BBB", "1", "2")]);
     wait_until("second round published", || {
-        e.counters().snapshot().published == 4
+        e.counters().snapshot().publish.published == 4
     });
     let msgs = messages_until_pong(&mut s);
     let chans: Vec<&str> = msgs.iter().map(|m| m.channel.as_str()).collect();
@@ -166,7 +166,7 @@ fn unchanged_symbol_is_never_published_twice() {
     }
     wait_until("all taken", || {
         let c = e.counters().snapshot();
-        c.ticks_valid == 200 && c.published + c.conflated == 200
+        c.feed.ticks_valid == 200 && c.publish.published + c.publish.conflated == 200
     });
     let msgs = messages_until_pong(&mut s);
     let seqs: Vec<u64> = msgs.iter().map(|m| m.seq()).collect();
@@ -176,7 +176,7 @@ fn unchanged_symbol_is_never_published_twice() {
     assert!(seqs.windows(2).all(|w| w[0] < w[1]));
     assert_eq!(*seqs.last().unwrap(), 200);
     let c = e.counters().snapshot();
-    assert_eq!(c.published as usize, seqs.len());
+    assert_eq!(c.publish.published as usize, seqs.len());
 }
 
 #[test]
@@ -204,11 +204,11 @@ fn a_publish_rate_cap_conflates_but_still_delivers_the_latest() {
     assert!(got.values().all(|m| m.field(3) == "1.100"));
     wait_until("all taken", || {
         let c = e.counters().snapshot();
-        c.ticks_valid == 1000 && c.published + c.conflated == 1000
+        c.feed.ticks_valid == 1000 && c.publish.published + c.publish.conflated == 1000
     });
     let c = e.counters().snapshot();
     assert!(
-        c.conflated > 0,
+        c.publish.conflated > 0,
         "1000 ticks in one burst under a 200/s cap must conflate"
     );
 }

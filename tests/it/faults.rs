@@ -101,7 +101,7 @@ fn peers_that_connect_and_never_send_do_not_block_anyone() {
         healthy_round(&mut feed, &mut healthy, &["A", "B", "C"], round);
     }
     wait_until("all counted", || {
-        e.counters().snapshot().feed_connections.2 == 21
+        e.counters().snapshot().feed.connections_open == 21
     });
     orders.round();
 }
@@ -117,7 +117,7 @@ fn a_connection_flood_past_the_limit_is_refused_clearly_and_counted() {
     // Two more subscribers fill the port; every further one is refused.
     let _fill: Vec<Sub> = (0..2).map(|_| Sub::connect(e.subscriber_addr())).collect();
     wait_until("three subscribers open", || {
-        e.counters().snapshot().subscriber_connections.2 == 3
+        e.counters().snapshot().publish.subscribers_open == 3
     });
     for _ in 0..10 {
         let mut s = TcpStream::connect(e.subscriber_addr()).unwrap();
@@ -132,7 +132,10 @@ fn a_connection_flood_past_the_limit_is_refused_clearly_and_counted() {
     refused.read_to_string(&mut reply).unwrap();
     assert_eq!(reply, "ERR too many feed connections\n");
     let c = e.counters().snapshot();
-    assert_eq!((c.subscriber_connections.1, c.feed_connections.1), (10, 1));
+    assert_eq!(
+        (c.publish.subscribers_refused, c.feed.connections_refused),
+        (10, 1)
+    );
     healthy_round(&mut feed, &mut healthy, &["X"], 1);
     orders.round();
 }
@@ -161,7 +164,7 @@ fn a_subscriber_that_disconnects_mid_write_is_dropped_cleanly() {
         healthy_round(&mut feed, &mut healthy, &refs, cycle * 20 + 21);
     }
     wait_until("every quitter closed", || {
-        e.counters().snapshot().subscriber_connections.2 == 1
+        e.counters().snapshot().publish.subscribers_open == 1
     });
     orders.round();
 }

@@ -20,7 +20,7 @@ fn a_flood_is_conflated_at_the_feed_and_every_line_is_accounted_for() {
     let first: Vec<String> = SYMBOLS.iter().map(|s| tick(1, s, "1.1", "1.2")).collect();
     feed.lines(&first.iter().map(String::as_str).collect::<Vec<_>>());
     wait_until("symbols interned", || {
-        e.counters().snapshot().ticks_valid == 4
+        e.counters().snapshot().feed.ticks_valid == 4
     });
 
     // ~10 MB in one write: far more than the engine parses before the next
@@ -51,19 +51,19 @@ fn a_flood_is_conflated_at_the_feed_and_every_line_is_accounted_for() {
     let c = e.counters().snapshot();
     assert_eq!(
         c.ticks_received,
-        c.ticks_valid + c.poison_total + c.feed_conflated
+        c.feed.ticks_valid + c.poison_total + c.feed.ticks_conflated
     );
     assert_eq!(
         c.poison_total, garbage,
         "no symbol field: poison, as before"
     );
     assert!(
-        c.feed_conflated > 0,
+        c.feed.ticks_conflated > 0,
         "10 MB in one write fills reads: {c:?}"
     );
     wait_until("the publisher took every applied tick", || {
         let c = e.counters().snapshot();
-        c.published + c.conflated == c.ticks_valid + c.feed_conflated
+        c.publish.published + c.publish.conflated == c.feed.ticks_valid + c.feed.ticks_conflated
     });
     // Each symbol ends on its last line, its sequence counting every line
     // (applied or conflated at the feed); never an older value after a newer.

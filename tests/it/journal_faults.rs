@@ -154,7 +154,7 @@ fn full_disk_round(dir: &Path, mode: DiskMode) {
             disk.hold_syncs(true);
             cl.new_order("b0", "EURUSD", "1");
             wait_until("b0 held for a sync that is held", || {
-                e.counters().snapshot().orders.in_flight == 2
+                e.counters().snapshot().orders.gateway.in_flight == 2
                     && disk.waiting.load(Ordering::SeqCst) > 0
             });
             disk.set_mode(mode);
@@ -211,7 +211,11 @@ fn full_disk_round(dir: &Path, mode: DiskMode) {
     done(&mut cl, "c1", "EURUSD");
     wait_until("journal_disk_full clears", || alert(admin) == 0.0);
     let o = e.counters().snapshot().orders;
-    assert_eq!((o.journal_disk_full, o.journal_failed), (0, 0), "{mode:?}");
+    assert_eq!(
+        (o.gateway.journal_disk_full, o.gateway.journal_failed),
+        (0, 0),
+        "{mode:?}"
+    );
     drop(cl);
     e.stop();
 }
@@ -319,10 +323,13 @@ fn a_stalled_sync_keeps_the_order_queue_bounded_ticks_flowing_and_gives_every_or
     // The in-flight gauge is set at the end of the gateway's turn, after
     // the refusals were written: wait for it, then it must be the room.
     wait_until("the in-flight gauge published", || {
-        e.counters().snapshot().orders.in_flight >= CAP as u64
+        e.counters().snapshot().orders.gateway.in_flight >= CAP as u64
     });
     let o = e.counters().snapshot().orders;
-    assert_eq!(o.in_flight, CAP as u64, "held orders = the lane's room");
+    assert_eq!(
+        o.gateway.in_flight, CAP as u64,
+        "held orders = the lane's room"
+    );
     assert_eq!(o.busy, (SENT - CAP) as u64);
 
     // The market-data path does not wait for the disk.
@@ -353,7 +360,7 @@ fn a_stalled_sync_keeps_the_order_queue_bounded_ticks_flowing_and_gives_every_or
     cl.line("PING");
     assert_eq!(cl.reply(), Reply::Pong);
     assert!(terminal.values().all(|&n| n == 1), "{terminal:?}");
-    assert_eq!(e.counters().snapshot().orders.in_flight, 0);
+    assert_eq!(e.counters().snapshot().orders.gateway.in_flight, 0);
 }
 
 #[test]

@@ -72,7 +72,7 @@ fn promtool_accepts_a_live_scrape_with_traffic() {
     oc.line("FROB");
     advance_until(&clock, 100, "every order ended", || {
         let o = e.counters().snapshot().orders;
-        o.accepted == 6 && o.done_total + o.dead_total == 6
+        o.gateway.accepted == 6 && o.done_total + o.dead_total == 6
     });
     wait_until("the stages are merged", || {
         let sc = scrape(admin);

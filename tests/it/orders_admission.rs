@@ -68,7 +68,7 @@ fn overload_every_order_gets_exactly_one_answer_and_none_is_lost() {
     // Gauges are set at the end of the gateway's turn, after the replies went out.
     wait_until("depth and oldest-age gauges", || {
         let s = e.counters().snapshot().orders;
-        s.queue_depth == 100 && s.queue_oldest_age_us > 0
+        s.gateway.queue_depth == 100 && s.gateway.queue_oldest_age_us > 0
     });
     // The connection stays usable while rejecting.
     cl.line("PING");
@@ -108,11 +108,11 @@ fn overload_every_order_gets_exactly_one_answer_and_none_is_lost() {
         }
     )));
     wait_until("counters settle", || {
-        e.counters().snapshot().orders.in_flight == 0
+        e.counters().snapshot().orders.gateway.in_flight == 0
     });
     let s = e.counters().snapshot().orders;
-    assert_eq!(s.accepted, 101);
-    assert_eq!(s.accepted, s.done_total + s.dead_total + s.expired);
+    assert_eq!(s.gateway.accepted, 101);
+    assert_eq!(s.gateway.accepted, s.done_total + s.dead_total + s.expired);
     assert_eq!(
         bridge.calls().len(),
         101,
@@ -216,7 +216,7 @@ fn malformed_lines_are_rejected_with_their_reason_and_the_connection_stays_usabl
         s.invalid.iter().map(|(_, n)| n).sum::<u64>(),
         cases.len() as u64 + 1
     );
-    assert_eq!(s.accepted, 1);
+    assert_eq!(s.gateway.accepted, 1);
 }
 
 #[test]
@@ -369,7 +369,8 @@ fn a_refusal_is_answered_while_the_journal_sync_is_held() {
         a.new_order(&format!("a{i}"), "EURUSD", "1");
     }
     wait_until("A's orders held, a sync waiting at the gate", || {
-        e.counters().snapshot().orders.in_flight == 11 && gate.waiting.load(Ordering::SeqCst) > 0
+        e.counters().snapshot().orders.gateway.in_flight == 11
+            && gate.waiting.load(Ordering::SeqCst) > 0
     });
 
     // C is refused at once, the sync still held.

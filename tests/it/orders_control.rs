@@ -116,7 +116,7 @@ fn a_queued_order_is_cancelled_one_at_a_bridge_is_too_late_and_each_ends_once() 
     cl.until_terminal("after");
     assert!(bridge.calls_for("q1").is_empty(), "never sent");
     let o = e.counters().snapshot().orders;
-    assert_eq!(o.cancelled, 1);
+    assert_eq!(o.gateway.cancelled, 1);
     assert!(o.done.iter().any(|(s, n)| s == "CANCELED" && *n == 1));
     let rejected: HashMap<_, _> = o.rejected.iter().cloned().collect();
     assert_eq!(
@@ -266,7 +266,7 @@ fn halt_refuses_new_orders_holds_the_queue_and_resume_lets_it_go() {
     cl.accepted("n1", "EURUSD", "1"); // refused, so not a duplicate
     cl.until_terminal("n1");
     let o = e.counters().snapshot().orders;
-    assert_eq!((o.halted_rejects, o.halted), (1, 0));
+    assert_eq!((o.gateway.halted_rejects, o.gateway.halted), (1, 0));
 }
 
 #[test]
@@ -306,7 +306,7 @@ fn halt_with_cancel_queued_cancels_every_order_not_at_a_bridge() {
     assert_eq!(ends.len(), 6);
     assert!(ends.values().all(|n| *n == 1), "{ends:?}");
     assert!(bridge.calls().iter().all(|c| c.id == "g1"));
-    assert_eq!(e.counters().snapshot().orders.cancelled, 5);
+    assert_eq!(e.counters().snapshot().orders.gateway.cancelled, 5);
 }
 
 #[test]
@@ -497,5 +497,5 @@ fn a_split_order_cancels_its_unstarted_chunks_and_ends_partial_for_what_executed
             ..
         }
     ));
-    assert_eq!(e.counters().snapshot().orders.cancelled, 1);
+    assert_eq!(e.counters().snapshot().orders.gateway.cancelled, 1);
 }

@@ -79,7 +79,7 @@ fn the_dlq_file_survives_a_restart_and_replay_re_runs_the_order_once() {
             }
         ));
         assert_eq!(bridge.calls_for("r1").len(), 1);
-        assert_eq!(e.counters().snapshot().orders.replays, 1);
+        assert_eq!(e.counters().snapshot().orders.gateway.replays, 1);
         e.stop();
     }
     // The replay marker is in the file: no second replay after another restart.
@@ -119,8 +119,8 @@ fn at_shutdown_waiting_retries_are_dead_lettered_and_answered() {
         "{r:?}"
     );
     let o = &report.counters.orders;
-    assert_eq!(o.accepted, o.done_total + o.dead_total + o.expired);
-    assert_eq!(o.in_flight, 0);
+    assert_eq!(o.gateway.accepted, o.done_total + o.dead_total + o.expired);
+    assert_eq!(o.gateway.in_flight, 0);
 }
 
 #[test]
@@ -160,7 +160,7 @@ fn admin_post_dlq_replay_re_admits_dead_lettered_orders() {
         ),
         (Some(0), Some(1))
     );
-    assert_eq!(e.counters().snapshot().orders.replays, 2);
+    assert_eq!(e.counters().snapshot().orders.gateway.replays, 2);
     let m = crate::admin::scrape(e.admin_addr());
     assert_eq!(
         crate::admin::value(&m, "tickfan_order_replays_total", None),
@@ -274,7 +274,12 @@ fn shutdown_deadline_covers_both_lanes_and_the_chunks_of_a_large_order() {
     assert_eq!(bridge.calls().len(), 2);
     let o = &report.counters.orders;
     assert_eq!(
-        (o.accepted, o.done_total, o.dead_total, o.in_flight),
+        (
+            o.gateway.accepted,
+            o.done_total,
+            o.dead_total,
+            o.gateway.in_flight
+        ),
         (7, 2, 5, 0)
     );
     assert_eq!(o.sequencing.chunks_failed, 9);
@@ -351,7 +356,12 @@ fn shutdown_deadline_dead_letters_what_is_still_queued_and_flushes_the_file() {
     }
     let o = &report.counters.orders;
     assert_eq!(
-        (o.accepted, o.done_total, o.dead_total, o.in_flight),
+        (
+            o.gateway.accepted,
+            o.done_total,
+            o.dead_total,
+            o.gateway.in_flight
+        ),
         (6, 1, 5, 0)
     );
     // The DLQ file is complete and readable after the stop.

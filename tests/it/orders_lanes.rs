@@ -119,7 +119,7 @@ fn small_orders_complete_while_a_large_one_is_held_at_the_venue() {
     );
 
     wait_until("counters settle", || {
-        e.counters().snapshot().orders.in_flight == 0
+        e.counters().snapshot().orders.gateway.in_flight == 0
     });
     let s = e.counters().snapshot().orders;
     assert_eq!((s.sequencing.large_orders, s.sequencing.chunks), (2, 12));
@@ -206,7 +206,7 @@ fn a_steady_stream_of_large_orders_does_not_starve_the_small_lane() {
     // The last large ACKs may still be on their way when the last small
     // DONE arrives: count acceptances on the engine instead.
     wait_until("the large lane filled its own queue", || {
-        e.counters().snapshot().orders.accepted >= 30 + 5
+        e.counters().snapshot().orders.gateway.accepted >= 30 + 5
     });
     assert!(
         e.counters().snapshot().orders.busy > 0,
@@ -214,7 +214,7 @@ fn a_steady_stream_of_large_orders_does_not_starve_the_small_lane() {
     );
     bridge.open_gate();
     wait_until("the large ones end too", || {
-        e.counters().snapshot().orders.in_flight == 0
+        e.counters().snapshot().orders.gateway.in_flight == 0
     });
     e.stop();
 }
@@ -258,7 +258,7 @@ fn a_flood_of_held_small_orders_does_not_starve_the_large_lane() {
     );
     bridge.open_gate();
     wait_until("the small ones end too", || {
-        e.counters().snapshot().orders.in_flight == 0
+        e.counters().snapshot().orders.gateway.in_flight == 0
     });
     e.stop();
 }

@@ -206,7 +206,10 @@ fn an_order_past_its_ttl_when_its_retry_is_due_is_expired_not_retried() {
     assert!(ends_expired(&r), "{r:?}");
     assert_eq!(bridge.calls_for("short").len(), 1);
     let s = e.counters().snapshot().orders;
-    assert_eq!((s.expired, s.retry_expired, s.accepted), (1, 1, 1));
+    assert_eq!(
+        (s.expired, s.retry.expired_when_due, s.gateway.accepted),
+        (1, 1, 1)
+    );
 }
 
 #[test]

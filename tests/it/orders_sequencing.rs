@@ -63,7 +63,7 @@ fn shuffled_and_duplicated_fills_reach_the_client_in_order_once() {
         }
     }
     wait_until("counters settle", || {
-        e.counters().snapshot().orders.in_flight == 0
+        e.counters().snapshot().orders.gateway.in_flight == 0
     });
     let q = e.counters().snapshot().orders.sequencing;
     assert!(q.held > 0, "some fills arrived early: {q:?}");

@@ -181,12 +181,17 @@ fn a_client_that_closes_early_learns_the_outcome_on_a_new_connection() {
         .unwrap();
     drop(a);
     wait_until("the engine closed it", || {
-        e.counters().snapshot().orders.connections.2 == 0
+        e.counters().snapshot().orders.gateway.connections_open == 0
     });
     bridge.open_gate();
     // Two FILLs and the DONE had nowhere to go.
     wait_until("three replies counted", || {
-        e.counters().snapshot().orders.replies_to_closed_connections == 3
+        e.counters()
+            .snapshot()
+            .orders
+            .gateway
+            .replies_to_closed_connections
+            == 3
     });
     let m = crate::admin::scrape(e.admin_addr());
     assert_eq!(

@@ -55,7 +55,7 @@ fn the_orders_tool_sees_exactly_one_terminal_reply_per_order() {
         "{stdout}"
     );
     let s = e.counters().snapshot().orders;
-    assert_eq!(s.accepted, 600);
+    assert_eq!(s.gateway.accepted, 600);
     assert!(s.dead_total > 0 && s.retries[0] > 0, "{s:?}");
     // `--status`: every id answered, each in a terminal state, as many
     // DONE and DEAD as the engine counted.

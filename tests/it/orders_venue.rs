@@ -191,7 +191,7 @@ fn a_late_answer_after_the_lease_applies_no_fill() {
     });
     assert_eq!(counters.fills.applied.load(Ordering::Relaxed), applied);
     assert_eq!(
-        counters.snapshot().orders.fills,
+        counters.snapshot().orders.gateway.fills,
         4,
         "no FILL from the late answer"
     );

@@ -54,10 +54,10 @@ fn each_bad_line_is_dead_lettered_with_its_reason_and_good_lines_flow() {
     });
 
     let c = e.counters().snapshot();
-    assert_eq!(c.ticks_valid, n_good);
+    assert_eq!(c.feed.ticks_valid, n_good);
     assert_eq!(c.poison_total, cases.len() as u64 + 1);
-    assert_eq!(c.ticks_received, c.ticks_valid + c.poison_total);
-    assert_eq!(c.lines_skipped, 2);
+    assert_eq!(c.ticks_received, c.feed.ticks_valid + c.poison_total);
+    assert_eq!(c.feed.lines_skipped, 2);
     for reason in [
         R::WrongFieldCount,
         R::EmptyField,
@@ -106,7 +106,7 @@ fn lines_split_across_reads_and_crlf_are_reassembled() {
         feed.send(part);
         let want: u64 = [10, 30, line.len() as u64][i];
         wait_until("engine read the part", || {
-            e.counters().snapshot().feed_bytes >= want
+            e.counters().snapshot().feed.bytes_read >= want
         });
     }
     let m = s.message();
@@ -129,7 +129,7 @@ fn a_line_cut_by_disconnect_is_dead_lettered() {
     wait_until("and stored", || e.dlq().len() == 1);
     assert_eq!(e.dlq().recent(1)[0].raw, "1,CUT,1.1,1.2,1000000,15");
     assert_eq!(
-        e.counters().snapshot().ticks_valid,
+        e.counters().snapshot().feed.ticks_valid,
         0,
         "a cut line is never taken as valid"
     );
@@ -166,6 +166,6 @@ fn several_feeds_at_once() {
     let want = (0..4).map(|i| (format!("F{i}"), 100)).collect();
     s.until_latest(&want);
     wait_until("4 feeds counted", || {
-        e.counters().snapshot().feed_connections.0 == 4
+        e.counters().snapshot().feed.connections_accepted == 4
     });
 }

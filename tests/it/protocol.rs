@@ -521,7 +521,8 @@ fn malformed_input_gets_an_error_and_the_connection_stays_usable_in_resp3() {
     let f = s.frame();
     assert!(matches!(f, Frame::Push(_)), "{f:?}");
     assert_eq!(crate::util::to_msg(&f).unwrap().seq(), 1);
-    let (cmds, errors) = e.counters().snapshot().commands;
+    let p = e.counters().snapshot().publish;
+    let (cmds, errors) = (p.commands, p.command_errors);
     assert!(cmds >= 6 && errors == 3, "commands {cmds}, errors {errors}");
 }
 
@@ -545,7 +546,8 @@ fn malformed_input_gets_an_error_and_the_connection_stays_usable() {
     let mut feed = Feed::connect(e.feed_addr());
     feed.lines(&[&tick(5, "STILL", "1", "2")]);
     assert_eq!(s.message().seq(), 1);
-    let (cmds, errors) = e.counters().snapshot().commands;
+    let p = e.counters().snapshot().publish;
+    let (cmds, errors) = (p.commands, p.command_errors);
     assert!(cmds >= 4 && errors == 2, "commands {cmds}, errors {errors}");
 }
 

@@ -39,14 +39,17 @@ fn every_recorded_tick_is_accounted_for_and_the_last_value_wins() {
     // counts every line (checked below).
     assert_eq!(
         c.ticks_received,
-        c.ticks_valid + c.poison_total + c.feed_conflated
+        c.feed.ticks_valid + c.poison_total + c.feed.ticks_conflated
     );
     assert_eq!(c.poison_total, 0, "the recorded file is clean");
-    assert_eq!(c.lines_skipped, 1, "the header");
-    assert!(c.crossed_quotes > 0, "crossed/locked quotes pass through");
+    assert_eq!(c.feed.lines_skipped, 1, "the header");
+    assert!(
+        c.feed.crossed_quotes > 0,
+        "crossed/locked quotes pass through"
+    );
     wait_until("all taken", || {
         let c = e.counters().snapshot();
-        c.published + c.conflated == c.ticks_valid + c.feed_conflated
+        c.publish.published + c.publish.conflated == c.feed.ticks_valid + c.feed.ticks_conflated
     });
 
     let mut s = Sub::connect(e.subscriber_addr());

@@ -124,7 +124,7 @@ fn every_dbn_quote_schema_sample_is_taken_by_the_engine_without_poison() {
         e.counters().snapshot().ticks_received == sent
     });
     let c = e.counters().snapshot();
-    assert_eq!((c.poison_total, c.ticks_valid), (0, sent));
+    assert_eq!((c.poison_total, c.feed.ticks_valid), (0, sent));
 }
 
 #[test]

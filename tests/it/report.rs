@@ -135,7 +135,7 @@ fn every_tick_is_counted_once_in_the_interval_it_was_sent_in_or_the_next() {
     ]);
     ok(&out);
     crate::util::wait_until("the engine to take every tick", || {
-        engine.counters().snapshot().ticks_valid >= 5_000
+        engine.counters().snapshot().feed.ticks_valid >= 5_000
     });
     // The sentinel ends the subscriber once it has read everything before it.
     let mut f = crate::util::Feed::connect(engine.feed_addr());
@@ -145,9 +145,9 @@ fn every_tick_is_counted_once_in_the_interval_it_was_sent_in_or_the_next() {
         child.try_wait().unwrap().is_some()
     });
     let valid = {
-        let before = engine.counters().snapshot().ticks_valid;
+        let before = engine.counters().snapshot().feed.ticks_valid;
         let report = engine.stop();
-        assert_eq!(report.counters.ticks_valid, before);
+        assert_eq!(report.counters.feed.ticks_valid, before);
         assert_eq!(report.late_samples + report.lost_samples, 0);
         before - 1 // the sentinel
     };
@@ -323,7 +323,7 @@ fn report_html_shows_the_p99_of_summary_json_in_a_real_browser() {
     feed.lines(&refs);
     crate::util::wait_until("all taken", || {
         let c = e.counters().snapshot();
-        c.ticks_valid == 2_000 && c.published + c.conflated == 2_000
+        c.feed.ticks_valid == 2_000 && c.publish.published + c.publish.conflated == 2_000
     });
     drop(e.stop());
     let out = dir.path().join("out");

@@ -49,7 +49,9 @@ fn feeds_must_present_the_token_first() {
         .read_line(&mut ack)
         .unwrap();
     assert_eq!(ack, "OK\n");
-    wait_until("tick taken", || e.counters().snapshot().ticks_valid == 1);
+    wait_until("tick taken", || {
+        e.counters().snapshot().feed.ticks_valid == 1
+    });
     // Wrong, missing, late: one error line, then closed; nothing taken.
     let mut wrong = TcpStream::connect(e.feed_addr()).unwrap();
     wrong.write_all(b"AUTH nope\n1,X,1,2,3,4\n").unwrap();
@@ -61,8 +63,8 @@ fn feeds_must_present_the_token_first() {
     assert!(read_all(missing).starts_with("ERR authentication required"));
     let silent = TcpStream::connect(e.feed_addr()).unwrap();
     assert_eq!(read_all(silent), "ERR authentication timeout\n");
-    assert_eq!(e.counters().snapshot().ticks_valid, 1);
-    assert_eq!(e.counters().snapshot().auth_failures.0, 3);
+    assert_eq!(e.counters().snapshot().feed.ticks_valid, 1);
+    assert_eq!(e.counters().snapshot().feed.auth_failures, 3);
     let m = {
         // /metrics needs the bearer token here.
         let mut s = TcpStream::connect(e.admin_addr()).unwrap();
@@ -80,7 +82,7 @@ fn feeds_must_present_the_token_first() {
     good.write_all(format!("{}\n", tick(2, "SEC", "1", "2")).as_bytes())
         .unwrap();
     wait_until("second tick taken", || {
-        e.counters().snapshot().ticks_valid == 2
+        e.counters().snapshot().feed.ticks_valid == 2
     });
 }
 
@@ -106,7 +108,7 @@ fn subscribers_authenticate_like_redis() {
     );
     let silent = TcpStream::connect(e.subscriber_addr()).unwrap();
     assert_eq!(read_all(silent), "-ERR authentication timeout\r\n");
-    assert_eq!(e.counters().snapshot().auth_failures.1, 2);
+    assert_eq!(e.counters().snapshot().publish.auth_failures, 2);
 
     let mut feed = TcpStream::connect(e.feed_addr()).unwrap();
     feed.write_all(format!("AUTH s3cret-t0ken\n{}\n", tick(1, "A", "1", "2")).as_bytes())
@@ -156,7 +158,7 @@ fn subscriptions_per_client_are_limited_clearly() {
     s.cmd(&["UNSUBSCRIBE", "A"]);
     assert!(matches!(s.frame(), Frame::Array(_)));
     s.psubscribe(&["X*"]);
-    assert_eq!(e.counters().snapshot().subscriptions_refused, 2);
+    assert_eq!(e.counters().snapshot().publish.subscriptions_refused, 2);
     let mut other = Sub::connect(e.subscriber_addr());
     other.subscribe(&["A", "B"]);
 }
@@ -202,8 +204,8 @@ fn order_clients_must_present_the_token_first() {
     let silent = TcpStream::connect(e.order_addr()).unwrap();
     assert_eq!(read_all(silent), "ERR authentication timeout\n");
     let o = e.counters().snapshot().orders;
-    assert_eq!(o.auth_failures, 3);
-    assert_eq!(o.accepted, 1);
+    assert_eq!(o.gateway.auth_failures, 3);
+    assert_eq!(o.gateway.accepted, 1);
     assert_eq!(bridge.calls().len(), 1, "only the authenticated order ran");
     // The good client still works.
     good.new_order("a2", "EURUSD", "2");
@@ -258,9 +260,9 @@ fn order_rate_is_limited_per_connection_with_one_answer_per_order() {
         Some(Reply::Done { .. })
     ));
     let o = e.counters().snapshot().orders;
-    assert_eq!(o.rate_limited, 3);
+    assert_eq!(o.gateway.rate_limited, 3);
     assert_eq!(o.busy, 3);
-    assert_eq!(o.accepted, 11);
+    assert_eq!(o.gateway.accepted, 11);
 }
 
 #[test]
@@ -276,7 +278,10 @@ fn order_connections_over_the_limit_are_refused_clearly() {
         read_all(second),
         "REJECT - SYSTEM_BUSY too many order connections\n"
     );
-    assert_eq!(e.counters().snapshot().orders.connections.1, 1);
+    assert_eq!(
+        e.counters().snapshot().orders.gateway.connections_refused,
+        1
+    );
     first.new_order("f1", "EURUSD", "1");
     assert!(matches!(
         first.until_terminal("f1").last(),
@@ -413,7 +418,7 @@ fn a_subscribers_auth_deadline_never_closes_a_later_one_on_its_slot() {
     // its slot and authenticates. The first one's deadline must find no
     // connection (connection ids outlive slab reuse), not close the newcomer.
     let e = secured();
-    let open = || e.counters().snapshot().subscriber_connections.2;
+    let open = || e.counters().snapshot().publish.subscribers_open;
     let first = TcpStream::connect(e.subscriber_addr()).unwrap();
     wait_until("first subscriber open", || open() == 1);
     drop(first);
@@ -427,5 +432,5 @@ fn a_subscribers_auth_deadline_never_closes_a_later_one_on_its_slot() {
     assert_eq!(read_all(silent), "-ERR authentication timeout\r\n");
     later.cmd(&["PING"]);
     assert_eq!(later.frame(), Frame::Simple(b"PONG".to_vec()));
-    assert_eq!(e.counters().snapshot().auth_failures.1, 1);
+    assert_eq!(e.counters().snapshot().publish.auth_failures, 1);
 }

@@ -33,7 +33,7 @@ fn engine_on(clock: &SimClock, f: impl FnOnce(&mut Config)) -> Engine {
 fn all_taken(e: &Engine, n: u64) {
     wait_until("every tick taken by the publisher", || {
         let c = e.counters().snapshot();
-        c.ticks_valid == n && c.published + c.conflated == n
+        c.feed.ticks_valid == n && c.publish.published + c.publish.conflated == n
     });
 }
 
@@ -146,11 +146,11 @@ fn throttle_delivers_at_most_once_per_window_the_latest_value_in_order() {
     // Each symbol was held once per window; the takes after the hold in
     // that window (at least 6 of 8) were conflated.
     assert!(
-        c.throttled >= 2 * WINDOWS,
+        c.publish.throttled >= 2 * WINDOWS,
         "holds are counted: {}",
-        c.throttled
+        c.publish.throttled
     );
-    assert!(c.subscriber_conflations >= 2 * 6 * WINDOWS, "{c:?}");
+    assert!(c.publish.subscriber_conflations >= 2 * 6 * WINDOWS, "{c:?}");
     // Removing the cap lets every update through again.
     sub.cmd(&["TICKFAN.THROTTLE", "0"]);
     ok(&mut sub);
@@ -246,12 +246,12 @@ fn since_fills_a_gap_exactly_while_the_feed_keeps_sending() {
             feed_run(&mut feed, "EURUSD", i, 10);
             wait_until("the batch taken", || {
                 let c = counters.snapshot();
-                c.published + c.conflated == i + 9
+                c.publish.published + c.publish.conflated == i + 9
             });
         }
     });
     wait_until("the feed under way", || {
-        e.counters().snapshot().ticks_valid >= 400
+        e.counters().snapshot().feed.ticks_valid >= 400
     });
     let mut back = Sub::connect(e.subscriber_addr());
     back.cmd(&["TICKFAN.SINCE", "EURUSD", &held.to_string()]);
@@ -263,7 +263,7 @@ fn since_fills_a_gap_exactly_while_the_feed_keeps_sending() {
         other => panic!("expected the subscribe confirmation, got {other:?}"),
     }
     assert!(
-        e.counters().snapshot().ticks_valid < N,
+        e.counters().snapshot().feed.ticks_valid < N,
         "SINCE ran while the feed was still sending"
     );
     let mut caught_up: Vec<u64> = Vec::new();
@@ -277,7 +277,7 @@ fn since_fills_a_gap_exactly_while_the_feed_keeps_sending() {
         caught_up, expected,
         "history then live: every update after {held}, no gap, no duplicate"
     );
-    assert!(e.counters().snapshot().since_frames > 0);
+    assert!(e.counters().snapshot().publish.since_frames > 0);
 }
 
 #[test]
@@ -321,7 +321,7 @@ fn bad_input_gets_one_error_each_and_the_connection_stays_usable() {
     feed_run(&mut feed, "EURUSD", 1, 1);
     all_taken(&e, 1);
     let mut sub = Sub::connect(e.subscriber_addr());
-    let errors_before = e.counters().snapshot().commands.1;
+    let errors_before = e.counters().snapshot().publish.command_errors;
     let cases: &[(&[&str], &str)] = &[
         (
             &["TICKFAN.THROTTLE", "fast"],
@@ -369,7 +369,7 @@ fn bad_input_gets_one_error_each_and_the_connection_stays_usable() {
         let got = error_text(&mut sub);
         assert!(got.starts_with(want), "{cmd:?}: {got}");
     }
-    let errors = e.counters().snapshot().commands.1 - errors_before;
+    let errors = e.counters().snapshot().publish.command_errors - errors_before;
     assert_eq!(errors, cases.len() as u64, "each error counted once");
     // Still usable, and nothing was subscribed by the failed SINCEs.
     assert!(messages_before_pong(&mut sub).is_empty());

@@ -137,10 +137,10 @@ fn have(program: &str, why: &str) -> bool {
 
 /// Sends one tick of `symbol` and waits until the engine published it.
 fn publish_one(e: &Engine, feed: &mut Feed, ts: u64, symbol: &str) {
-    let before = e.counters().snapshot().published;
+    let before = e.counters().snapshot().publish.published;
     feed.lines(&[&tick(ts, symbol, "1.08512", "1.08515")]);
     wait_until("the tick published", || {
-        e.counters().snapshot().published > before
+        e.counters().snapshot().publish.published > before
     });
 }
 

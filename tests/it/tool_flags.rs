@@ -16,7 +16,7 @@ fn replay_to_localhost_reaches_the_engine() {
     let to = format!("localhost:{}", e.feed_addr().port());
     ok(&tickfan(&["replay", file.to_str().unwrap(), "--to", &to]));
     wait_until("50 ticks through localhost", || {
-        e.counters().snapshot().ticks_valid == 50
+        e.counters().snapshot().feed.ticks_valid == 50
     });
     e.stop();
 }

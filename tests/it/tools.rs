@@ -103,9 +103,9 @@ fn gen_is_deterministic_for_a_seed_and_writes_clean_ticks() {
     // valid + conflated is every line, and the parser itself takes each.
     assert_eq!(
         (
-            s.ticks_valid + s.feed_conflated,
+            s.feed.ticks_valid + s.feed.ticks_conflated,
             s.poison_total,
-            s.lines_skipped
+            s.feed.lines_skipped
         ),
         (20_000, 0, 1)
     );
@@ -362,7 +362,7 @@ fn subscribe_counts_what_the_engine_sent() {
         let refs: Vec<&str> = lines.iter().map(|s| s.as_str()).collect();
         feed.lines(&refs);
         wait_until("round published", || {
-            e.counters().snapshot().published == round * 50
+            e.counters().snapshot().publish.published == round * 50
         });
     }
     // A burst: 20 updates per symbol at once, partly conflated by the engine.
@@ -376,12 +376,14 @@ fn subscribe_counts_what_the_engine_sent() {
     feed.lines(&refs);
     wait_until("burst taken", || {
         let c = e.counters().snapshot();
-        c.ticks_valid == 50 * 23 && c.published + c.conflated == c.ticks_valid
+        c.feed.ticks_valid == 50 * 23
+            && c.publish.published + c.publish.conflated == c.feed.ticks_valid
     });
     feed.lines(&[&tick(wall_ns(), "ZZEND", "1", "2")]);
     wait_until("sentinel published", || {
         let c = e.counters().snapshot();
-        c.published + c.conflated == c.ticks_valid && c.ticks_valid == 50 * 23 + 1
+        c.publish.published + c.publish.conflated == c.feed.ticks_valid
+            && c.feed.ticks_valid == 50 * 23 + 1
     });
     let child = sub.0.take().unwrap();
     let out = child.wait_with_output().unwrap();
@@ -394,12 +396,12 @@ fn subscribe_counts_what_the_engine_sent() {
     assert_eq!(normal["connections"], 3);
     // Every connection got every published update, and counted every
     // conflated one as a sequence gap.
-    assert_eq!(normal["messages"], 3 * c.published, "{report}");
-    assert_eq!(normal["gaps"], 3 * c.conflated, "{report}");
+    assert_eq!(normal["messages"], 3 * c.publish.published, "{report}");
+    assert_eq!(normal["gaps"], 3 * c.publish.conflated, "{report}");
     assert_eq!(normal["repeats"], 0);
     assert_eq!(normal["disconnects"], 0);
     assert_eq!(normal["untimed"], 0, "ts_ns were recent: all timed");
-    assert_eq!(normal["latency"]["count"], 3 * c.published);
+    assert_eq!(normal["latency"]["count"], 3 * c.publish.published);
     assert_eq!(report["classes"][1]["class"], "slow");
     let stdout = text(&out.stdout);
     assert!(
@@ -423,7 +425,7 @@ fn report_reads_the_histogram_log_an_engine_wrote() {
     feed.lines(&refs);
     wait_until("all taken", || {
         let c = e.counters().snapshot();
-        c.ticks_valid == 500 && c.published + c.conflated == 500
+        c.feed.ticks_valid == 500 && c.publish.published + c.publish.conflated == 500
     });
     let final_report = e.stop();
 
@@ -645,5 +647,5 @@ fn replay_sends_the_recorded_file_line_for_line() {
         e.counters().snapshot().ticks_received == data_lines
     });
     let c = e.counters().snapshot();
-    assert_eq!((c.poison_total, c.lines_skipped), (0, 1));
+    assert_eq!((c.poison_total, c.feed.lines_skipped), (0, 1));
 }

@@ -102,7 +102,7 @@ fn replay_presents_the_token_before_its_ticks() {
         )],
     );
     wait_until("the refusal counted", || {
-        e.counters().snapshot().auth_failures.0 == 1
+        e.counters().snapshot().feed.auth_failures == 1
     });
     // No token at all: the feed port's one `ERR` line fails the run (it
     // says nothing otherwise, so replay listens for it before exiting).
@@ -113,7 +113,7 @@ fn replay_presents_the_token_before_its_ticks() {
         )],
     );
     wait_until("the second refusal counted", || {
-        e.counters().snapshot().auth_failures.0 == 2
+        e.counters().snapshot().feed.auth_failures == 2
     });
 
     let out = replay(&f.right);
@@ -124,12 +124,12 @@ fn replay_presents_the_token_before_its_ticks() {
         text(&out.stderr)
     );
     wait_until("every tick taken", || {
-        e.counters().snapshot().ticks_valid == 21
+        e.counters().snapshot().feed.ticks_valid == 21
     });
     let c = e.counters().snapshot();
     assert_eq!(c.ticks_received, 21, "only the accepted run's ticks");
     assert_eq!(c.poison_total, 0, "the AUTH line is not taken as a tick");
-    assert_eq!(c.auth_failures.0, 2);
+    assert_eq!(c.feed.auth_failures, 2);
 }
 
 #[test]
@@ -227,7 +227,7 @@ fn subscribe_presents_the_token_on_every_connection() {
     );
     assert!(text(&out.stdout).is_empty(), "no report");
     wait_until("the refusal counted", || {
-        e.counters().snapshot().auth_failures.1 == 1
+        e.counters().snapshot().publish.auth_failures == 1
     });
 
     let json = f.dir.path().join("sub.json");
@@ -252,7 +252,7 @@ fn subscribe_presents_the_token_on_every_connection() {
     assert_eq!(normal["messages"], 2 * 11, "{report}");
     assert_eq!(normal["errors"], 0, "{report}");
     assert_eq!(normal["disconnects"], 0, "{report}");
-    assert_eq!(e.counters().snapshot().auth_failures.1, 1);
+    assert_eq!(e.counters().snapshot().publish.auth_failures, 1);
 }
 
 #[test]
@@ -290,9 +290,9 @@ fn orders_presents_the_token_on_every_connection() {
         ],
     );
     wait_until("both refusals counted", || {
-        e.counters().snapshot().orders.auth_failures == 2
+        e.counters().snapshot().orders.gateway.auth_failures == 2
     });
-    assert_eq!(e.counters().snapshot().orders.accepted, 0);
+    assert_eq!(e.counters().snapshot().orders.gateway.accepted, 0);
 
     let out = orders(&["--token-file", &f.right]);
     ok(&out);
@@ -303,7 +303,7 @@ fn orders_presents_the_token_on_every_connection() {
         "{stdout}"
     );
     let o = e.counters().snapshot().orders;
-    assert_eq!((o.accepted, o.auth_failures), (40, 2));
+    assert_eq!((o.gateway.accepted, o.gateway.auth_failures), (40, 2));
 }
 
 #[test]
