@@ -467,7 +467,7 @@ fn run(
                 store.index_order(rec);
             } else {
                 store.push(rec);
-                bump(&counters.dlq_stored, 1);
+                bump(&counters.dlq.stored, 1);
             }
             taken += 1;
             next = (taken < BATCH_MAX)

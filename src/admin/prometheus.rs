@@ -18,7 +18,7 @@ use super::latency_buckets::{LatencyBuckets, BUCKETS};
 use super::subscriber_series;
 use crate::metrics::alerts::{Alert, AlertGauges};
 use crate::metrics::capacity_counters::{CapacitySnapshot, LaneCapacity};
-use crate::metrics::counters::{FeedCounters, PublishCounters};
+use crate::metrics::counters::{DlqCounters, FeedCounters, PublishCounters};
 use crate::metrics::order_counters::{
     FillCounters, OrderCounters, OrderSnapshot, RetryCounters, FILL_OUTCOMES,
 };
@@ -113,12 +113,7 @@ fn engine(o: &mut Exposition, s: &Scrape<'_>) {
     o.labelled(AUTH, &[("port", "feed")], c.feed.auth_failures);
     o.labelled(AUTH, &[("port", "subscriber")], c.publish.auth_failures);
     o.labelled(AUTH, &[("port", "order")], c.orders.gateway.auth_failures);
-    o.one(
-        "tickfan_dlq_stored_total",
-        "counter",
-        "Dead letters stored.",
-        c.dlq_stored,
-    );
+    o.table(DlqCounters::TABLE, &c.dlq);
     o.one(
         "tickfan_dlq_size",
         "gauge",
@@ -474,7 +469,7 @@ mod tests {
         for p in crate::tls::TlsPortName::ALL {
             c.tls.port(p).fill_distinct(&mut n);
         }
-        c.dlq_stored.store(n, std::sync::atomic::Ordering::Relaxed);
+        c.dlq.fill_distinct(&mut n);
         c.snapshot()
     }
 
@@ -565,6 +560,7 @@ mod tests {
         let mut names = Vec::new();
         check(FeedCounters::TABLE, &c.feed, &text, &mut names);
         check(PublishCounters::TABLE, &c.publish, &text, &mut names);
+        check(DlqCounters::TABLE, &c.dlq, &text, &mut names);
         check(OrderCounters::TABLE, &c.orders.gateway, &text, &mut names);
         check(RetryCounters::TABLE, &c.orders.retry, &text, &mut names);
         check(FillCounters::TABLE, &c.orders.sequencing, &text, &mut names);

@@ -185,8 +185,8 @@ impl Alerts {
             .map(|s| s.staleness_us)
             .max()
             .unwrap_or(0);
-        let dlq_rate = (n.dlq_stored + n.feed.dlq_handoff_dropped)
-            .saturating_sub(i.before.dlq_stored + i.before.feed.dlq_handoff_dropped)
+        let dlq_rate = (n.dlq.stored + n.feed.dlq_handoff_dropped)
+            .saturating_sub(i.before.dlq.stored + i.before.feed.dlq_handoff_dropped)
             as f64
             / i.secs.max(1e-9);
         let conns = n.feed.connections_open.max(n.publish.subscribers_open);
@@ -357,10 +357,8 @@ mod tests {
     fn each_alert_starts_once_and_clears_once() {
         let mut a = Alerts::new(limits());
         let quiet = CountersSnapshot::default();
-        let mut busy = CountersSnapshot {
-            dlq_stored: 50,
-            ..CountersSnapshot::default()
-        };
+        let mut busy = CountersSnapshot::default();
+        busy.dlq.stored = 50;
         busy.feed.symbols = 8;
         busy.publish.dirty_depth = 9;
         busy.publish.subscribers_accepted = 80;

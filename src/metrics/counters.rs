@@ -140,6 +140,14 @@ counter_group! {
     }
 }
 
+counter_group! {
+    /// The dead-letter thread's one counter.
+    pub struct DlqCounters => DlqSnapshot {
+        /// Dead letters stored.
+        stored: Counter, Count => "tickfan_dlq_stored_total", "Dead letters stored.";
+    }
+}
+
 /// Every counter of one engine.
 #[derive(Debug, Default)]
 pub struct Counters {
@@ -147,8 +155,8 @@ pub struct Counters {
     pub feed: CachePadded<FeedCounters>,
     /// Single writer: the publisher thread.
     pub publish: CachePadded<PublishCounters>,
-    /// Single writer: the DLQ thread. Dead letters stored.
-    pub dlq_stored: CachePadded<AtomicU64>,
+    /// Single writer: the DLQ thread.
+    pub dlq: CachePadded<DlqCounters>,
     /// Single writer: the order gateway thread.
     pub orders: CachePadded<OrderCounters>,
     /// Single writer: the retry timer thread.
@@ -174,8 +182,8 @@ pub struct CountersSnapshot {
     pub feed: FeedSnapshot,
     /// The publisher's figures, as declared in [`PublishCounters`].
     pub publish: PublishSnapshot,
-    /// Dead letters stored (the DLQ thread's one counter).
-    pub dlq_stored: u64,
+    /// The DLQ thread's figures, as declared in [`DlqCounters`].
+    pub dlq: DlqSnapshot,
     /// Ticks received: valid + poison + conflated at the feed.
     pub ticks_received: u64,
     /// Poison ticks in total.
@@ -207,7 +215,7 @@ impl Counters {
             poison,
             feed,
             publish: self.publish.values(),
-            dlq_stored: get(&self.dlq_stored),
+            dlq: self.dlq.values(),
             orders: OrderSnapshot::take(&self.orders, &self.retry, &self.fills),
             capacity: CapacitySnapshot::take(&self.capacity),
             cluster: self.cluster.snapshot(),
@@ -254,6 +262,7 @@ mod tests {
         c.orders.fill_distinct(&mut n);
         c.retry.fill_distinct(&mut n);
         c.fills.fill_distinct(&mut n);
+        c.dlq.fill_distinct(&mut n);
         let s = c.snapshot();
         let json = serde_json::to_value(&s).expect("serialises");
         fn check<S>(table: &[Desc<S>], snap: &S, at: &serde_json::Value, seen: &mut Vec<u64>) {
@@ -273,6 +282,7 @@ mod tests {
             &counters["publish"],
             &mut seen,
         );
+        check(DlqCounters::TABLE, &s.dlq, &counters["dlq"], &mut seen);
         let orders = &counters["orders"];
         check(
             OrderCounters::TABLE,
@@ -294,6 +304,7 @@ mod tests {
         );
         let plain = FeedCounters::TABLE.len()
             + PublishCounters::TABLE.len()
+            + DlqCounters::TABLE.len()
             + OrderCounters::TABLE.len()
             + RetryCounters::TABLE.len()
             + FillCounters::TABLE.len();
@@ -310,7 +321,7 @@ mod tests {
             [
                 "capacity",
                 "cluster",
-                "dlq_stored",
+                "dlq",
                 "feed",
                 "orders",
                 "poison",

@@ -232,7 +232,7 @@ impl fmt::Display for FinalReport {
             "feeds accepted {} refused {}  dead letters stored {} (hand-off dropped {})",
             c.feed.connections_accepted,
             c.feed.connections_refused,
-            c.dlq_stored,
+            c.dlq.stored,
             c.feed.dlq_handoff_dropped
         )?;
         write!(f, "{}", c.orders)?;

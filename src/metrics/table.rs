@@ -15,10 +15,12 @@
 //! * `TABLE`, a `const` slice of [`Desc`], one per entry, in list order,
 //!   which `admin::prometheus` renders (`# HELP`, `# TYPE`, the sample).
 //!
-//! Groups on the table: feed, publisher ([`super::counters`]), order
+//! Groups on the table: feed, publisher, dead letters ([`super::counters`]), order
 //! gateway, retry timer, fill thread ([`super::order_counters`]), NATS
 //! backbone ([`super::cluster_counters`]), TLS per port
-//! ([`super::tls_counters`]).
+//! ([`super::tls_counters`]). Off the table: the order lanes' capacity
+//! view ([`super::capacity_counters`]), per-lane estimates in seconds
+//! (`f64`), not counters.
 //!
 //! # Adding a counter
 //!
