@@ -44,6 +44,11 @@ pub enum Stage {
     /// (order gateway); with the journal on, the wait for the `fdatasync`
     /// that makes the order durable is inside it.
     OrderAck,
+    /// One commit of the order journal: its batch's `write` and `fdatasync`
+    /// (journal thread, one sample per commit). The disk's sync latency
+    /// under the engine's own load, beside [`Stage::OrderAck`], which waits
+    /// for it.
+    JournalSync,
     /// A due retry waiting for a worker: its due time (retry timer) → taken
     /// by a worker of its lane (engine clock; the retry quota's measure).
     OrderRetryWait,
@@ -56,7 +61,7 @@ pub enum Stage {
 
 impl Stage {
     /// Number of stages.
-    pub const COUNT: usize = 18;
+    pub const COUNT: usize = 19;
     /// Every stage, in index order.
     pub const ALL: [Stage; Stage::COUNT] = [
         Stage::FeedParse,
@@ -75,6 +80,7 @@ impl Stage {
         Stage::OrderE2eSmall,
         Stage::OrderE2eLarge,
         Stage::OrderAck,
+        Stage::JournalSync,
         Stage::OrderRetryWait,
         Stage::Backbone,
     ];
@@ -98,6 +104,7 @@ impl Stage {
             Stage::OrderE2eSmall => "order_e2e_small",
             Stage::OrderE2eLarge => "order_e2e_large",
             Stage::OrderAck => "order_ack",
+            Stage::JournalSync => "journal_sync",
             Stage::OrderRetryWait => "order_retry_wait",
             Stage::Backbone => "backbone",
         }

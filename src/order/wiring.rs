@@ -81,7 +81,7 @@ use super::gateway::pending_acks::PendingAcks;
 use super::gateway::{Gateway, GatewayParts, GatewaySettings, WAKER};
 use super::journal::files::WrapFiles;
 use super::journal::startup;
-use super::journal::writer::Journal;
+use super::journal::writer::{Journal, JournalTiming};
 use super::lanes::elastic::{ScalePolicy, UP_WINDOW};
 use super::lanes::outlet::Outlet;
 use super::lanes::pool::{Pool, ScaleLoop};
@@ -506,6 +506,7 @@ fn open_journal(
                 watch: Some(Arc::clone(&i.watch)),
                 wrap_files: i.journal_files.take(),
                 clock: Some(Arc::clone(&i.clock)),
+                timing: Some(JournalTiming::new(i.link.clone(), i.mono)),
             },
         )
         .map_err(std::io::Error::other)?;

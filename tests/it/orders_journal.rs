@@ -198,13 +198,27 @@ fn a_full_journal_refuses_new_orders_with_journal_full_and_acks_none_of_them() {
     let acks = report.stage(tickfan::metrics::Stage::OrderAck).unwrap();
     assert_eq!(acks.pct.count, acked as u64);
     let mut n = 0;
+    let mut records = 0u64;
     recover(dir.path(), |r| {
+        records += 1;
         if matches!(r, Record::Accepted { .. }) {
             n += 1;
         }
     })
     .unwrap();
     assert_eq!(n, acked, "every ACKed order is in the journal, no other");
+    // Each commit's write + fdatasync is measured: one client waiting for
+    // each order's end, so every ACK had a commit of its own, and no
+    // commit holds less than one record.
+    let syncs = report
+        .stage(tickfan::metrics::Stage::JournalSync)
+        .expect("journal_sync in the report")
+        .pct
+        .count;
+    assert!(
+        (acked as u64..=records).contains(&syncs),
+        "{syncs} commits for {acked} ACKs and {records} records"
+    );
 }
 
 #[test]

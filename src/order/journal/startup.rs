@@ -29,7 +29,7 @@ use crate::sys::watch::Watch;
 
 use super::files::{DirFiles, JournalFiles, WrapFiles};
 use super::recover::{recover, RecoverError, Recovered};
-use super::writer::{Journal, JournalEnv, JournalLimits, Notify};
+use super::writer::{Journal, JournalEnv, JournalLimits, JournalTiming, Notify};
 use crate::dlq::{AttemptRecord, DeadLetter};
 use crate::order::msg::record::{Record, TerminalState};
 
@@ -111,6 +111,8 @@ pub(crate) struct JournalStart {
     pub wrap_files: Option<WrapFiles>,
     /// The engine clock, for the disk-full probe (`None`: the monotonic clock).
     pub clock: Option<SharedClock>,
+    /// Where each commit's duration goes (`None`: not measured).
+    pub timing: Option<JournalTiming>,
 }
 
 /// Recovers `c.data_dir`, tells `ids` (the gateway's side) every id it
@@ -324,6 +326,7 @@ fn start_thread(
         notify,
         watch: start.watch,
         clock: start.clock.unwrap_or_else(|| Arc::new(MonoClock::new())),
+        timing: start.timing,
     };
     Journal::start_in(files, limits, next, segments, env).map_err(|source| RecoverError::Io {
         path: c.data_dir.join(super::segment::file_name(next)),

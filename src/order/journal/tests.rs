@@ -467,6 +467,7 @@ fn a_journal_thread_that_panics_is_named_dead_and_nobody_waits_on_it_for_ever() 
             notify: Box::new(|| {}),
             watch: Some(Arc::clone(&watch)),
             clock: Arc::new(crate::retry::SimClock::new()),
+            timing: None,
         },
     )
     .unwrap();
@@ -609,6 +610,7 @@ fn start_on(
             }),
             watch: None,
             clock: Arc::new(clock.clone()),
+            timing: None,
         },
     )
     .unwrap();

@@ -18,7 +18,8 @@ use super::disk_full::{is_disk_full, probe, DiskFull, Probe, FULL_POLL, PROBE_EV
 use super::files::{JournalFile, JournalFiles};
 use super::segment::header;
 
-use super::writer::{lock, Segment, Shared, State, RETIRE_TICK};
+use super::writer::{lock, JournalTiming, Segment, Shared, State, RETIRE_TICK};
+use crate::metrics::Stage;
 
 /// Held by the journal thread: if it unwinds (a panic), the journal turns
 /// failed for good, as after a disk error: appends are refused and every
@@ -53,6 +54,8 @@ pub(super) struct Writer {
     /// Bytes of the open segment that are durable (its header and the
     /// records of every successful commit): where a cut goes back to.
     pub(super) segment_len: u64,
+    /// Each commit's duration, when measured.
+    pub(super) timing: Option<JournalTiming>,
 }
 
 /// What the journal thread does next.
@@ -92,6 +95,14 @@ pub(super) fn open_segment(
 
 impl Writer {
     pub(super) fn run(mut self) {
+        self.turns();
+        if let Some(t) = &mut self.timing {
+            t.recorder.finish(t.mono.now_ns());
+        }
+    }
+
+    /// Commits and probes until the journal stops or fails.
+    fn turns(&mut self) {
         let shared = Arc::clone(&self.shared);
         let mut batch = Vec::with_capacity(1 << 16);
         loop {
@@ -124,7 +135,12 @@ impl Writer {
             };
             match step {
                 Step::Commit(last) => {
+                    let start = self.timing.as_ref().map(|t| t.mono.now_ns());
                     let result = self.commit(&batch);
+                    if let (Some(t), Some(start)) = (&mut self.timing, start) {
+                        t.recorder
+                            .record_span(Stage::JournalSync, start, t.mono.now_ns());
+                    }
                     self.committed(result, last, batch.len() as u64);
                     batch.clear();
                 }
@@ -134,13 +150,24 @@ impl Writer {
     }
 
     /// Waits for work at most `tick`; retires segments when it times out
-    /// (a full journal appends nothing, and must still empty).
+    /// (a full journal appends nothing, and must still empty). A measured
+    /// journal wakes by its recorder's interval boundary too, to hand the
+    /// interval over on time.
     fn idle<'a>(&mut self, st: MutexGuard<'a, State>, tick: Duration) -> MutexGuard<'a, State> {
+        let tick = match &self.timing {
+            Some(t) => tick.min(Duration::from_nanos(
+                t.recorder.ns_until_flush(t.mono.now_ns()).max(1),
+            )),
+            None => tick,
+        };
         let (mut st, waited) = self
             .shared
             .work
             .wait_timeout(st, tick)
             .unwrap_or_else(|p| p.into_inner());
+        if let Some(t) = &mut self.timing {
+            t.recorder.maybe_flush(t.mono.now_ns());
+        }
         if waited.timed_out() {
             self.retire(&mut st);
         }

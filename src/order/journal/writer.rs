@@ -49,6 +49,8 @@ use super::segment::{header, put_frame};
 use super::thread::{open_segment, FailOnPanic, Writer};
 use crate::metrics::counters::set;
 use crate::metrics::order_counters::OrderCounters;
+use crate::metrics::recorder::RecorderLink;
+use crate::metrics::{Stage, StageRecorder};
 use crate::order::msg::journal::{AppendError, Durability, JournalLink, Loss};
 use crate::order::msg::record::Record;
 
@@ -93,6 +95,28 @@ pub struct JournalEnv {
     /// The engine clock: when a full journal probes for room
     /// ([`super::disk_full::PROBE_EVERY`]).
     pub clock: Arc<dyn Clock>,
+    /// Where each commit's duration goes (`None`: not measured).
+    pub timing: Option<JournalTiming>,
+}
+
+/// The journal thread's histogram of its commits ([`Stage::JournalSync`]),
+/// on the engine's measurement clock.
+#[derive(Debug)]
+pub struct JournalTiming {
+    /// The journal thread's recorder (stage `journal_sync` only).
+    pub(crate) recorder: StageRecorder,
+    /// The engine's measurement clock (shared epoch with every recorder).
+    pub(crate) mono: MonoClock,
+}
+
+impl JournalTiming {
+    /// A recorder of [`Stage::JournalSync`] on `link`, timed by `mono`.
+    pub(crate) fn new(link: RecorderLink, mono: MonoClock) -> Self {
+        JournalTiming {
+            recorder: StageRecorder::new(&[Stage::JournalSync], link),
+            mono,
+        }
+    }
 }
 
 impl std::fmt::Debug for JournalEnv {
@@ -100,6 +124,7 @@ impl std::fmt::Debug for JournalEnv {
         f.debug_struct("JournalEnv")
             .field("watch", &self.watch.is_some())
             .field("clock", &self.clock)
+            .field("timing", &self.timing.is_some())
             .finish_non_exhaustive()
     }
 }
@@ -191,6 +216,7 @@ impl Journal {
             notify,
             watch: None,
             clock: Arc::new(MonoClock::new()),
+            timing: None,
         };
         Self::start_in(files, limits, first_segment, existing, env)
     }
@@ -247,6 +273,7 @@ impl Journal {
             file,
             segment: first_segment,
             segment_len: header(0).len() as u64,
+            timing: env.timing,
         };
         let watch = env.watch;
         let handle = std::thread::Builder::new()
