@@ -27,7 +27,9 @@
 # start and right before each journal-on run; the summary ends with the
 # journal judged against its disk (issue 29): order_ack p99 ÷ floor p99,
 # per run against its own floor, median over the rounds; and against an
-# open-loop floor at the same rate (see open_floor below).
+# open-loop floor at the same rate (see open_floor below); and against the
+# engine's own commits in the same run (stage `journal_sync`: one write +
+# fdatasync per batch, measured by the journal thread).
 #
 # BEFORE_BIN=path/to/an/older/tickfan adds a mode `before` (journal on,
 # that binary) to each round, to compare a change with the same load;
@@ -211,9 +213,12 @@ try:
 except OSError:
     ol = "nan"
 st = {s["stage"]: s for s in eng["stages"]}.get("order_ack", {})
+# The engine's own commits (write + fdatasync of a batch), in the same run.
+js = {s["stage"]: s for s in eng["stages"]}.get("journal_sync", {})
 print("\t".join(map(str, [mode, rate, rnd, int(sent), acc, round(acc / secs), rej.replace("\t", " "),
     round(c50, 1), round(c99, 1), round(c999, 1),
-    st.get("p50_us", "nan"), st.get("p99_us", "nan"), st.get("p999_us", "nan"), fl, ol])))
+    st.get("p50_us", "nan"), st.get("p99_us", "nan"), st.get("p999_us", "nan"), fl, ol,
+    js.get("p50_us", "nan"), js.get("p99_us", "nan"), js.get("count", 0)])))
 PY
   tail -1 "$ROWS" >&2
 }
@@ -273,8 +278,12 @@ for mode, rate in order:
     if open_runs:
         runs = ", ".join(f"{float(r[11]):,.0f}/{float(r[14]):,.0f}" for r in g)
         print(f"journal on, {rate}/s: each run against the open-loop floor at the same rate, run right before it: median {statistics.median(open_runs):.2f} (runs, order_ack p99/open-loop p99 µs: {runs})")
+    own = [(float(r[11]), float(r[16]), int(r[17]), int(r[4])) for r in g if len(r) > 17 and r[16] != "nan"]
+    if own:
+        runs = ", ".join(f"{a:,.0f}/{j:,.0f} ({n / max(acc, 1):.2f} commits per order)" for a, j, n, acc in own)
+        print(f"journal on, {rate}/s: against the engine's own commits (stage journal_sync, write + fdatasync, same run): median {statistics.median(a / j for a, j, _, _ in own):.2f} (runs, order_ack p99/journal_sync p99 µs: {runs})")
 print()
-print("raw rows (mode rate round sent accepted accepted/s rejected c50 c99 c999 e50 e99 e999 floor99 open_loop99):")
+print("raw rows (mode rate round sent accepted accepted/s rejected c50 c99 c999 e50 e99 e999 floor99 open_loop99 sync50 sync99 syncs):")
 for r in rows:
     print("  " + "  ".join(r))
 PY
