@@ -426,10 +426,10 @@ impl Ledger {
                 p.ended(id);
             }
             if let EventKind::Fill { n, cum, amount, .. } = &ev.kind {
-                // Appended before its `FILL` is written, not waited for: a
-                // fill lost in a crash is re-delivered by the idempotent
-                // venue (see docs/decisions.md).
-                if let Err(e) = p.journal().append(&Record::FillApplied {
+                // Appended before its `FILL` is written, not waited for
+                // (lazily: no commit of its own): a fill lost in a crash is
+                // re-delivered by the idempotent venue (see docs/decisions.md).
+                if let Err(e) = p.journal().append_lazy(&Record::FillApplied {
                     id: id.to_owned(),
                     fill_no: *n,
                     cum: *cum,
@@ -467,8 +467,9 @@ impl Ledger {
                 }
             };
             if let Some((state, reason, cum, amount, attempts)) = rec {
-                // Not waited for: a terminal record lost in a crash only
-                // makes recovery run the order again, under its idempotent id.
+                // Not waited for (lazily: no commit of its own): a terminal
+                // record lost in a crash only makes recovery run the order
+                // again, under its idempotent id.
                 let rec = Record::Terminal {
                     id: id.to_owned(),
                     state,
@@ -477,7 +478,7 @@ impl Ledger {
                     amount,
                     attempts,
                 };
-                match p.journal().append(&rec) {
+                match p.journal().append_lazy(&rec) {
                     Ok(_) => {}
                     Err(AppendError::DiskFull) if self.unjournaled.len() < UNJOURNALED_MAX => {
                         self.unjournaled.push(rec);
@@ -509,7 +510,7 @@ impl Ledger {
         let n = self.unjournaled.len();
         let mut kept = Vec::new();
         for rec in self.unjournaled.drain(..) {
-            match p.journal().append(&rec) {
+            match p.journal().append_lazy(&rec) {
                 Ok(_) => {}
                 Err(AppendError::DiskFull) => kept.push(rec),
                 Err(e) => log::debug!("terminal record not journaled: {e}"),

@@ -193,6 +193,38 @@ fn group_commit_syncs_once_per_batch() {
     );
 }
 
+#[test]
+fn a_lazy_record_is_committed_without_an_urgent_one_and_at_once_when_waited_for() {
+    // Lazy records alone start no commit of their own at once, but one
+    // within LAZY_WITHIN: they become durable with nothing else appended.
+    let dir = tempfile::tempdir().unwrap();
+    let (j, h) = start(dir.path(), LIMITS);
+    let rec = samples().remove(0);
+    let a = j.append_lazy(&rec).unwrap();
+    let b = j.append_lazy(&rec).unwrap();
+    assert_eq!(b, a + 1, "lazy records take LSNs in append order");
+    eventually("the lazy records durable", || {
+        j.outcome(b) == crate::order::msg::journal::Durability::Durable
+    });
+    // Waited for, a lazy record is committed now (here LAZY_WITHIN is 5 ms;
+    // the wait returns true either way, and must not hang).
+    let c = j.append_lazy(&rec).unwrap();
+    assert!(j.wait_durable(c));
+    // An urgent append after lazy ones commits them with it.
+    let d = j.append_lazy(&rec).unwrap();
+    let e = j.append(&rec).unwrap();
+    assert!(j.wait_durable(e));
+    assert_eq!(
+        j.outcome(d),
+        crate::order::msg::journal::Durability::Durable
+    );
+    j.stop();
+    h.join().unwrap();
+    let mut n = 0;
+    recover(dir.path(), |_| n += 1).unwrap();
+    assert_eq!(n, 5, "every record, lazy or not, on disk in order");
+}
+
 /// Syncs counted, the second and later held until [`Gate::open`].
 #[derive(Default)]
 struct Gate {

@@ -20,6 +20,7 @@ use super::segment::header;
 
 use super::writer::{lock, JournalTiming, Segment, Shared, State, RETIRE_TICK};
 use crate::metrics::Stage;
+use crate::order::msg::journal::LAZY_WITHIN;
 
 /// Held by the journal thread: if it unwinds (a panic), the journal turns
 /// failed for good, as after a disk error: appends are refused and every
@@ -124,8 +125,17 @@ impl Writer {
                         continue;
                     }
                     if !st.pending.is_empty() {
-                        std::mem::swap(&mut st.pending, &mut batch);
-                        break Step::Commit(st.last_lsn);
+                        // Lazy records alone wait for an urgent one to ride
+                        // with, at most LAZY_WITHIN from the oldest.
+                        let waited = st.lazy_since.map_or(LAZY_WITHIN, |t| t.elapsed());
+                        if st.urgent || st.stop || waited >= LAZY_WITHIN {
+                            std::mem::swap(&mut st.pending, &mut batch);
+                            st.urgent = false;
+                            st.lazy_since = None;
+                            break Step::Commit(st.last_lsn);
+                        }
+                        st = self.idle(st, LAZY_WITHIN - waited);
+                        continue;
                     }
                     if st.stop {
                         return;

@@ -36,7 +36,7 @@ use std::io;
 use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
 use std::sync::{Arc, Condvar, Mutex, MutexGuard};
 use std::thread::JoinHandle;
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 use crate::retry::Clock;
 use crate::sys::clock::{wall_ns, MonoClock};
@@ -148,6 +148,12 @@ pub(super) struct State {
     pub(super) lost: LostRanges,
     /// Set by [`Journal::stop`].
     pub(super) stop: bool,
+    /// Something pending wants its commit now (an urgent append, or a
+    /// wait for a lazy one). Cleared when the batch is taken.
+    pub(super) urgent: bool,
+    /// When the oldest record pending was appended (`None`: nothing
+    /// pending since the last batch was taken).
+    pub(super) lazy_since: Option<Instant>,
 }
 
 pub(super) struct Shared {
@@ -254,6 +260,8 @@ impl Journal {
                 full: None,
                 lost: LostRanges::default(),
                 stop: false,
+                urgent: false,
+                lazy_since: None,
             }),
             work: Condvar::new(),
             committed: Condvar::new(),
@@ -294,6 +302,21 @@ impl Journal {
     /// while the disk is full, [`AppendError::Failed`] after a disk error,
     /// [`AppendError::Stopped`] after [`Journal::stop`].
     pub fn append(&self, rec: &Record) -> Result<u64, AppendError> {
+        self.append_as(rec, true)
+    }
+
+    /// Appends `rec` without a commit of its own (see
+    /// [`JournalLink::append_lazy`]): it rides with the next urgent
+    /// append's commit, or is committed once it has waited
+    /// [`LAZY_WITHIN`](crate::order::msg::journal::LAZY_WITHIN).
+    ///
+    /// # Errors
+    /// As [`Journal::append`].
+    pub fn append_lazy(&self, rec: &Record) -> Result<u64, AppendError> {
+        self.append_as(rec, false)
+    }
+
+    fn append_as(&self, rec: &Record, urgent: bool) -> Result<u64, AppendError> {
         let mut st = lock(&self.shared);
         if let Some(e) = &st.failed {
             return Err(AppendError::Failed(e.clone()));
@@ -318,8 +341,20 @@ impl Journal {
         }
         st.last_lsn += 1;
         let lsn = st.last_lsn;
+        // The journal thread is woken for an urgent record, and for the
+        // first lazy one of a batch (to wait out its LAZY_WITHIN).
+        let wake = if urgent {
+            !std::mem::replace(&mut st.urgent, true)
+        } else {
+            st.lazy_since.is_none()
+        };
+        if st.lazy_since.is_none() {
+            st.lazy_since = Some(Instant::now());
+        }
         drop(st);
-        self.shared.work.notify_one();
+        if wake {
+            self.shared.work.notify_one();
+        }
         Ok(lsn)
     }
 
@@ -425,7 +460,7 @@ impl Journal {
                 Durability::Durable => return true,
                 Durability::Lost(_) => return false,
                 Durability::Pending if st.stop && st.pending.is_empty() => return false,
-                Durability::Pending => {}
+                Durability::Pending => self.hurry(&mut st),
             }
             st = self
                 .shared
@@ -447,7 +482,7 @@ impl Journal {
             match self.outcome_locked(&st, last) {
                 Durability::Durable => return true,
                 Durability::Lost(_) => return false,
-                Durability::Pending => {}
+                Durability::Pending => self.hurry(&mut st),
             }
             let Some(left) = deadline.checked_duration_since(std::time::Instant::now()) else {
                 return false;
@@ -458,6 +493,14 @@ impl Journal {
                 .wait_timeout(st, left)
                 .unwrap_or_else(|p| p.into_inner())
                 .0;
+        }
+    }
+
+    /// Someone waits for a pending record: what is pending is committed now,
+    /// lazy or not.
+    fn hurry(&self, st: &mut State) {
+        if !st.pending.is_empty() && !std::mem::replace(&mut st.urgent, true) {
+            self.shared.work.notify_one();
         }
     }
 
@@ -472,6 +515,10 @@ impl Journal {
 impl JournalLink for Journal {
     fn append(&self, rec: &Record) -> Result<u64, AppendError> {
         Journal::append(self, rec)
+    }
+
+    fn append_lazy(&self, rec: &Record) -> Result<u64, AppendError> {
+        Journal::append_lazy(self, rec)
     }
 
     fn outcome(&self, lsn: u64) -> Durability {

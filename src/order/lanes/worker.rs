@@ -405,8 +405,8 @@ impl Worker {
     /// have reached, or a re-send to another venue could execute it twice.
     /// The wait is a group commit shared by every worker.
     ///
-    /// A first attempt does not wait (its record rides with the next
-    /// commit): its bridge follows from the order's admission number, which
+    /// A first attempt does not wait, and starts no commit of its own (its
+    /// record rides with the next, `append_lazy`): its bridge follows from the order's admission number, which
     /// its durable `Accepted` record holds, so recovery re-sends an order
     /// with no journaled attempt to that bridge ([`Order::route_seq`]). A
     /// worker then spends no sync per new order (two workers take 10k
@@ -428,7 +428,12 @@ impl Worker {
             fence_token,
         };
         let first = o.attempts() == 0 && o.resend_to().is_none();
-        match j.append(&rec) {
+        let appended = if first {
+            j.append_lazy(&rec)
+        } else {
+            j.append(&rec)
+        };
+        match appended {
             Ok(_) if first => true,
             Ok(lsn) if j.wait_durable(lsn) => true,
             Ok(_) => {

@@ -63,6 +63,17 @@ pub(crate) trait JournalLink: Debug + Send + Sync {
     /// [`AppendError::Failed`] after a disk error, [`AppendError::Stopped`]
     /// once the journal stops.
     fn append(&self, rec: &Record) -> Result<u64, AppendError>;
+    /// Appends `rec` without a commit of its own: it rides with the next
+    /// [`append`](Self::append)'s commit, or is committed once it has
+    /// waited [`LAZY_WITHIN`] (a `wait_durable` on it commits it at once).
+    /// For records nobody waits for (fills applied, ends, a first attempt),
+    /// so an `ACK` does not wait behind a sync started for them.
+    ///
+    /// # Errors
+    /// As [`append`](Self::append).
+    fn append_lazy(&self, rec: &Record) -> Result<u64, AppendError> {
+        self.append(rec)
+    }
 
     /// What became of the record appended as `lsn`.
     fn outcome(&self, lsn: u64) -> Durability;
@@ -84,6 +95,12 @@ pub(crate) trait JournalLink: Debug + Send + Sync {
     /// gateway thread.
     fn publish_gauges(&self, o: &OrderCounters);
 }
+
+/// The longest a record appended with [`JournalLink::append_lazy`] waits
+/// for a commit to ride with. Bounds what a crash can take of those
+/// records besides the commit in progress (each such loss is replayed
+/// idempotently at recovery, see docs/src/decisions.md).
+pub const LAZY_WITHIN: std::time::Duration = std::time::Duration::from_millis(5);
 
 /// The journal as the gateway and the workers hold it (cloned per worker).
 pub(crate) type JournalHandle = Arc<dyn JournalLink>;
