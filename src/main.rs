@@ -176,13 +176,16 @@ fn serve(args: &ServeArgs) -> Result<(), Failure> {
         true => " · tls clients need a certificate (--tls-client-ca)",
         false => "",
     };
-    eprintln!(
-        "tickfan serving: feed {feed} · subscribers {}{sub_tls} (redis-cli {redis_tls}-p {} psubscribe '*') · orders {} · admin {scheme}://{} (/health /metrics /report /dlq) · {journal}{mutual}",
+    // One write: stderr is unbuffered, and `eprintln!` writes a line in
+    // pieces that a reader of a log file can catch half written.
+    let banner = format!(
+        "tickfan serving: feed {feed} · subscribers {}{sub_tls} (redis-cli {redis_tls}-p {} psubscribe '*') · orders {} · admin {scheme}://{} (/health /metrics /report /dlq) · {journal}{mutual}\n",
         engine.subscriber_addr(),
         engine.subscriber_addr().port(),
         orders,
         engine.admin_addr()
     );
+    let _ = std::io::Write::write_all(&mut std::io::stderr(), banner.as_bytes());
     let started = Instant::now();
     // The main thread only watches for the end: a signal or --duration.
     while !stop.load(Ordering::Relaxed) {

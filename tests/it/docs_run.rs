@@ -383,7 +383,10 @@ impl Runner {
         let end = Instant::now() + DEADLINE;
         let banner = loop {
             let text = std::fs::read_to_string(&err).unwrap_or_default();
-            if let Some(b) = text.lines().find(|l| l.contains("tickfan serving")) {
+            // Whole lines only: a banner read while it is being written
+            // would lack its last listeners.
+            let whole = &text[..text.rfind('\n').map_or(0, |i| i + 1)];
+            if let Some(b) = whole.lines().find(|l| l.contains("tickfan serving")) {
                 break b.to_string();
             }
             let bg = self.background.last_mut().unwrap();
