@@ -1,0 +1,2 @@
+#!/bin/sh
+exec /work/target-main/release/tickfan "$@" --idle yield
