@@ -459,17 +459,7 @@ mod tests {
     /// Every counter of every table group set to a value of its own.
     fn filled() -> CountersSnapshot {
         let c = Counters::default();
-        let mut n = 1000;
-        c.feed.fill_distinct(&mut n);
-        c.publish.fill_distinct(&mut n);
-        c.orders.fill_distinct(&mut n);
-        c.retry.fill_distinct(&mut n);
-        c.fills.fill_distinct(&mut n);
-        c.cluster.fill_distinct(&mut n);
-        for p in crate::tls::TlsPortName::ALL {
-            c.tls.port(p).fill_distinct(&mut n);
-        }
-        c.dlq.fill_distinct(&mut n);
+        c.fill_distinct(&mut 1000);
         c.snapshot()
     }
 

@@ -223,6 +223,22 @@ impl Counters {
         }
     }
 
+    /// Stores `next`, `next + 1`, … into every figure of every table
+    /// group (tests: each figure tells where it went).
+    #[cfg(test)]
+    pub(crate) fn fill_distinct(&self, next: &mut u64) {
+        self.feed.fill_distinct(next);
+        self.publish.fill_distinct(next);
+        self.dlq.fill_distinct(next);
+        self.orders.fill_distinct(next);
+        self.retry.fill_distinct(next);
+        self.fills.fill_distinct(next);
+        self.cluster.fill_distinct(next);
+        for p in crate::tls::TlsPortName::ALL {
+            self.tls.port(p).fill_distinct(next);
+        }
+    }
+
     /// Poison count for one reason.
     pub fn poison(&self, reason: PoisonReason) -> u64 {
         get(&self.feed.poison[reason.index()])
@@ -256,13 +272,7 @@ mod tests {
         use super::super::order_counters::{FillCounters, OrderCounters, RetryCounters};
         use super::super::table::Desc;
         let c = Counters::default();
-        let mut n = 1;
-        c.feed.fill_distinct(&mut n);
-        c.publish.fill_distinct(&mut n);
-        c.orders.fill_distinct(&mut n);
-        c.retry.fill_distinct(&mut n);
-        c.fills.fill_distinct(&mut n);
-        c.dlq.fill_distinct(&mut n);
+        c.fill_distinct(&mut 1);
         let s = c.snapshot();
         let json = serde_json::to_value(&s).expect("serialises");
         fn check<S>(table: &[Desc<S>], snap: &S, at: &serde_json::Value, seen: &mut Vec<u64>) {

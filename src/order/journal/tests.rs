@@ -225,6 +225,35 @@ fn a_lazy_record_is_committed_without_an_urgent_one_and_at_once_when_waited_for(
     assert_eq!(n, 5, "every record, lazy or not, on disk in order");
 }
 
+#[test]
+fn a_batch_taken_cut_or_dropped_leaves_nothing_urgent_so_the_next_append_wakes_the_thread() {
+    // An append wakes the journal thread only when nothing pending is
+    // already urgent or waiting; a mark left behind by records a full disk
+    // cut off would let the next append sleep until the idle tick.
+    let state = || super::writer::State {
+        pending: vec![1, 2, 3],
+        last_lsn: 3,
+        disk_bytes: 0,
+        segments: Vec::new(),
+        failed: None,
+        full: None,
+        lost: super::lost::LostRanges::default(),
+        stop: false,
+        urgent: true,
+        pending_since: Some(std::time::Instant::now()),
+    };
+    let mut dropped = state();
+    dropped.drop_pending();
+    assert!(dropped.pending.is_empty());
+    assert!(!dropped.urgent && dropped.pending_since.is_none());
+    let mut taken = state();
+    let mut batch = Vec::new();
+    taken.take_batch(&mut batch);
+    assert_eq!(batch, [1, 2, 3]);
+    assert!(taken.pending.is_empty());
+    assert!(!taken.urgent && taken.pending_since.is_none());
+}
+
 /// Syncs counted, the second and later held until [`Gate::open`].
 #[derive(Default)]
 struct Gate {

@@ -35,7 +35,7 @@ impl Drop for FailOnPanic {
         let mut st = lock(&self.0);
         st.failed = Some("the journal thread died".into());
         st.full = None;
-        st.pending.clear();
+        st.drop_pending();
         self.0.disk_full.store(false, Ordering::Release);
         self.0
             .lost_from
@@ -127,11 +127,9 @@ impl Writer {
                     if !st.pending.is_empty() {
                         // Lazy records alone wait for an urgent one to ride
                         // with, at most LAZY_WITHIN from the oldest.
-                        let waited = st.lazy_since.map_or(LAZY_WITHIN, |t| t.elapsed());
+                        let waited = st.pending_since.map_or(LAZY_WITHIN, |t| t.elapsed());
                         if st.urgent || st.stop || waited >= LAZY_WITHIN {
-                            std::mem::swap(&mut st.pending, &mut batch);
-                            st.urgent = false;
-                            st.lazy_since = None;
+                            st.take_batch(&mut batch);
                             break Step::Commit(st.last_lsn);
                         }
                         st = self.idle(st, LAZY_WITHIN - waited);
@@ -231,7 +229,7 @@ impl Writer {
         self.shared
             .lost_ranges
             .store(st.lost.len(), Ordering::Release);
-        st.pending.clear();
+        st.drop_pending();
         st.full = Some(DiskFull::new(e, now_ns));
         self.shared.disk_full.store(true, Ordering::Release);
         self.shared.full_episodes.fetch_add(1, Ordering::Relaxed);
@@ -245,7 +243,7 @@ impl Writer {
         log::error!("journal: write failed, new orders are refused: {error}");
         st.failed = Some(error);
         st.full = None;
-        st.pending.clear();
+        st.drop_pending();
         self.shared.disk_full.store(false, Ordering::Release);
         self.shared.lost_from.store(
             self.shared.durable.load(Ordering::Acquire),

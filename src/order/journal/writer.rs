@@ -153,7 +153,29 @@ pub(super) struct State {
     pub(super) urgent: bool,
     /// When the oldest record pending was appended (`None`: nothing
     /// pending since the last batch was taken).
-    pub(super) lazy_since: Option<Instant>,
+    pub(super) pending_since: Option<Instant>,
+}
+
+impl State {
+    /// Takes everything pending into `batch` (empty) for one commit.
+    pub(super) fn take_batch(&mut self, batch: &mut Vec<u8>) {
+        std::mem::swap(&mut self.pending, batch);
+        self.forget_pending_marks();
+    }
+
+    /// Drops everything pending (a full disk cut it off, or the journal
+    /// failed): no commit is owed for it.
+    pub(super) fn drop_pending(&mut self) {
+        self.pending.clear();
+        self.forget_pending_marks();
+    }
+
+    /// With nothing pending, nothing is urgent or waiting: the next
+    /// append wakes the journal thread again.
+    fn forget_pending_marks(&mut self) {
+        self.urgent = false;
+        self.pending_since = None;
+    }
 }
 
 pub(super) struct Shared {
@@ -261,7 +283,7 @@ impl Journal {
                 lost: LostRanges::default(),
                 stop: false,
                 urgent: false,
-                lazy_since: None,
+                pending_since: None,
             }),
             work: Condvar::new(),
             committed: Condvar::new(),
@@ -346,10 +368,10 @@ impl Journal {
         let wake = if urgent {
             !std::mem::replace(&mut st.urgent, true)
         } else {
-            st.lazy_since.is_none()
+            st.pending_since.is_none()
         };
-        if st.lazy_since.is_none() {
-            st.lazy_since = Some(Instant::now());
+        if st.pending_since.is_none() {
+            st.pending_since = Some(Instant::now());
         }
         drop(st);
         if wake {
