@@ -105,14 +105,19 @@ run() { # load server rep
     PIDS+=("$subpid2")
     wait_line "$logs/sub50.err" "subscribed to"
   fi
-  local rss0 rss1
+  local rss0 rss1 cpu0 cpu1 t0 t1
   rss0=$(rss_kib "$spid")
+  cpu0=$(cpu_ticks "$spid"); t0=$(date +%s.%N)
   "${CLI[@]}" "$BIN" replay "$TICKS" --to "127.0.0.1:$pport" --send-as "$fmt" --stamp \
     --record-sent "$logs/sent.csv" --rate "$rate" --loops 1000 --duration "${DUR}s" --no-progress \
     2> "$logs/replay.err" || true
   wait "$subpid" || true
   [ -n "$subpid2" ] && { wait "$subpid2" || true; }
   rss1=$(rss_kib "$spid")
+  cpu1=$(cpu_ticks "$spid"); t1=$(date +%s.%N)
+  local cpu_pct
+  cpu_pct=$(awk -v a="$cpu0" -v b="$cpu1" -v s="$t0" -v e="$t1" -v hz="$(getconf CLK_TCK)" \
+    'BEGIN { printf "%.0f", 100 * (b - a) / hz / (e - s) }')
   kill "$spid" 2>/dev/null || true
   wait "$spid" 2>/dev/null || true
   local slowjson=""
@@ -120,9 +125,9 @@ run() { # load server rep
     *-slow) slowjson=$logs/sub.json ;;
     *-slow50) slowjson=$logs/sub50.json ;;
   esac
-  python3 - "$logs/sub.json" "$slowjson" "$load" "$server" "$rep" "$rss0" "$rss1" >> "$ROWS" <<'PY'
+  python3 - "$logs/sub.json" "$slowjson" "$load" "$server" "$rep" "$rss0" "$rss1" "$cpu_pct" >> "$ROWS" <<'PY'
 import json, sys
-sub, slow, load, server, rep, rss0, rss1 = sys.argv[1:]
+sub, slow, load, server, rep, rss0, rss1, cpu = sys.argv[1:]
 n = {c["class"]: c for c in json.load(open(sub))["classes"]}["normal"]
 fn = n["freshness"]["freshness"]
 row = [load, server, rep, fn["p50_us"], fn["p99_us"], fn["p999_us"], fn["max_us"],
@@ -134,6 +139,7 @@ if slow:
 else:
     row += ["-"] * 5
 row.append(round((int(rss1) - int(rss0)) / 1024, 1))
+row.append(cpu)
 print("\t".join(str(x) for x in row))
 PY
   rm -f "$logs/sent.csv"
@@ -155,16 +161,17 @@ import statistics, sys
 rows = [l.rstrip("\n").split("\t") for l in open(sys.argv[1]) if l.strip()]
 ms = lambda us: f"{float(us) / 1000:.2f}"
 print("Per run (freshness in ms; normal = readers that keep up, slow = 64 KiB/s readers):\n")
-print("| load | server | rep | normal p50 | p99 | p99.9 | max | unserved | disconnects | seq gaps | slow p50 | slow p99 | slow p99.9 | slow max | slow disconnects | RSS growth MiB |")
-print("|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|")
+print("| load | server | rep | normal p50 | p99 | p99.9 | max | unserved | disconnects | seq gaps | slow p50 | slow p99 | slow p99.9 | slow max | slow disconnects | RSS growth MiB | server CPU % |")
+print("|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|")
 for r in rows:
     cells = [ms(r[i]) if i in (3, 4, 5, 6) else r[i] for i in range(10)]
     cells += [ms(x) if x != "-" and i < 4 else x for i, x in enumerate(r[10:15])]
     cells.append(r[15])
+    cells.append(r[16] if len(r) > 16 else "-")
     print("| " + " | ".join(cells) + " |")
 print("\nMedian over repetitions (ms):\n")
-print("| load | server | runs | normal p99 | normal p99.9 | slow p99 | slow p99.9 | p99 ÷ forward's | p99 ÷ redis's |")
-print("|---|---|---|---|---|---|---|---|---|")
+print("| load | server | runs | normal p99 | normal p99.9 | slow p99 | slow p99.9 | p99 ÷ forward's | p99 ÷ redis's | server CPU % |")
+print("|---|---|---|---|---|---|---|---|---|---|")
 groups = {}
 for r in rows:
     groups.setdefault((r[0], r[1]), []).append(r)
@@ -178,7 +185,9 @@ for (load, server), v in groups.items():
     fw, rd = p99.get((load, "forward")), p99.get((load, "redis"))
     rf = f"{n99 / fw:.2f}" if fw else "-"
     rr = f"{n99 / rd:.2f}" if rd else "-"
-    print(f"| {load} | {server} | {len(v)} | {ms(n99)} | {ms(n999)} | {s99} | {s999} | {rf} | {rr} |")
+    cpu = [float(r[16]) for r in v if len(r) > 16]
+    cm = f"{med(cpu):.0f}" if cpu else "-"
+    print(f"| {load} | {server} | {len(v)} | {ms(n99)} | {ms(n999)} | {s99} | {s999} | {rf} | {rr} | {cm} |")
 PY
 {
   echo

@@ -34,6 +34,8 @@ wait_line() { # file text
 }
 
 rss_kib() { awk '/^VmRSS:/ {print $2}' "/proc/$1/status"; }
+# User + system CPU of a process so far, in clock ticks (getconf CLK_TCK).
+cpu_ticks() { awk '{print $14 + $15}' "/proc/$1/stat"; }
 hwm_kib() { awk '/^VmHWM:/ {print $2}' "/proc/$1/status"; }
 
 # The benchmarks' tick file: 1,000,000 ticks over 1,000 Zipf symbols, no

@@ -25,7 +25,7 @@ use crate::config::{Config, DEFAULT_ADMIN_ADDR, DEFAULT_FEED_ADDR, DEFAULT_SUB_A
 use crate::error::ConfigError;
 use crate::idle::IdleStrategy;
 use crate::logging::LogFormat;
-use crate::sys::affinity::PinPlan;
+use crate::sys::affinity::{FeedThread, PinPlan};
 
 pub use config_file::expand_config_file;
 
@@ -110,6 +110,9 @@ pub struct ServeArgs {
     /// What idle event loops do: spin, yield or park (block in the poller).
     #[arg(long, value_enum, default_value_t = IdleStrategy::Park, help_heading = "Market data")]
     pub idle: IdleStrategy,
+    /// Where the feed's loop runs: its own thread, or shared (turns inside the publisher's thread, no wake-up between them); auto shares when the engine may use one core only.
+    #[arg(long, value_enum, default_value_t = FeedThread::Auto, help_heading = "Market data")]
+    pub feed_thread: FeedThread,
     /// Subscriber output buffer high-water mark in bytes; past it the subscriber is conflated on its own.
     #[arg(long, value_name = "BYTES", default_value_t = 256 * 1024, help_heading = "Subscribers")]
     pub sub_hwm: usize,
@@ -344,6 +347,7 @@ impl ServeArgs {
             history_depth: self.history_depth,
             pin: self.pin.unwrap_or_default(),
             idle: self.idle,
+            feed_thread: self.feed_thread,
             duration: self.duration,
             report_interval: self.report_interval,
             print_intervals: !self.quiet,

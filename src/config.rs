@@ -8,7 +8,7 @@ use std::time::Duration;
 use crate::auth::Token;
 use crate::idle::IdleStrategy;
 use crate::order::config::OrderConfig;
-use crate::sys::affinity::PinPlan;
+use crate::sys::affinity::{FeedThread, PinPlan};
 
 /// Default feed listen address.
 pub(crate) const DEFAULT_FEED_ADDR: &str = "127.0.0.1:9101";
@@ -81,6 +81,8 @@ pub struct Config {
     pub pin: PinPlan,
     /// What idle loops do.
     pub idle: IdleStrategy,
+    /// Where the feed's loop runs (`--feed-thread`).
+    pub feed_thread: FeedThread,
     /// Run this long, then stop (None = until a signal).
     pub duration: Option<Duration>,
     /// Report interval: also the period of the histogram hand-off and of the
@@ -138,6 +140,7 @@ impl Default for Config {
             history_depth: 0,
             pin: PinPlan::default(),
             idle: IdleStrategy::Park,
+            feed_thread: FeedThread::Auto,
             duration: None,
             report_interval: Duration::from_secs(5),
             print_intervals: true,

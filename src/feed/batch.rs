@@ -40,8 +40,9 @@ pub(super) struct Ingest {
     pub(super) counters: Arc<Counters>,
     dlq: DlqSender,
     clock: MonoClock,
-    /// Woken once per read batch that queued an update.
-    pub(super) publisher: Arc<Waker>,
+    /// Woken once per read batch that queued an update (none when the
+    /// feed runs as the publisher's guest, `net::GuestLoop`).
+    pub(super) publisher: Option<Arc<Waker>>,
     /// Per symbol: 1 + the key of the connection that wrote it last (0 = none).
     writer_of: Vec<u32>,
     stale: Option<Arc<crate::stale::StaleLink>>,
@@ -91,7 +92,7 @@ impl Ingest {
             counters: Arc::clone(&ctx.counters),
             dlq,
             clock: ctx.clock,
-            publisher,
+            publisher: Some(publisher),
             writer_of: vec![0; max_symbols],
             stale,
             conflater: FeedConflater::new(max_symbols, max_lines),
@@ -311,7 +312,7 @@ mod tests {
                 counters,
                 dlq: dlq_tx,
                 clock: MonoClock::new(),
-                publisher: waker,
+                publisher: Some(waker),
                 writer_of: vec![0; 16],
                 stale: None,
                 conflater: FeedConflater::new(16, reader_cap),

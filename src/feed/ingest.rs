@@ -29,7 +29,11 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use mio::net::TcpListener;
-use mio::{Events, Interest, Token, Waker};
+use std::os::fd::AsRawFd;
+
+use crossbeam_channel::Sender;
+use mio::unix::SourceFd;
+use mio::{Events, Interest, Registry, Token, Waker};
 
 use crate::auth::{LINE_OK, LINE_TIMEOUT};
 use crate::dlq::DlqSender;
@@ -40,8 +44,8 @@ use crate::metrics::counters::{bump, set};
 use crate::model::poison::PoisonReason;
 use crate::model::warning::WarnKind;
 use crate::net::{
-    AuthGate, AuthStep, ConnCounters, Conns, LineReader, Listener, LoopCtx, PortPolicy, TurnLists,
-    LISTENER,
+    AuthGate, AuthStep, ConnCounters, Conns, GuestLoop, LineReader, Listener, LoopCtx, PortPolicy,
+    TurnLists, LISTENER,
 };
 use crate::slots::SlotWriter;
 use crate::symbols::SymbolInterner;
@@ -91,6 +95,10 @@ pub(crate) struct FeedLoop {
     auth: AuthGate,
     ingest: Ingest,
     settings: FeedSettings,
+    /// The events of one wait, allocated once.
+    events: Events,
+    /// As a guest: told when the loop has finished.
+    done: Option<Sender<()>>,
 }
 
 /// The feed's part of a connection (the kit keeps socket, id, peer, auth).
@@ -143,46 +151,68 @@ impl FeedLoop {
             ),
             ctx,
             settings,
+            events: Events::with_capacity(1024),
+            done: None,
         })
     }
 
     /// Runs until the stop flag is set (and the stop waker fires).
     pub(crate) fn run(mut self) {
-        let mut events = Events::with_capacity(1024);
         let mut work = 0usize;
         while !self.ctx.stopping() {
-            let now = self.ctx.clock.now_ns();
-            let max_park =
-                Duration::from_nanos(self.ctx.recorder.ns_until_flush(now)).min(MAX_PARK);
+            let max_park = Duration::from_nanos(self.max_park_ns());
             let timeout = if self.turns.has_ready() {
                 Some(Duration::ZERO)
             } else {
                 self.settings.idle.poll_timeout(work, max_park)
             };
-            match self.ctx.wait(&mut events, timeout, "feed") {
-                Polled::Ready => {}
-                Polled::Interrupted => continue,
-                Polled::Failed => break,
+            match self.step(timeout) {
+                Some(w) => work = w,
+                None => break,
             }
-            work = 0;
-            self.turns.begin();
-            for ev in events.iter() {
-                match ev.token() {
-                    LISTENER => self.accept_all(),
-                    STOP_WAKER => {}
-                    Token(key) => self.turns.reported(key),
-                }
-            }
-            while let Some(key) = self.turns.next_in_turn() {
-                work += self.serve(key);
-            }
-            self.turns.end();
-            let now = self.ctx.clock.now_ns();
-            self.expire_unauthenticated(now);
-            self.ctx.recorder.maybe_flush(now);
         }
+        self.finish();
+    }
+
+    /// Runs as a guest of another loop's thread ([`GuestLoop`]): the
+    /// publisher is not woken (its own thread reads the slots after this
+    /// loop's turn), and `done` is told when the guest has finished.
+    pub(crate) fn into_guest(mut self, done: Sender<()>) -> Self {
+        self.ingest.publisher = None;
+        self.done = Some(done);
+        self
+    }
+
+    /// One turn: waits up to `timeout` for events, accepts, reads each
+    /// ready connection (fairly), expires authentications and flushes the
+    /// recorder. Returns the ticks read, or `None` when the poller failed.
+    fn step(&mut self, timeout: Option<Duration>) -> Option<usize> {
+        match self.ctx.wait(&mut self.events, timeout, "feed") {
+            Polled::Ready => {}
+            Polled::Interrupted => return Some(0),
+            Polled::Failed => return None,
+        }
+        let mut work = 0usize;
+        let mut accept = false;
+        self.turns.begin();
+        for ev in self.events.iter() {
+            match ev.token() {
+                LISTENER => accept = true,
+                STOP_WAKER => {}
+                Token(key) => self.turns.reported(key),
+            }
+        }
+        if accept {
+            self.accept_all();
+        }
+        while let Some(key) = self.turns.next_in_turn() {
+            work += self.serve(key);
+        }
+        self.turns.end();
         let now = self.ctx.clock.now_ns();
-        self.ctx.recorder.finish(now);
+        self.expire_unauthenticated(now);
+        self.ctx.recorder.maybe_flush(now);
+        Some(work)
     }
 
     fn accept_all(&mut self) {
@@ -257,15 +287,21 @@ impl FeedLoop {
                             .batch(key, reader, behind, &conn.peer, &mut self.ctx.recorder);
                     ticks += b.ticks as usize;
                     if b.queued {
-                        // Once per read batch, not per tick.
-                        let _ = self.ingest.publisher.wake();
+                        // Once per read batch, not per tick (none as a
+                        // guest: the host drains the slots after this turn).
+                        if let Some(p) = &self.ingest.publisher {
+                            let _ = p.wake();
+                        }
                     }
-                    if self.ingest.slots.dirty_len() >= YIELD_DIRTY {
+                    if self.ingest.publisher.is_some()
+                        && self.ingest.slots.dirty_len() >= YIELD_DIRTY
+                    {
                         // The publisher is behind. If it shares this core
                         // (pinning degraded, or a `taskset` of one CPU), let
                         // it run now: every tick read meanwhile would only
                         // overwrite a value nobody has been sent yet. On its
                         // own core this costs one cheap syscall per read.
+                        // (As the publisher's guest it runs next anyway.)
                         std::thread::yield_now();
                     }
                 }
@@ -310,5 +346,53 @@ impl FeedLoop {
             );
             self.ingest.orphan(key);
         }
+    }
+}
+
+impl FeedLoop {
+    /// The longest this loop may wait: until its recorder's interval
+    /// boundary, at most `MAX_PARK` (authentication deadlines included).
+    fn max_park_ns(&self) -> u64 {
+        let now = self.ctx.clock.now_ns();
+        self.ctx
+            .recorder
+            .ns_until_flush(now)
+            .min(MAX_PARK.as_nanos() as u64)
+    }
+
+    /// The final figures of the feed's stage, then whoever waits is told.
+    fn finish(&mut self) {
+        let now = self.ctx.clock.now_ns();
+        self.ctx.recorder.finish(now);
+        if let Some(done) = self.done.take() {
+            let _ = done.send(());
+        }
+    }
+}
+
+impl GuestLoop for FeedLoop {
+    fn register_in(&self, host: &Registry, token: Token) -> std::io::Result<()> {
+        let fd = self.ctx.poll.as_raw_fd();
+        host.register(&mut SourceFd(&fd), token, Interest::READABLE)
+    }
+
+    fn turn(&mut self) -> Option<usize> {
+        self.step(Some(Duration::ZERO))
+    }
+
+    fn has_ready(&self) -> bool {
+        self.turns.has_ready()
+    }
+
+    fn stopping(&self) -> bool {
+        self.ctx.stopping()
+    }
+
+    fn max_park_ns(&self) -> u64 {
+        FeedLoop::max_park_ns(self)
+    }
+
+    fn finish(&mut self) {
+        FeedLoop::finish(self);
     }
 }

@@ -18,6 +18,7 @@
 //! | [`WriteBuf`] | `write_buf.rs` | the bounded write buffer: high-water mark, non-blocking flush |
 //! | [`TurnLists`], [`KeyList`] | `fairness.rs` | ready/turn fairness; the flush and attention lists |
 //! | [`LoopCtx`] | `loop_ctx.rs` | the poller, counters, recorder, clock and stop flag a loop thread holds |
+//! | [`GuestLoop`] | `guest.rs` | a loop run inside another's thread (the feed in the publisher's, when the engine has one core) |
 //!
 //! Buffers are [`bytes::BytesMut`], allocated per connection once; nothing
 //! here allocates per message. Socket idioms below this (`accept_one`,
@@ -124,6 +125,7 @@
 mod auth_gate;
 mod conns;
 mod fairness;
+mod guest;
 pub mod lines;
 mod listener;
 mod loop_ctx;
@@ -136,6 +138,7 @@ mod write_buf;
 pub(crate) use auth_gate::{AuthGate, AuthStep};
 pub(crate) use conns::{Conn, ConnId, Conns};
 pub(crate) use fairness::{KeyList, TurnLists};
+pub(crate) use guest::GuestLoop;
 pub(crate) use lines::{LineEvent, LineReader};
 pub(crate) use listener::{ConnCounters, Listener, PortPolicy, LISTENER};
 pub(crate) use loop_ctx::LoopCtx;

@@ -43,7 +43,9 @@ use crate::auth::Token as AuthToken;
 use crate::idle::IdleStrategy;
 use crate::metrics::counters::set;
 use crate::metrics::report::SubscriberStats;
-use crate::net::{AuthGate, Conns, KeyList, Listener, LoopCtx, PortPolicy, TlsPort, LISTENER};
+use crate::net::{
+    AuthGate, Conns, GuestLoop, KeyList, Listener, LoopCtx, PortPolicy, TlsPort, LISTENER,
+};
 use crate::protocol::resp;
 use crate::publish::fanout::Fanout;
 use crate::publish::history::History;
@@ -61,6 +63,9 @@ use crate::tls::TlsPortName;
 
 /// Token of the waker the feed (new data) and the runtime (stop) use.
 pub(crate) const WAKER: Token = Token(usize::MAX);
+/// Token of a guest loop's poller (`net::GuestLoop`: the feed, when the
+/// engine has one core).
+const GUEST: Token = Token(usize::MAX - 2);
 /// Most updates taken per turn, so sockets are served between batches.
 pub(super) const MAX_BATCH: usize = 1024;
 const MAX_PARK: Duration = Duration::from_millis(100);
@@ -164,6 +169,9 @@ pub(crate) struct Publisher {
     pub(super) server: ServerInfo,
     /// Which symbols may hold old values (the notices: below).
     pub(super) stale: StaleBoard,
+    /// A loop that takes its turns in this thread's (the feed's, when the
+    /// engine has one core: `net::GuestLoop`).
+    guest: Option<Box<dyn GuestLoop>>,
 }
 
 impl Publisher {
@@ -225,16 +233,49 @@ impl Publisher {
             next_session_id: 1,
             stats: StatsBoard::new(stats),
             stale: StaleBoard::new(cap, settings.stale_after_ns, settings.stale_link.clone()),
+            guest: None,
             server,
             settings,
             ctx,
         })
     }
 
+    /// Takes `guest` into this thread: its poller is registered in this
+    /// one's, and it gets a turn in each of this loop's turns, before the
+    /// slots are drained (so a tick read is sent in the same turn).
+    ///
+    /// # Errors
+    /// When the guest's poller cannot be registered.
+    pub(crate) fn host(&mut self, guest: Box<dyn GuestLoop>) -> std::io::Result<()> {
+        guest.register_in(self.ctx.registry(), GUEST)?;
+        self.guest = Some(guest);
+        Ok(())
+    }
+
+    /// The guest's turn (0 when there is none or nothing is due: no event
+    /// for it, nothing left ready, no work in its last turn); a guest told
+    /// to stop, or whose poller failed, is finished and let go.
+    fn guest_turn(&mut self, reported: bool, last: usize) -> usize {
+        let Some(g) = &mut self.guest else { return 0 };
+        if !(reported || last > 0 || g.has_ready() || g.stopping()) {
+            return 0;
+        }
+        let work = if g.stopping() { None } else { g.turn() };
+        match work {
+            Some(w) => w,
+            None => {
+                g.finish();
+                self.guest = None;
+                0
+            }
+        }
+    }
+
     /// Runs until the stop flag is set and the waker fires.
     pub(crate) fn run(mut self) {
         let mut events = Events::with_capacity(1024);
         let mut work = 0usize;
+        let mut guest_work = 0usize;
         while !self.ctx.stopping() {
             let now = self.ctx.clock.now_ns();
             let mut max_park = Duration::from_nanos(self.ctx.recorder.ns_until_flush(now))
@@ -252,6 +293,13 @@ impl Publisher {
             if !self.attention.is_empty() {
                 max_park = max_park.min(ATTENTION_PARK);
             }
+            if let Some(g) = &self.guest {
+                max_park = if g.has_ready() {
+                    Duration::ZERO
+                } else {
+                    max_park.min(Duration::from_nanos(g.max_park_ns()))
+                };
+            }
             let timeout = self.settings.idle.poll_timeout(work, max_park);
             match self.ctx.wait(&mut events, timeout, "publisher") {
                 Polled::Ready => {}
@@ -259,10 +307,12 @@ impl Publisher {
                 Polled::Failed => break,
             }
             work = 0;
+            let mut guest_event = false;
             for ev in events.iter() {
                 match ev.token() {
                     LISTENER => self.accept_all(),
                     WAKER => {}
+                    GUEST => guest_event = true,
                     Token(key) => {
                         if ev.is_writable() {
                             self.writable(key);
@@ -273,6 +323,8 @@ impl Publisher {
                     }
                 }
             }
+            guest_work = self.guest_turn(guest_event, guest_work);
+            work += guest_work;
             self.learn_symbols();
             work += self.drain_slots();
             work += self.flush();
@@ -285,6 +337,9 @@ impl Publisher {
                 self.publish_stats(now);
                 self.stats.next_due(now, self.settings.stats_interval_ns);
             }
+        }
+        if let Some(mut g) = self.guest.take() {
+            g.finish();
         }
         // Final drain so everything accepted before the stop is published.
         self.learn_symbols();

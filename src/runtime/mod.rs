@@ -58,7 +58,7 @@ use crate::sys::dir_lock::DirLock;
 use crate::sys::watch::{Fault, Watch};
 
 use parts::{
-    feed_settings, os, polled, publisher_settings, spawn_hot, stale_link, Base, Listeners,
+    feed_settings, os, polled, publisher_settings, spawn_hot, stale_link, Base, FeedRun, Listeners,
     PUBLISH_STAGES,
 };
 
@@ -105,7 +105,7 @@ pub struct Engine {
     publish_stop: Arc<AtomicBool>,
     feed_waker: Arc<Waker>,
     publish_waker: Arc<Waker>,
-    feed: Option<JoinHandle<()>>,
+    feed: Option<FeedRun>,
     /// The NATS backbone's thread (ingest and edge roles).
     nats: Option<NatsThread>,
     publish: Option<JoinHandle<()>>,
@@ -359,8 +359,8 @@ impl Engine {
         }
         self.feed_stop.store(true, Ordering::Release);
         let _ = self.feed_waker.wake();
-        if let Some(h) = self.feed.take() {
-            let _ = h.join();
+        if let Some(f) = self.feed.take() {
+            f.join();
         }
         // An edge's slot writer (and an ingest's sender) stops with the feed.
         if let Some(mut n) = self.nats.take() {

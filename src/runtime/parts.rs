@@ -171,13 +171,52 @@ pub(super) fn publisher_settings(
     }
 }
 
-/// Starts the publisher and feed threads, pinned per `--pin`.
+/// How the feed runs: a thread of its own, or as the publisher's guest.
+#[derive(Debug)]
+pub(super) enum FeedRun {
+    /// Its own thread.
+    Thread(JoinHandle<()>),
+    /// Turns inside the publisher's thread; told here when it has finished.
+    Guest(crossbeam_channel::Receiver<()>),
+}
+
+impl FeedRun {
+    /// Waits until the feed has finished (its stop flag set and its waker
+    /// rung first). A guest whose host is gone has finished too (the
+    /// channel is closed).
+    pub(super) fn join(self) {
+        match self {
+            FeedRun::Thread(h) => {
+                let _ = h.join();
+            }
+            FeedRun::Guest(done) => {
+                let _ = done.recv();
+            }
+        }
+    }
+}
+
+/// Starts the publisher and feed threads, pinned per `--pin`; the feed
+/// runs in the publisher's thread when `--feed-thread` says so (by
+/// default: when the engine may use one core only).
 pub(super) fn spawn_hot(
     config: &Config,
-    publisher: Publisher,
+    mut publisher: Publisher,
     feed: Option<FeedLoop>,
-) -> Result<(JoinHandle<()>, Option<JoinHandle<()>>), StartError> {
+) -> Result<(JoinHandle<()>, Option<FeedRun>), StartError> {
     let pin = crate::sys::affinity::resolve(config.pin);
+    let cores = crate::sys::affinity::usable_cores();
+    let (feed, guest) = match feed {
+        Some(f) if config.feed_thread.shares_publisher(cores, pin) => {
+            let (tx, rx) = crossbeam_channel::bounded(1);
+            publisher
+                .host(Box::new(f.into_guest(tx)))
+                .map_err(os("feed loop in the publisher's thread"))?;
+            log::info!("feed: in the publisher's thread ({cores} usable core(s))");
+            (None, Some(FeedRun::Guest(rx)))
+        }
+        f => (f, None),
+    };
     let publish = std::thread::Builder::new()
         .name("tickfan-publish".into())
         .spawn(move || {
@@ -193,10 +232,11 @@ pub(super) fn spawn_hot(
                     pin_and_log("feed", pin.feed);
                     feed.run();
                 })
+                .map(FeedRun::Thread)
         })
         .transpose()
         .map_err(os("feed thread"))?;
-    Ok((publish, feed))
+    Ok((publish, feed.or(guest)))
 }
 
 /// What every role runs before its stages: the counters and the

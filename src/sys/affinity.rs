@@ -120,6 +120,38 @@ pub(crate) fn pin_and_log(thread: &str, core: Option<usize>) -> PinOutcome {
     outcome
 }
 
+/// Where the feed's loop runs (`--feed-thread`).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, clap::ValueEnum, serde::Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum FeedThread {
+    /// `shared` when the engine may use one core only, else `own`.
+    #[default]
+    Auto,
+    /// A thread of its own, woken by the network, waking the publisher.
+    Own,
+    /// Turns inside the publisher's thread (`net::GuestLoop`): no wake-up
+    /// between the two, as one core would have to switch between them.
+    Shared,
+}
+
+impl FeedThread {
+    /// Whether the feed runs in the publisher's thread, on a host where the
+    /// engine may use `usable_cores` cores with the pinning `pin`: `auto`
+    /// shares with one usable core and no thread pinned.
+    pub(crate) fn shares_publisher(self, usable_cores: usize, pin: PinPlan) -> bool {
+        match self {
+            FeedThread::Own => false,
+            FeedThread::Shared => true,
+            FeedThread::Auto => usable_cores <= 1 && pin.feed.is_none() && pin.publish.is_none(),
+        }
+    }
+}
+
+/// The cores this process may run on (its affinity mask), at least 1.
+pub(crate) fn usable_cores() -> usize {
+    std::thread::available_parallelism().map_or(1, std::num::NonZeroUsize::get)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -167,5 +199,19 @@ mod tests {
             PinOutcome::Pinned(0) | PinOutcome::Unpinned { .. }
         ));
         assert_eq!(pin_current_thread(None), PinOutcome::NotRequested);
+    }
+
+    #[test]
+    fn the_feed_shares_the_publisher_s_thread_on_one_core_unless_told_or_pinned() {
+        let none = PinPlan::default();
+        assert!(FeedThread::Auto.shares_publisher(1, none));
+        assert!(!FeedThread::Auto.shares_publisher(2, none));
+        let pinned = PinPlan {
+            feed: Some(0),
+            ..PinPlan::default()
+        };
+        assert!(!FeedThread::Auto.shares_publisher(1, pinned));
+        assert!(FeedThread::Shared.shares_publisher(8, none));
+        assert!(!FeedThread::Own.shares_publisher(1, none));
     }
 }

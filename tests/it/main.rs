@@ -66,6 +66,7 @@ mod docs_shell;
 mod fanout;
 mod faults;
 mod feed_conflation;
+mod feed_thread;
 mod freshness;
 mod health;
 mod journal_faults;
