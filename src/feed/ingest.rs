@@ -380,6 +380,10 @@ impl GuestLoop for FeedLoop {
         self.step(Some(Duration::ZERO))
     }
 
+    fn skipped(&self) {
+        self.ctx.beat.beat();
+    }
+
     fn has_ready(&self) -> bool {
         self.turns.has_ready()
     }

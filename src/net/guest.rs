@@ -35,6 +35,10 @@ pub(crate) trait GuestLoop: Send + std::fmt::Debug {
     /// `None` when its poller failed (the guest is then finished).
     fn turn(&mut self) -> Option<usize>;
 
+    /// A turn of the host's in which the guest had nothing due: the guest
+    /// is alive all the same (its heartbeat, `sys::watch`).
+    fn skipped(&self);
+
     /// Work is waiting that no new event will report (a connection left
     /// readable by the fairness limit).
     fn has_ready(&self) -> bool;

@@ -258,6 +258,7 @@ impl Publisher {
     fn guest_turn(&mut self, reported: bool, last: usize) -> usize {
         let Some(g) = &mut self.guest else { return 0 };
         if !(reported || last > 0 || g.has_ready() || g.stopping()) {
+            g.skipped();
             return 0;
         }
         let work = if g.stopping() { None } else { g.turn() };

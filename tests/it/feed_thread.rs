@@ -34,8 +34,12 @@ fn a_shared_feed_loop_serves_two_feeds_dead_letters_poison_and_runs_no_feed_thre
     let mut args = crate::util::EPHEMERAL_PORTS.to_vec();
     args.extend(["--quiet", "--no-journal", "--feed-thread", "shared"]);
     let node = Node::start(dir.path(), &args);
-    let names = threads(node.pid());
-    assert!(names.iter().any(|n| n == "tickfan-publish"), "{names:?}");
+    // A thread names itself once it runs: wait for the publisher's name.
+    let pid = node.pid();
+    wait_until("the publisher thread is named", || {
+        threads(pid).iter().any(|n| n == "tickfan-publish")
+    });
+    let names = threads(pid);
     assert!(!names.iter().any(|n| n == "tickfan-feed"), "{names:?}");
 
     let all = symbols(40);
@@ -105,7 +109,7 @@ fn on_one_core_the_default_runs_the_feed_in_the_publisher_s_thread() {
     let err = crate::util::wait_for_stderr(&mut child, "feed: in the publisher's thread");
     let _proc = Spawned(Some(child));
     std::thread::spawn(move || std::io::copy(&mut { err }, &mut std::io::sink()));
-    wait_until("the publisher thread runs", || {
+    wait_until("the publisher thread is named", || {
         threads(pid).iter().any(|n| n == "tickfan-publish")
     });
     assert!(!threads(pid).iter().any(|n| n == "tickfan-feed"));

@@ -87,6 +87,39 @@ fn a_loop_that_stops_beating_makes_health_503_until_it_beats_again() {
     wait_until("healthy again", || http(admin, "GET", "/health").0 == 200);
 }
 
+#[test]
+fn an_idle_feed_in_the_publisher_s_thread_keeps_beating() {
+    let release = Arc::new(AtomicBool::new(false));
+    let mut config = Config::ephemeral();
+    config.feed_thread = tickfan::sys::affinity::FeedThread::Shared;
+    let e = Engine::start_with(
+        &config,
+        Injected {
+            fault: Some(Fault::Stall {
+                thread: "tickfan-order-gw".into(),
+                release: Arc::clone(&release),
+            }),
+            ..Default::default()
+        },
+    )
+    .expect("engine starts");
+    let admin = e.admin_addr();
+    // No tick is sent: past the 5 s threshold only the stalled gateway is
+    // named, not the feed whose turns the publisher skips while it idles.
+    wait_until("/health reports the stalled gateway", || {
+        http(admin, "GET", "/health").0 == 503
+    });
+    let (_, body) = http(admin, "GET", "/health");
+    assert!(
+        body.starts_with("unhealthy: tickfan-order-gw stalled"),
+        "{body}"
+    );
+    assert!(!body.contains("tickfan-feed"), "{body}");
+    assert!(!body.contains("tickfan-publish"), "{body}");
+    release.store(true, Ordering::Release);
+    wait_until("healthy again", || http(admin, "GET", "/health").0 == 200);
+}
+
 /// `tickfan serve` on ephemeral ports with `TICKFAN_FAULT=fault`.
 fn serve_with_fault(fault: &str) -> Spawned {
     let child = Command::new(env!("CARGO_BIN_EXE_tickfan"))
