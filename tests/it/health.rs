@@ -56,14 +56,16 @@ fn a_venue_that_panics_kills_its_call_thread_and_health_names_it() {
     );
 }
 
-#[test]
-fn a_loop_that_stops_beating_makes_health_503_until_it_beats_again() {
+/// Starts an engine on `config` whose loop `thread` stalls at its first
+/// beat; waits until `/health` answers 503 and returns its body, then lets
+/// the thread go and waits until it is healthy again.
+fn health_while_stalled(config: &Config, thread: &str) -> String {
     let release = Arc::new(AtomicBool::new(false));
     let e = Engine::start_with(
-        &Config::ephemeral(),
+        config,
         Injected {
             fault: Some(Fault::Stall {
-                thread: "tickfan-publish".into(),
+                thread: thread.into(),
                 release: Arc::clone(&release),
             }),
             ..Default::default()
@@ -71,53 +73,41 @@ fn a_loop_that_stops_beating_makes_health_503_until_it_beats_again() {
     )
     .expect("engine starts");
     let admin = e.admin_addr();
-    // The publisher stalls at its first beat; past the 5 s threshold the
-    // probe names it (the other loops still beat).
-    wait_until("/health reports the stalled publisher", || {
+    // Past the 5 s threshold the probe names the stalled loop.
+    wait_until("/health reports the stalled loop", || {
         http(admin, "GET", "/health").0 == 503
     });
     let (_, body) = http(admin, "GET", "/health");
+    assert_eq!(e.watch().fatal(), None, "a stall is not a death");
+    release.store(true, Ordering::Release);
+    wait_until("healthy again", || http(admin, "GET", "/health").0 == 200);
+    body
+}
+
+#[test]
+fn a_loop_that_stops_beating_makes_health_503_until_it_beats_again() {
+    let body = health_while_stalled(&Config::ephemeral(), "tickfan-publish");
     assert!(
         body.starts_with("unhealthy: tickfan-publish stalled (no heartbeat for "),
         "{body}"
     );
+    // The other loops still beat.
     assert!(!body.contains("tickfan-feed"), "{body}");
-    assert_eq!(e.watch().fatal(), None, "a stall is not a death");
-    release.store(true, Ordering::Release);
-    wait_until("healthy again", || http(admin, "GET", "/health").0 == 200);
 }
 
 #[test]
 fn an_idle_feed_in_the_publisher_s_thread_keeps_beating() {
-    let release = Arc::new(AtomicBool::new(false));
     let mut config = Config::ephemeral();
     config.feed_thread = tickfan::sys::affinity::FeedThread::Shared;
-    let e = Engine::start_with(
-        &config,
-        Injected {
-            fault: Some(Fault::Stall {
-                thread: "tickfan-order-gw".into(),
-                release: Arc::clone(&release),
-            }),
-            ..Default::default()
-        },
-    )
-    .expect("engine starts");
-    let admin = e.admin_addr();
-    // No tick is sent: past the 5 s threshold only the stalled gateway is
-    // named, not the feed whose turns the publisher skips while it idles.
-    wait_until("/health reports the stalled gateway", || {
-        http(admin, "GET", "/health").0 == 503
-    });
-    let (_, body) = http(admin, "GET", "/health");
+    // No tick is sent: only the stalled gateway is named, not the feed
+    // whose turns the publisher skips while it idles.
+    let body = health_while_stalled(&config, "tickfan-order-gw");
     assert!(
         body.starts_with("unhealthy: tickfan-order-gw stalled"),
         "{body}"
     );
     assert!(!body.contains("tickfan-feed"), "{body}");
     assert!(!body.contains("tickfan-publish"), "{body}");
-    release.store(true, Ordering::Release);
-    wait_until("healthy again", || http(admin, "GET", "/health").0 == 200);
 }
 
 /// `tickfan serve` on ephemeral ports with `TICKFAN_FAULT=fault`.
