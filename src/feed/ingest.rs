@@ -25,13 +25,12 @@
 //! them (measured in perf/RESULTS.md: max-rate delivery ×1.8 on one core).
 
 use std::io::{ErrorKind, Write};
+use std::os::fd::AsRawFd;
 use std::sync::Arc;
 use std::time::Duration;
 
-use mio::net::TcpListener;
-use std::os::fd::AsRawFd;
-
 use crossbeam_channel::Sender;
+use mio::net::TcpListener;
 use mio::unix::SourceFd;
 use mio::{Events, Interest, Registry, Token, Waker};
 
@@ -351,7 +350,8 @@ impl FeedLoop {
 
 impl FeedLoop {
     /// The longest this loop may wait: until its recorder's interval
-    /// boundary, at most `MAX_PARK` (authentication deadlines included).
+    /// boundary, at most `MAX_PARK` (which bounds how late an
+    /// authentication deadline is seen).
     fn max_park_ns(&self) -> u64 {
         let now = self.ctx.clock.now_ns();
         self.ctx

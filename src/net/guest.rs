@@ -17,11 +17,13 @@ use mio::{Registry, Token};
 
 /// A loop that can take its turns inside a host's.
 ///
-/// Invariants the host keeps: it calls [`GuestLoop::turn`] from one thread
-/// only, at least once per turn of its own and again at once while the
-/// last call did work or [`GuestLoop::has_ready`] holds (the guest's
-/// poller is registered edge-triggered, so its readiness is reported to
-/// the host once per change); it calls [`GuestLoop::finish`] once, after
+/// Invariants the host keeps: it calls the guest from one thread only; in
+/// each of its turns it calls [`GuestLoop::turn`] when the guest's poller
+/// reported an event, when the guest's last turn did work or when
+/// [`GuestLoop::has_ready`] holds (the poller is registered
+/// edge-triggered, so an event is reported once), and
+/// [`GuestLoop::skipped`] otherwise; it waits no longer than
+/// [`GuestLoop::max_park_ns`]; it calls [`GuestLoop::finish`] once, after
 /// the last turn.
 pub(crate) trait GuestLoop: Send + std::fmt::Debug {
     /// Registers the guest's poller in the host's under `token`.
@@ -46,8 +48,7 @@ pub(crate) trait GuestLoop: Send + std::fmt::Debug {
     /// The guest was told to stop.
     fn stopping(&self) -> bool;
 
-    /// How long the guest may go without a turn (its next timer: the
-    /// recorder's interval boundary, an authentication deadline).
+    /// How long the guest may go without a turn (its next timer).
     fn max_park_ns(&self) -> u64;
 
     /// The guest's last act: its final report figures, and telling whoever

@@ -257,11 +257,14 @@ impl Publisher {
     /// to stop, or whose poller failed, is finished and let go.
     fn guest_turn(&mut self, reported: bool, last: usize) -> usize {
         let Some(g) = &mut self.guest else { return 0 };
-        if !(reported || last > 0 || g.has_ready() || g.stopping()) {
+        let work = if g.stopping() {
+            None
+        } else if reported || last > 0 || g.has_ready() {
+            g.turn()
+        } else {
             g.skipped();
-            return 0;
-        }
-        let work = if g.stopping() { None } else { g.turn() };
+            Some(0)
+        };
         match work {
             Some(w) => w,
             None => {

@@ -62,11 +62,7 @@ pub(crate) fn resolve(plan: PinPlan) -> PinPlan {
     if !plan.auto {
         return plan;
     }
-    let cores: Vec<usize> = core_affinity::get_core_ids()
-        .unwrap_or_default()
-        .iter()
-        .map(|c| c.id)
-        .collect();
+    let cores = usable_core_ids();
     match auto_layout(&cores) {
         Some((feed, publish)) => {
             log::info!(
@@ -147,9 +143,18 @@ impl FeedThread {
     }
 }
 
-/// The cores this process may run on (its affinity mask), at least 1.
+/// The cores this process may run on (its affinity mask).
+fn usable_core_ids() -> Vec<usize> {
+    core_affinity::get_core_ids()
+        .unwrap_or_default()
+        .iter()
+        .map(|c| c.id)
+        .collect()
+}
+
+/// How many cores this process may run on (its affinity mask), at least 1.
 pub(crate) fn usable_cores() -> usize {
-    std::thread::available_parallelism().map_or(1, std::num::NonZeroUsize::get)
+    usable_core_ids().len().max(1)
 }
 
 #[cfg(test)]
