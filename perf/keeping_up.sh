@@ -25,6 +25,12 @@
 # Each run is REPS times (interleaved), and the summary gives the median
 # over the repetitions of each class's p99 and p99.9.
 #
+# PAUSE=AT_MS:FOR_MS stops the readers' client process (SIGSTOP) AT_MS
+# after the sender starts, for FOR_MS, then lets it go on (SIGCONT): the
+# whole client thread away at once, as a descheduled one is, at the same
+# moment for every server (e.g. PAUSE=300:150, in its readers' first
+# 256 KiB at L3).
+#
 # Usage: bash perf/keeping_up.sh   (DUR=20 REPS=3; OUT=perf/out/keepup-<date>;
 #        LOADS="L1 L2 L3"; SERVERS="forward redis tickfan tickfan-slow tickfan-slow50";
 #        BEFORE_BIN=path adds servers tickfan-before, tickfan-before-slow and
@@ -53,6 +59,17 @@ fi
 
 . perf/lib.sh
 trap stop_pids EXIT INT TERM
+
+# Stops process $3 (SIGSTOP) $1 ms from now for $2 ms, then continues it;
+# continues it also when stopped itself (the trap), so no reader is left
+# stopped.
+pause_client() { # at_ms for_ms pid
+  trap 'kill -CONT "$3" 2>/dev/null; exit 0' TERM INT
+  sleep "$(awk -v m="$1" 'BEGIN { print m / 1000 }')"
+  kill -STOP "$3" 2>/dev/null || return 0
+  sleep "$(awk -v m="$2" 'BEGIN { print m / 1000 }')"
+  kill -CONT "$3" 2>/dev/null || true
+}
 
 TICKS=$OUT/ticks.csv
 gen_ticks "$BIN" "$TICKS"
@@ -108,9 +125,16 @@ run() { # load server rep
   local rss0 rss1 cpu0 cpu1 t0 t1
   rss0=$(rss_kib "$spid")
   cpu0=$(cpu_ticks "$spid"); t0=$(date +%s.%N)
+  local pauser=""
+  if [ -n "${PAUSE:-}" ]; then
+    pause_client "${PAUSE%%:*}" "${PAUSE##*:}" "$subpid" &
+    pauser=$!
+    PIDS+=("$pauser")
+  fi
   "${CLI[@]}" "$BIN" replay "$TICKS" --to "127.0.0.1:$pport" --send-as "$fmt" --stamp \
     --record-sent "$logs/sent.csv" --rate "$rate" --loops 1000 --duration "${DUR}s" --no-progress \
     2> "$logs/replay.err" || true
+  [ -n "$pauser" ] && { wait "$pauser" || true; }
   wait "$subpid" || true
   [ -n "$subpid2" ] && { wait "$subpid2" || true; }
   rss1=$(rss_kib "$spid")
@@ -201,6 +225,6 @@ PY
   echo
   echo "machine: $(lscpu | sed -n 's/^Model name: *//p' | head -1), $(nproc) cores, Linux $(uname -r); load average at end: $(cut -d' ' -f1-3 /proc/loadavg)"
   echo "tools: $(redis-server --version | cut -d' ' -f1-3)"
-  echo "date: $(date -u +%Y-%m-%dT%H:%MZ), DUR=${DUR}s, REPS=$REPS, slow readers ${SLOW_RATE} B/s, pinning: ${SRV[*]:-none} (server) / ${CLI[*]:-none} (tools)"
+  echo "date: $(date -u +%Y-%m-%dT%H:%MZ), DUR=${DUR}s, REPS=$REPS, slow readers ${SLOW_RATE} B/s, pinning: ${SRV[*]:-none} (server) / ${CLI[*]:-none} (tools), client pause: ${PAUSE:-none}"
 } >> "$OUT/results.md"
 cat "$OUT/results.md"
