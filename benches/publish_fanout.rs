@@ -12,6 +12,11 @@
 //! subscribers, as throughput in delivered messages, so criterion reports
 //! the cost per subscriber per update: it should be flat in N (each offer
 //! is a bit test, a limit check and a copy into that subscriber's buffer).
+//! `refill_per_frame/N`: one paced subscriber's refill of one pending
+//! symbol that N subscribers follow (the last key of N): the lookup of its
+//! own deliveries is a binary search, so it should be flat in N too (a
+//! scan of the list cost O(N) a frame: 29 % of the publisher's time with
+//! 500 paced subscribers, perf/RESULTS.md).
 
 use std::hint::black_box;
 
@@ -166,6 +171,33 @@ fn bench(c: &mut Criterion) {
                     for buf in outlets.buffers.iter_mut() {
                         buf.write_to(&mut sink, |_| {}).unwrap();
                     }
+                }
+            })
+        });
+    }
+    g.finish();
+
+    let mut g = c.benchmark_group("publish/refill_per_frame");
+    for n in [10usize, 100, 1000] {
+        let mut routes = Routes::new();
+        routes.add_symbol(0, b"GBPUSD");
+        routes.add_symbol(1, b"EURUSD");
+        for sub in 0..n {
+            routes.subscribe(sub, b"EURUSD");
+        }
+        let mut fanout = Fanout::new(1024);
+        fanout.learn(b"GBPUSD");
+        fanout.learn(b"EURUSD");
+        let mut outlets = PlainOutlets::new(n, 256 * 1024, 1024);
+        fanout.publish(1, &v, &routes, &mut outlets, 0);
+        let mut buf = SubscriberBuffer::new(256 * 1024, 1024);
+        g.throughput(Throughput::Elements(1));
+        g.bench_function(BenchmarkId::from_parameter(n), |b| {
+            b.iter(|| {
+                buf.hold(1, 0);
+                black_box(fanout.refill(black_box(n - 1), &mut buf, &routes));
+                if buf.buffered() > (2 << 10) {
+                    buf.write_to(&mut sink, |_| {}).unwrap();
                 }
             })
         });

@@ -296,8 +296,8 @@ impl Fanout {
             };
             let id = buf.pending_marks()[i].0;
             let tail = &self.latest[id as usize];
-            let mine = || routes.deliveries(id).iter().filter(|d| d.sub == sub);
-            let need: usize = mine().map(|d| d.prefix.len() + tail.len()).sum();
+            let mine = routes.deliveries_to(id, sub);
+            let need: usize = mine.iter().map(|d| d.prefix.len() + tail.len()).sum();
             if buf.buffered() + need > limit && buf.buffered() > 0 {
                 break;
             }
@@ -308,7 +308,7 @@ impl Fanout {
                 t.sent(id, self.last_seq[id as usize], need, *now_w);
             }
             buf.take_pending(i);
-            for d in mine() {
+            for d in mine {
                 buf.append_frame(&d.prefix, tail);
                 sent += 1;
             }

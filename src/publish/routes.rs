@@ -11,6 +11,13 @@
 //! update's shared tail, so a RESP3 subscriber costs nothing extra per tick.
 //! A protocol switch (`HELLO 2|3`) rewrites that subscriber's deliveries once.
 //!
+//! Each list is kept sorted by subscriber key (stable: a subscriber's own
+//! deliveries keep their order), so one subscriber's deliveries of a
+//! symbol are found by binary search ([`Routes::deliveries_to`]): a paced
+//! subscriber's refill looks them up per frame, and a scan of the whole
+//! list cost O(subscribers) a frame — with 500 paced subscribers of
+//! `PSUBSCRIBE *`, 29 % of the publisher's time.
+//!
 //! Single owner: the publisher thread.
 
 use std::collections::{HashMap, HashSet};
@@ -48,6 +55,13 @@ impl PatternEntry {
     fn prefix(&self, proto: Proto) -> &Arc<[u8]> {
         &self.prefix[(proto == Proto::Resp3) as usize]
     }
+}
+
+/// Inserts `d` after every delivery of a key up to its own: the list stays
+/// sorted by key, and a subscriber's deliveries in the order they came.
+fn insert_by_sub(list: &mut Vec<Delivery>, d: Delivery) {
+    let at = list.partition_point(|x| x.sub <= d.sub);
+    list.insert(at, d);
 }
 
 /// The registry.
@@ -168,10 +182,20 @@ impl Routes {
         self.ids.get(name).copied()
     }
 
-    /// Deliveries for an update of `id`.
+    /// Deliveries for an update of `id`, by subscriber key.
     #[inline]
     pub fn deliveries(&self, id: SymbolId) -> &[Delivery] {
         &self.by_symbol[id as usize]
+    }
+
+    /// Subscriber `sub`'s deliveries for an update of `id` (a channel and
+    /// patterns may each match), found by binary search.
+    #[inline]
+    pub fn deliveries_to(&self, id: SymbolId, sub: SubKey) -> &[Delivery] {
+        let list = &self.by_symbol[id as usize];
+        let from = list.partition_point(|d| d.sub < sub);
+        let len = list[from..].partition_point(|d| d.sub == sub);
+        &list[from..from + len]
     }
 
     /// Registers the next symbol id (ids arrive densely, in order) and routes
@@ -200,6 +224,7 @@ impl Routes {
                 }
             }
         }
+        list.sort_by_key(|d| d.sub);
         self.ids.insert(Arc::clone(&name), id);
         self.names.push(name);
         self.by_symbol.push(list);
@@ -215,11 +240,14 @@ impl Routes {
         }
         let id = self.id(channel)?;
         let prefix = self.channel_prefix(sub);
-        self.by_symbol[id as usize].push(Delivery {
-            sub,
-            prefix,
-            pattern: None,
-        });
+        insert_by_sub(
+            &mut self.by_symbol[id as usize],
+            Delivery {
+                sub,
+                prefix,
+                pattern: None,
+            },
+        );
         Some(id)
     }
 
@@ -268,11 +296,14 @@ impl Routes {
         let (pat, prefix) = (Arc::clone(&entry.pattern), Arc::clone(entry.prefix(proto)));
         for (id, name) in self.names.iter().enumerate() {
             if glob_match(&pat, name) {
-                self.by_symbol[id].push(Delivery {
-                    sub,
-                    prefix: Arc::clone(&prefix),
-                    pattern: Some(Arc::clone(&pat)),
-                });
+                insert_by_sub(
+                    &mut self.by_symbol[id],
+                    Delivery {
+                        sub,
+                        prefix: Arc::clone(&prefix),
+                        pattern: Some(Arc::clone(&pat)),
+                    },
+                );
                 matched.push(id as SymbolId);
             }
         }
@@ -374,5 +405,57 @@ mod tests {
         r.forget(3);
         r.subscribe(3, b"EURUSD");
         assert_eq!(r.deliveries(0)[3].prefix[0], b'*');
+    }
+
+    #[test]
+    fn every_list_stays_sorted_by_key_and_a_key_s_deliveries_are_found_by_search() {
+        let names: [&[u8]; 4] = [b"EURUSD", b"EURGBP", b"USDJPY", b"EURCHF"];
+        let pats: [&[u8]; 3] = [b"EUR*", b"*", b"USD*"];
+        let mut r = Routes::new();
+        r.add_symbol(0, names[0]);
+        let (mut known, mut m) = (1usize, Vec::new());
+        let mut subs: HashSet<(SubKey, usize, bool)> = HashSet::new();
+        // A fixed walk of subscribes, pattern subscribes, removals and new
+        // symbols over keys 0..9 in no particular order.
+        let mut x = 7u64;
+        for _ in 0..600 {
+            x = x
+                .wrapping_mul(6364136223846793005)
+                .wrapping_add(1442695040888963407);
+            let (sub, what, which) = ((x >> 33) as usize % 9, (x >> 45) % 5, (x >> 50) as usize);
+            match what {
+                0 if subs.insert((sub, which % 4, false)) => {
+                    r.subscribe(sub, names[which % 4]);
+                }
+                1 if subs.insert((sub, which % 3, true)) => {
+                    r.psubscribe(sub, pats[which % 3], &mut m);
+                }
+                2 if subs.remove(&(sub, which % 4, false)) => r.unsubscribe(sub, names[which % 4]),
+                3 if subs.remove(&(sub, which % 3, true)) => r.punsubscribe(sub, pats[which % 3]),
+                4 if known < names.len() => {
+                    r.add_symbol(known as SymbolId, names[known]);
+                    known += 1;
+                }
+                _ => {}
+            }
+            for id in 0..known as SymbolId {
+                let list = r.deliveries(id);
+                assert!(list.windows(2).all(|w| w[0].sub <= w[1].sub), "{list:?}");
+                for sub in 0..9 {
+                    let found: Vec<_> = r
+                        .deliveries_to(id, sub)
+                        .iter()
+                        .map(|d| d.pattern.clone())
+                        .collect();
+                    let scanned: Vec<_> = list
+                        .iter()
+                        .filter(|d| d.sub == sub)
+                        .map(|d| d.pattern.clone())
+                        .collect();
+                    assert_eq!(found, scanned);
+                }
+            }
+        }
+        assert!(!subs.is_empty(), "the walk subscribed something");
     }
 }
