@@ -145,17 +145,7 @@ fn bench(c: &mut Criterion) {
 
     let mut g = c.benchmark_group("publish/fanout_unit_per_subscriber");
     for n in [10usize, 100, 1000] {
-        let mut routes = Routes::new();
-        routes.add_symbol(0, b"GBPUSD");
-        routes.add_symbol(1, b"EURUSD");
-        for sub in 0..n {
-            routes.subscribe(sub, b"EURUSD");
-        }
-        let mut fanout = Fanout::new(1024);
-        fanout.learn(b"GBPUSD");
-        fanout.learn(b"EURUSD");
-        // A 256 KiB mark, as the engine's default.
-        let mut outlets = PlainOutlets::new(n, 256 * 1024, 1024);
+        let (routes, mut fanout, mut outlets) = followed_by(n);
         let mut update = v;
         g.throughput(Throughput::Elements(n as u64));
         g.bench_function(BenchmarkId::from_parameter(n), |b| {
@@ -179,16 +169,7 @@ fn bench(c: &mut Criterion) {
 
     let mut g = c.benchmark_group("publish/refill_per_frame");
     for n in [10usize, 100, 1000] {
-        let mut routes = Routes::new();
-        routes.add_symbol(0, b"GBPUSD");
-        routes.add_symbol(1, b"EURUSD");
-        for sub in 0..n {
-            routes.subscribe(sub, b"EURUSD");
-        }
-        let mut fanout = Fanout::new(1024);
-        fanout.learn(b"GBPUSD");
-        fanout.learn(b"EURUSD");
-        let mut outlets = PlainOutlets::new(n, 256 * 1024, 1024);
+        let (routes, mut fanout, mut outlets) = followed_by(n);
         fanout.publish(1, &v, &routes, &mut outlets, 0);
         let mut buf = SubscriberBuffer::new(256 * 1024, 1024);
         g.throughput(Throughput::Elements(1));
@@ -203,6 +184,22 @@ fn bench(c: &mut Criterion) {
         });
     }
     g.finish();
+}
+
+/// Two symbols, `EURUSD` (id 1) followed by `n` channel subscribers, the
+/// fan-out that knows both, and `n` buffers with a 256 KiB mark (the
+/// engine's default).
+fn followed_by(n: usize) -> (Routes, Fanout, PlainOutlets) {
+    let mut routes = Routes::new();
+    routes.add_symbol(0, b"GBPUSD");
+    routes.add_symbol(1, b"EURUSD");
+    for sub in 0..n {
+        routes.subscribe(sub, b"EURUSD");
+    }
+    let mut fanout = Fanout::new(1024);
+    fanout.learn(b"GBPUSD");
+    fanout.learn(b"EURUSD");
+    (routes, fanout, PlainOutlets::new(n, 256 * 1024, 1024))
 }
 
 criterion_group!(benches, bench);
