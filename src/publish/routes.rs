@@ -193,9 +193,7 @@ impl Routes {
     #[inline]
     pub fn deliveries_to(&self, id: SymbolId, sub: SubKey) -> &[Delivery] {
         let list = &self.by_symbol[id as usize];
-        let from = list.partition_point(|d| d.sub < sub);
-        let len = list[from..].partition_point(|d| d.sub == sub);
-        &list[from..from + len]
+        &list[list.partition_point(|d| d.sub < sub)..list.partition_point(|d| d.sub <= sub)]
     }
 
     /// Registers the next symbol id (ids arrive densely, in order) and routes
