@@ -128,6 +128,9 @@ pub struct SubscriberStats {
     pub staleness_us: u64,
     /// Paced by `--sub-max-lag` now (it was slow; its commit budget applies).
     pub paced: bool,
+    /// Times it was spared pacing: its stall was shared with other
+    /// subscribers at once (their client away, not it slow).
+    pub spared: u64,
     /// Its commit budget now, bytes (engine buffer + kernel send queue).
     pub commit_budget_bytes: u64,
     /// Its measured drain rate, bytes/s (0 until paced).

@@ -96,6 +96,7 @@ use super::backlog::BacklogCheck;
 use super::peer_window::PeerWindow;
 use super::retrial::{KeptUp, Retrial};
 use super::send_cap::SendCap;
+use super::shared_stall::Spare;
 
 /// Smallest budget, bytes: a few frames, so a paced subscriber always
 /// makes progress. Also its socket's `TCP_NOTSENT_LOWAT` while paced.
@@ -217,6 +218,11 @@ pub struct CommitBudget {
     blocked_since_ns: Option<u64>,
     /// Whether an unpaced reader is seconds behind in its own kernel.
     backlog: BacklogCheck,
+    /// When the current pacing started (ns).
+    started_ns: u64,
+    /// Spared by a stall shared with other subscribers
+    /// ([`super::shared_stall`]).
+    spare: Spare,
 }
 
 impl CommitBudget {
@@ -249,6 +255,8 @@ impl CommitBudget {
             kept_up: KeptUp::new(),
             blocked_since_ns: None,
             backlog: BacklogCheck::new(),
+            started_ns: 0,
+            spare: Spare::new(),
         }
     }
 
@@ -288,7 +296,7 @@ impl CommitBudget {
         self.peer.observe(now_ns, window, kernel > 0);
         let held = self.peer.held();
         let took = written.saturating_sub((kernel + held) as u64);
-        held >= WATCH_HELD && took < WATCH_TOOK
+        held >= WATCH_HELD && took < WATCH_TOOK && !self.spare.holds(now_ns)
     }
 
     /// Unpaced (a lag is configured) and due for a backlog check at
@@ -301,7 +309,9 @@ impl CommitBudget {
     /// The backlog check at `now_ns` of an unpaced reader: its window
     /// `window`, `kernel` bytes unacknowledged, `written` written so far.
     /// Returns `true` when it holds more than a few lags of its stream
-    /// unread: the caller starts pacing.
+    /// unread: the caller starts pacing. A reader with under
+    /// [`WATCH_HELD`] committed has caught up: a spare ends, and it may be
+    /// spared again ([`super::shared_stall`]).
     pub fn backlog(
         &mut self,
         now_ns: u64,
@@ -311,8 +321,12 @@ impl CommitBudget {
     ) -> bool {
         self.peer.observe(now_ns, window, kernel > 0);
         let committed = (kernel + self.peer.held()) as u64;
+        if committed < WATCH_HELD as u64 {
+            self.spare.caught_up();
+        }
         self.backlog
             .check(now_ns, written, committed, self.max_lag_ns)
+            && !self.spare.holds(now_ns)
     }
 
     /// Whether its socket is `blocked` with [`UNPACED_LOWAT`] or more
@@ -325,13 +339,40 @@ impl CommitBudget {
     /// other is paced at once (a reader with a small receive buffer, slow
     /// from its first message, whose window the watch cannot read).
     pub fn blocked(&mut self, now_ns: u64, blocked: bool, written: u64) -> bool {
-        if !blocked || !self.may_start() {
+        if !blocked || !self.may_start() || self.spare.holds(now_ns) {
             self.blocked_since_ns = None;
             return false;
         }
         let grace = self.kept_up.grace(written, WATCH_BYTES);
         let since = *self.blocked_since_ns.get_or_insert(now_ns);
         !grace || now_ns.saturating_sub(since) >= self.max_lag_ns
+    }
+
+    /// When the current (or last) pacing started, ns.
+    pub fn started_ns(&self) -> u64 {
+        self.started_ns
+    }
+
+    /// Spares it at `now_ns` from a stall shared with other subscribers
+    /// ([`super::shared_stall`]): unpaced (pacing ends if on; the caller
+    /// then restores the socket option) and not paced for the spare's
+    /// time. Returns `false`, changing nothing, when it was spared before
+    /// and has not caught up since.
+    pub fn spare(&mut self, now_ns: u64) -> bool {
+        if !self.spare.may() {
+            return false;
+        }
+        if self.paced {
+            self.end();
+        }
+        self.spare.take(now_ns);
+        self.blocked_since_ns = None;
+        true
+    }
+
+    /// Times it was spared from a shared stall.
+    pub fn spared(&self) -> u64 {
+        self.spare.times()
     }
 
     /// Pacing is on for this subscriber.
@@ -431,6 +472,7 @@ impl CommitBudget {
         self.kept_up.paced(written, took);
         self.backlog.reset();
         self.paced = true;
+        self.started_ns = now_ns;
         self.blocked_since_ns = None;
         self.rate = 0.0;
         self.budget = FLOOR.min(self.hwm);
@@ -448,8 +490,9 @@ impl CommitBudget {
         self.cap.off();
     }
 
-    /// Back to unpaced.
+    /// Back to unpaced (it showed it keeps up: it may be spared again).
     fn end(&mut self) {
+        self.spare.caught_up();
         self.kept_up.unpaced(self.written_at_sample, self.drained);
         self.backlog.reset();
         self.paced = false;
@@ -962,6 +1005,60 @@ mod tests {
                 assert!(!b.backlog(t * MS, window, 0, written), "paced at {t} ms");
             }
         }
+    }
+
+    #[test]
+    fn a_spared_reader_is_not_paced_for_the_spare_and_is_spared_again_only_once_caught_up() {
+        use super::super::shared_stall::SPARE_NS;
+        // Paced by the watch at 300 ms, then seen part of a shared stall.
+        let mut b = CommitBudget::new(50 * MS, 256 * 1024);
+        assert!(b.arm());
+        b.first_window(0, Some(100 * 1024));
+        let held_window = Some(100 * 1024 - WATCH_HELD as u32);
+        assert!(b.watch(300 * MS, held_window, 0, 70_000));
+        b.start(300 * MS, 70_000, 0, held_window);
+        assert!(b.paced() && b.started_ns() == 300 * MS);
+        assert!(b.spare(310 * MS), "never spared: it may be");
+        assert!(!b.paced() && b.budget() == 256 * 1024, "unpaced: the mark");
+        assert_eq!(b.spared(), 1);
+        // No trigger starts pacing while spared: the watch, a blocked write,
+        // the backlog check.
+        let spared_until = 310 * MS + SPARE_NS;
+        assert!(!b.watch(320 * MS, held_window, 0, 75_000));
+        for t in [320 * MS, 400 * MS, spared_until - 1] {
+            assert!(!b.blocked(t, true, 80_000), "at {t}");
+        }
+        // Over: a reader still blocked is paced as any other, and is not
+        // spared again (it has not caught up: a client too slow for all
+        // its readers is paced after one spare).
+        let paced_at = (0..=50)
+            .map(|i| spared_until + i * MS)
+            .find(|&t| b.blocked(t, true, 80_000))
+            .expect("paced within the lag once the spare is over");
+        assert!(!b.spare(paced_at), "not caught up since");
+        assert_eq!(b.spared(), 1);
+
+        // One that caught up (the backlog check sees a few KiB committed)
+        // may be spared again, and its spare ends.
+        let mut b = CommitBudget::new(50 * MS, 256 * 1024);
+        assert!(b.arm());
+        b.first_window(0, Some(100 * 1024));
+        assert!(b.spare(0));
+        assert!(!b.blocked(60 * MS, true, WATCH_BYTES));
+        assert!(b.backlog_due(100 * MS));
+        assert!(!b.backlog(100 * MS, Some(100 * 1024 - 2 * 1024), 1024, WATCH_BYTES));
+        assert!(!b.blocked(110 * MS, true, WATCH_BYTES), "the lag's grace");
+        assert!(b.blocked(160 * MS, true, WATCH_BYTES), "no longer spared");
+        assert!(b.spare(160 * MS), "caught up since: spared again");
+        assert_eq!(b.spared(), 2);
+        // A paced reader let go (it showed it keeps up) may be spared too.
+        let (mut b, _) = watched_and_paced();
+        b.spare(0);
+        let mut b2 = b.clone();
+        assert!(!b2.spare(MS));
+        b2.start(2_000 * MS, 50_000, 0, Some(113 * 1024));
+        b2.end();
+        assert!(b2.spare(2_001 * MS));
     }
 
     /// Paced by the watch at t = 0 with its window 9 KiB under its peak and

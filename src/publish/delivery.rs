@@ -102,6 +102,7 @@ impl Publisher {
                 clock: &self.ctx.clock,
                 recorder: &mut self.ctx.recorder,
                 counters: &self.ctx.counters,
+                stall: &mut self.shared_stall,
                 window_now_ns,
             };
             let d = self.fanout.offer(id, &self.routes, &mut outlets, t0);
@@ -170,7 +171,7 @@ impl Publisher {
                 } else {
                     // Blocked while its buffer grows: pace it before the
                     // buffer fills up to the mark.
-                    maybe_start_pacing(conn, self.ctx.clock.now_ns());
+                    maybe_start_pacing(conn, self.ctx.clock.now_ns(), &mut self.shared_stall);
                 }
                 continue;
             }
@@ -179,6 +180,7 @@ impl Publisher {
                 &self.ctx.clock,
                 &mut self.ctx.recorder,
                 &self.ctx.counters,
+                &mut self.shared_stall,
             ) {
                 Ok(n) => {
                     if n > 0 {
@@ -231,8 +233,8 @@ impl Publisher {
             };
             // A subscriber past its mark whose socket stays blocked may
             // be due for pacing (its grace of the lag over).
-            if !maybe_start_pacing(conn, now) {
-                sample_pacing(conn, now);
+            if !maybe_start_pacing(conn, now, &mut self.shared_stall) {
+                sample_pacing(conn, now, &self.shared_stall);
             }
             let sess = &mut conn.state;
             if !sess.buf.budget.paced() && sess.buf.buffered() > low_water {

@@ -37,6 +37,7 @@ use crate::publish::fanout::{Outlet, Outlets};
 use crate::publish::outbuf::SubscriberBuffer;
 use crate::publish::routes::SubKey;
 use crate::publish::session::{Session, WriteState};
+use crate::publish::shared_stall::SharedStall;
 use crate::publish::throttle::Throttle;
 use crate::sys::clock::MonoClock;
 use crate::sys::tcp_signals;
@@ -56,6 +57,7 @@ pub(super) fn write_session(
     clock: &MonoClock,
     recorder: &mut StageRecorder,
     counters: &Counters,
+    stall: &mut SharedStall,
 ) -> std::io::Result<usize> {
     let mut t = clock.now_ns();
     if conn.state.buf.budget.arm() {
@@ -73,8 +75,11 @@ pub(super) fn write_session(
     })?;
     sess.wrote(blocked);
     bump(&counters.publish.bytes_written, n as u64);
-    if !maybe_start_pacing(conn, t) && !watch_new_reader(conn, t) && !check_backlog(conn, t) {
-        sample_pacing(conn, t);
+    if !maybe_start_pacing(conn, t, stall)
+        && !watch_new_reader(conn, t, stall)
+        && !check_backlog(conn, t, stall)
+    {
+        sample_pacing(conn, t, stall);
     }
     Ok(n)
 }
@@ -84,7 +89,7 @@ pub(super) fn write_session(
 /// lags of its own stream unread ([`crate::publish::backlog`]): a client
 /// starved of CPU whose kernel grows its receive buffer never blocks a
 /// write. Returns whether it started.
-fn check_backlog(conn: &mut Conn<Session>, now_ns: u64) -> bool {
+fn check_backlog(conn: &mut Conn<Session>, now_ns: u64, stall: &mut SharedStall) -> bool {
     if !conn.state.buf.budget.backlog_due(now_ns) {
         return false;
     }
@@ -96,6 +101,9 @@ fn check_backlog(conn: &mut Conn<Session>, now_ns: u64) -> bool {
         .backlog(now_ns, window, kernel, b.stats.bytes_written)
     {
         return false;
+    }
+    if spare_if_shared(conn, now_ns, stall, "backlog") {
+        return true;
     }
     start_pacing(conn, now_ns, kernel, window);
     log::debug!(
@@ -111,7 +119,11 @@ fn check_backlog(conn: &mut Conn<Session>, now_ns: u64) -> bool {
 /// Starts pacing `conn` at `now_ns` when its socket has been blocked with
 /// [`UNPACED_LOWAT`] bytes more waiting in its buffer (the kernel holds all
 /// it will take) for the lag. Returns whether it started.
-pub(super) fn maybe_start_pacing(conn: &mut Conn<Session>, now_ns: u64) -> bool {
+pub(super) fn maybe_start_pacing(
+    conn: &mut Conn<Session>,
+    now_ns: u64,
+    stall: &mut SharedStall,
+) -> bool {
     let s = &mut conn.state;
     let blocked = s.write_state() == WriteState::Blocked && s.buf.buffered() >= UNPACED_LOWAT;
     if !s
@@ -120,6 +132,9 @@ pub(super) fn maybe_start_pacing(conn: &mut Conn<Session>, now_ns: u64) -> bool 
         .blocked(now_ns, blocked, s.buf.stats.bytes_written)
     {
         return false;
+    }
+    if spare_if_shared(conn, now_ns, stall, "blocked") {
+        return true;
     }
     log::debug!("subscriber {}: paced (blocked)", conn.peer);
     let kernel = queued(conn);
@@ -132,7 +147,7 @@ pub(super) fn maybe_start_pacing(conn: &mut Conn<Session>, now_ns: u64) -> bool 
 /// reader's window and starts pacing it when the reader holds
 /// [`crate::publish::commit_budget::WATCH_HELD`] unread, so a reader slow from its first message is paced
 /// before it fills its receive buffer. Returns whether it started.
-fn watch_new_reader(conn: &mut Conn<Session>, now_ns: u64) -> bool {
+fn watch_new_reader(conn: &mut Conn<Session>, now_ns: u64, stall: &mut SharedStall) -> bool {
     let b = &conn.state.buf;
     if !b.budget.watching(b.stats.bytes_written) {
         return false;
@@ -143,11 +158,35 @@ fn watch_new_reader(conn: &mut Conn<Session>, now_ns: u64) -> bool {
     if !conn.state.buf.budget.watch(now_ns, window, kernel, written) {
         return false;
     }
+    if spare_if_shared(conn, now_ns, stall, "its reader holds bytes") {
+        return true;
+    }
     start_pacing(conn, now_ns, kernel, window);
     log::debug!(
         "subscriber {}: paced (its reader holds {} B, {} B written)",
         conn.peer,
         conn.state.buf.budget.held(),
+        conn.state.buf.stats.bytes_written
+    );
+    true
+}
+
+/// `conn` would start pacing at `now_ns` (`why`): when that is part of a
+/// stall many subscribers share ([`SharedStall`]: their client away, not
+/// each reader slow), spares it if it may be. Returns whether it did (the
+/// caller then does not start pacing).
+fn spare_if_shared(
+    conn: &mut Conn<Session>,
+    now_ns: u64,
+    stall: &mut SharedStall,
+    why: &str,
+) -> bool {
+    if !stall.would_start(now_ns) || !conn.state.buf.budget.spare(now_ns) {
+        return false;
+    }
+    log::debug!(
+        "subscriber {}: spared ({why}, in a stall shared with other subscribers; {} B written)",
+        conn.peer,
         conn.state.buf.stats.bytes_written
     );
     true
@@ -169,8 +208,18 @@ fn start_pacing(conn: &mut Conn<Session>, now_ns: u64, kernel: usize, window: Op
 /// update its drain rate and budget; when pacing ends, the socket's
 /// low-water mark goes back to the unpaced one. Nothing for an unpaced
 /// session.
-pub(super) fn sample_pacing(conn: &mut Conn<Session>, now_ns: u64) {
+pub(super) fn sample_pacing(conn: &mut Conn<Session>, now_ns: u64, stall: &SharedStall) {
     if !conn.state.buf.budget.paced() {
+        return;
+    }
+    // Paced just before a shared stall was seen, as part of it: spared.
+    let started = conn.state.buf.budget.started_ns();
+    if stall.covers(started) && conn.state.buf.budget.spare(now_ns) {
+        log::debug!(
+            "subscriber {}: spared (paced in a stall shared with other subscribers)",
+            conn.peer
+        );
+        let _ = tcp_signals::set_notsent_lowat(&conn.stream, UNPACED_LOWAT as u32);
         return;
     }
     // Unknown (not Linux): the kernel counts as empty and the reader as
@@ -215,6 +264,7 @@ pub(super) struct SessionOutlets<'a> {
     pub(super) clock: &'a MonoClock,
     pub(super) recorder: &'a mut StageRecorder,
     pub(super) counters: &'a Counters,
+    pub(super) stall: &'a mut SharedStall,
     /// Now on the window clock of the subscribers' throttles.
     pub(super) window_now_ns: u64,
 }
@@ -229,6 +279,7 @@ pub(super) struct SessionOutlet<'s, 'a> {
     clock: &'a MonoClock,
     recorder: &'s mut StageRecorder,
     counters: &'a Counters,
+    stall: &'s mut SharedStall,
     window_now_ns: u64,
 }
 
@@ -251,6 +302,7 @@ impl<'a> Outlets for SessionOutlets<'a> {
             clock: self.clock,
             recorder: self.recorder,
             counters: self.counters,
+            stall: self.stall,
             window_now_ns: self.window_now_ns,
         }
     }
@@ -269,7 +321,15 @@ impl Outlet for SessionOutlet<'_, '_> {
         if s.write_state() == WriteState::Blocked || s.state().is_failed() || s.buf.budget.paced() {
             return;
         }
-        if write_session(self.conn, self.clock, self.recorder, self.counters).is_err() {
+        if write_session(
+            self.conn,
+            self.clock,
+            self.recorder,
+            self.counters,
+            self.stall,
+        )
+        .is_err()
+        {
             let s = &mut self.conn.state;
             s.fail();
             self.flush_list.mark(&mut s.on_flush_list, self.key);

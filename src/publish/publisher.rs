@@ -52,6 +52,7 @@ use crate::publish::history::History;
 use crate::publish::housekeeping::ServerInfo;
 use crate::publish::routes::Routes;
 use crate::publish::session::Session;
+use crate::publish::shared_stall::SharedStall;
 use crate::publish::stats::StatsBoard;
 use crate::publish::throttle::WindowClock;
 use crate::rate_limit::RateLimit;
@@ -157,6 +158,9 @@ pub(crate) struct Publisher {
     pub(super) flush_list: KeyList,
     /// Sessions with pending symbols or unhandled input, revisited when they drain.
     pub(super) attention: KeyList,
+    /// Recent would-be pacing starts: stalls many subscribers share are
+    /// not paced.
+    pub(super) shared_stall: SharedStall,
     /// Receive times of this turn's updates, for the end-to-end stage.
     pub(super) batch_recv: Vec<u64>,
     /// Scratch list of pattern matches for `PSUBSCRIBE` snapshots.
@@ -228,6 +232,7 @@ impl Publisher {
             rate: super::delivery::publish_cap(settings.max_rate),
             flush_list: KeyList::with_capacity(room),
             attention: KeyList::with_capacity(room),
+            shared_stall: SharedStall::new(),
             batch_recv: Vec::with_capacity(MAX_BATCH),
             matched: Vec::with_capacity(cap),
             next_session_id: 1,

@@ -321,6 +321,7 @@ impl Session {
                 .oldest_pending_ns()
                 .map_or(0, |t| now_ns.saturating_sub(t) / 1_000),
             paced: self.buf.budget.paced(),
+            spared: self.buf.budget.spared(),
             commit_budget_bytes: self.buf.budget.budget() as u64,
             drain_rate_bytes_per_s: self.buf.budget.rate() as u64,
             max_commit_excess_bytes: self.buf.budget.max_excess(),

@@ -4,7 +4,9 @@
 //! lets it go — it then receives every update, none conflated. (That it
 //! happens within 100 ms of resuming is unit-tested with injected times in
 //! `publish::commit_budget`; this checks the whole path over loopback with
-//! the default `--sub-max-lag`.)
+//! the default `--sub-max-lag`.) Readers of one client whose thread stops
+//! (all at once) are spared the pacing altogether: a stall they share is
+//! their client away, not each of them slow.
 
 use std::io::{BufReader, Write};
 use std::net::TcpStream;
@@ -15,6 +17,8 @@ use std::time::{Duration, Instant};
 use tickfan::client::resp::{as_message, command, read_frame};
 use tickfan::config::Config;
 use tickfan::metrics::report::SubscriberStats;
+
+use tickfan::publish::shared_stall::CROWD;
 
 use crate::util::{engine_with, payload_seq, send_round, wait_until, Feed, DEADLINE};
 
@@ -34,7 +38,12 @@ struct Reader {
 
 impl Reader {
     fn spawn(stream: TcpStream) -> Reader {
-        let hold = Arc::new(AtomicBool::new(false));
+        Reader::spawn_held(stream, Arc::new(AtomicBool::new(false)))
+    }
+
+    /// A reader that stops while `hold` is set (one flag for the readers
+    /// of one client thread).
+    fn spawn_held(stream: TcpStream, hold: Arc<AtomicBool>) -> Reader {
         let held: Arc<Vec<AtomicU64>> = Arc::new((0..SYMBOLS).map(|_| AtomicU64::new(0)).collect());
         let (messages, skipped) = (Arc::new(AtomicU64::new(0)), Arc::new(AtomicU64::new(0)));
         let (h, v) = (Arc::clone(&hold), Arc::clone(&held));
@@ -178,4 +187,136 @@ fn a_reader_that_stops_for_200ms_then_reads_at_full_speed_is_let_go_and_gets_eve
     wait_until("the figures of the last round", || stats(&e).frames >= want);
     let after = stats(&e);
     assert!(!after.paced, "paced again: {after:?}");
+}
+
+/// Readers on one client thread: more than a crowd of them.
+const CLIENT_READERS: usize = 2 * CROWD;
+
+/// A reader with a 64 KiB receive buffer (no auto-tuning): the kernels of
+/// readers that stop together fill within a round of each other, so their
+/// writes block together, as those of one client thread's readers do.
+fn small_buffer_reader(addr: std::net::SocketAddr) -> TcpStream {
+    let s = socket2::Socket::new(
+        socket2::Domain::IPV4,
+        socket2::Type::STREAM,
+        Some(socket2::Protocol::TCP),
+    )
+    .unwrap();
+    s.set_recv_buffer_size(64 * 1024).unwrap();
+    s.connect(&addr.into()).unwrap();
+    let s: TcpStream = s.into();
+    s.set_read_timeout(Some(DEADLINE)).unwrap();
+    s
+}
+
+fn all_stats(e: &tickfan::runtime::Engine) -> Vec<SubscriberStats> {
+    e.subscribers()
+        .into_iter()
+        .filter(|s| s.connected)
+        .collect()
+}
+
+#[test]
+fn readers_of_one_client_that_stop_together_are_spared_the_pacing_and_get_every_update_once_back() {
+    let e = engine_with(|c| {
+        c.report_interval = Duration::from_millis(20);
+        c.max_symbols = c.max_symbols.max(SYMBOLS);
+    });
+    let hold = Arc::new(AtomicBool::new(false));
+    let readers: Vec<Reader> = (0..CLIENT_READERS)
+        .map(|_| {
+            let mut s = small_buffer_reader(e.subscriber_addr());
+            s.write_all(&command(&[b"PSUBSCRIBE", b"*"])).unwrap();
+            Reader::spawn_held(s.try_clone().unwrap(), Arc::clone(&hold))
+        })
+        .collect();
+    wait_until("subscribed", || all_stats(&e).len() == CLIENT_READERS);
+    let mut feed = Feed::connect(e.feed_addr());
+    let names: Vec<String> = (0..SYMBOLS).map(|i| format!("SYM{i:03}")).collect();
+    let all_hold = |round: u64| readers.iter().all(|r| r.holds_round(round));
+
+    let mut round = 0;
+    for _ in 0..20 {
+        round += 1;
+        send_round(&mut feed, &names, round);
+        wait_until("every reader holds the round", || all_hold(round));
+    }
+
+    // The client's thread stops: every reader at once, while the feed goes
+    // on. Their writes block together; all but the few paced before the
+    // crowd was seen are spared at once.
+    hold.store(true, Ordering::Release);
+    let stopped = Instant::now();
+    loop {
+        round += 1;
+        send_round(&mut feed, &names, round);
+        let spared = all_stats(&e).iter().filter(|s| s.spared > 0).count();
+        if spared > CLIENT_READERS - CROWD && stopped.elapsed() >= STALL {
+            break;
+        }
+        assert!(
+            stopped.elapsed() < DEADLINE,
+            "not spared while their client was away: {:?}",
+            all_stats(&e)
+        );
+    }
+    assert!(
+        all_stats(&e).iter().all(|s| s.spared > 0 || s.paced),
+        "a reader neither spared nor paced: {:?}",
+        all_stats(&e)
+    );
+
+    // Back: each is spared (the ones paced first at their next write),
+    // unpaced, and holds every round.
+    hold.store(false, Ordering::Release);
+    loop {
+        round += 1;
+        send_round(&mut feed, &names, round);
+        wait_until("every resumed reader holds the round", || all_hold(round));
+        let st = all_stats(&e);
+        if st.iter().all(|s| s.spared > 0 && !s.paced) {
+            break;
+        }
+        assert!(
+            stopped.elapsed() < DEADLINE,
+            "not all spared and unpaced after their client came back: {st:?}"
+        );
+    }
+    assert!(
+        readers
+            .iter()
+            .any(|r| r.skipped.load(Ordering::Acquire) > 0),
+        "conflated while they did not read (else this checks nothing)"
+    );
+
+    // From then on every update of every round, none conflated, none paced.
+    let before: Vec<(u64, u64)> = readers
+        .iter()
+        .map(|r| {
+            (
+                r.messages.load(Ordering::Acquire),
+                r.skipped.load(Ordering::Acquire),
+            )
+        })
+        .collect();
+    let frames: u64 = all_stats(&e).iter().map(|s| s.frames).sum();
+    for _ in 0..30 {
+        round += 1;
+        send_round(&mut feed, &names, round);
+        wait_until("every reader holds the round", || all_hold(round));
+    }
+    for (r, (m, k)) in readers.iter().zip(before) {
+        assert_eq!(r.skipped.load(Ordering::Acquire), k, "conflated after");
+        assert_eq!(
+            r.messages.load(Ordering::Acquire) - m,
+            30 * SYMBOLS as u64,
+            "one message per update of the last 30 rounds"
+        );
+    }
+    let want = frames + (30 * SYMBOLS * CLIENT_READERS) as u64;
+    wait_until("the figures of the last round", || {
+        all_stats(&e).iter().map(|s| s.frames).sum::<u64>() >= want
+    });
+    let st = all_stats(&e);
+    assert!(st.iter().all(|s| !s.paced), "paced again: {st:?}");
 }

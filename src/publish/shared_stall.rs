@@ -1,0 +1,218 @@
+//! Stalls shared by many subscribers at once. When [`CROWD`] or more
+//! subscribers would start pacing within [`CROWD_NS`] of each other, what
+//! stopped them is their client's one thread (or its host) being away —
+//! descheduled, in a GC pause, stopped — not each reader being slow: a
+//! slow reader falls behind on its own schedule. Pacing them all would cut
+//! every reader of that client to its drain-rate estimate, which a client
+//! catching up on hundreds of sockets at once shows as half its stream
+//! (issue 25: a 150 ms pause of the 500-reader client held its readers'
+//! freshness p99 at ~1 s, where the raw forwarder and Redis were back in
+//! 85 and 54 ms, and tickfan with the pacing off in 54 ms).
+//!
+//! So a subscriber whose pacing would start (or started, in the same
+//! span, before the crowd was seen) during a shared stall is *spared*: it
+//! stays unpaced for [`SPARE_NS`], its buffer conflating past its mark as
+//! with no lag. One that then still stalls is paced as any other: a
+//! subscriber is spared again only after it has caught up (its reader's
+//! kernel and its own back under a few KiB, seen by the unpaced backlog
+//! check), so a client too slow for all its readers is paced after one
+//! spare, not spared for ever.
+//!
+//! The compromise (the issue lets the reader that keeps up win): a slow
+//! reader whose stall falls in another client's shared stall is spared
+//! once too, and fills up to its kernel's receive buffer for at most
+//! [`SPARE_NS`] before it is paced.
+//!
+//! ```text
+//!  would-be starts:   |  |   | |        (CROWD within CROWD_NS)
+//!                     ^ paced ^ spared, and the paced ones before it too
+//!  a spared subscriber: no pacing for SPARE_NS; spared again only
+//!                       once caught up
+//! ```
+//!
+//! Pure: times are passed in. Single owner: the publisher thread.
+
+/// Would-be pacing starts within [`CROWD_NS`] that make a shared stall.
+pub const CROWD: usize = 4;
+/// The span of a shared stall's would-be starts, and the most time between
+/// two of them for the stall to go on.
+pub const CROWD_NS: u64 = 50_000_000;
+/// How long a spared subscriber is not paced (unless it catches up first):
+/// the client's pause and its catch-up on every socket of its thread.
+pub const SPARE_NS: u64 = 1_000_000_000;
+
+/// The publisher's record of recent would-be pacing starts.
+#[derive(Debug, Clone, Default)]
+pub struct SharedStall {
+    /// Times of the last [`CROWD`] would-be starts (a ring; `seen` of them
+    /// filled).
+    recent: [u64; CROWD],
+    next: usize,
+    seen: usize,
+    /// The last shared stall: its first and its latest would-be start.
+    stall: Option<(u64, u64)>,
+}
+
+impl SharedStall {
+    /// No would-be start seen yet.
+    pub fn new() -> Self {
+        Self::default()
+    }
+
+    /// A subscriber would start pacing at `now_ns`. Returns whether that
+    /// is part of a shared stall (the caller spares it, if it may be).
+    pub fn would_start(&mut self, now_ns: u64) -> bool {
+        self.recent[self.next] = now_ns;
+        self.next = (self.next + 1) % CROWD;
+        self.seen = (self.seen + 1).min(CROWD);
+        if let Some((_, last)) = &mut self.stall {
+            if now_ns.saturating_sub(*last) <= CROWD_NS {
+                *last = now_ns;
+                return true;
+            }
+        }
+        // The ring is full: `next` is the oldest of the last CROWD.
+        let oldest = self.recent[self.next];
+        if self.seen == CROWD && now_ns.saturating_sub(oldest) <= CROWD_NS {
+            self.stall = Some((oldest, now_ns));
+            return true;
+        }
+        false
+    }
+
+    /// Whether a pacing that started at `started_ns` was part of the last
+    /// shared stall (it started before the crowd was seen).
+    pub fn covers(&self, started_ns: u64) -> bool {
+        self.stall
+            .is_some_and(|(first, last)| (first..=last).contains(&started_ns))
+    }
+}
+
+/// One subscriber's part: whether it is spared now and whether it may be
+/// spared (again).
+#[derive(Debug, Clone, Default)]
+pub struct Spare {
+    /// Not paced until this time (ns; 0: not spared).
+    until_ns: u64,
+    /// Spared since it last caught up.
+    used: bool,
+    /// Times spared.
+    times: u64,
+}
+
+impl Spare {
+    /// Never spared.
+    pub const fn new() -> Self {
+        Spare {
+            until_ns: 0,
+            used: false,
+            times: 0,
+        }
+    }
+
+    /// Spared at `now_ns`: pacing may not start.
+    #[inline]
+    pub fn holds(&self, now_ns: u64) -> bool {
+        now_ns < self.until_ns
+    }
+
+    /// It may be spared: never spared, or caught up since.
+    pub fn may(&self) -> bool {
+        !self.used
+    }
+
+    /// Spares it from `now_ns`.
+    pub fn take(&mut self, now_ns: u64) {
+        self.until_ns = now_ns + SPARE_NS;
+        self.used = true;
+        self.times += 1;
+    }
+
+    /// Its reader caught up: the spare ends, and it may be spared again.
+    pub fn caught_up(&mut self) {
+        self.until_ns = 0;
+        self.used = false;
+    }
+
+    /// Times it was spared.
+    pub fn times(&self) -> u64 {
+        self.times
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const MS: u64 = 1_000_000;
+
+    #[test]
+    fn fewer_than_a_crowd_within_the_span_is_no_shared_stall() {
+        let mut s = SharedStall::new();
+        // Three at once, then the fourth just past the span of the first.
+        for t in [0, MS, 2 * MS] {
+            assert!(!s.would_start(t));
+        }
+        assert!(!s.would_start(CROWD_NS + MS));
+        // Slow readers falling behind on their own schedules, 30 ms apart:
+        // never four within 50 ms.
+        let mut s = SharedStall::new();
+        for i in 0..50 {
+            assert!(!s.would_start(i * 30 * MS), "start {i}");
+        }
+        assert!(!s.covers(0) && !s.covers(30 * MS));
+    }
+
+    #[test]
+    fn a_crowd_is_a_shared_stall_that_covers_its_first_starts_and_goes_on_while_they_come() {
+        let mut s = SharedStall::new();
+        assert!(!s.would_start(100 * MS));
+        assert!(!s.would_start(110 * MS));
+        assert!(!s.would_start(120 * MS));
+        assert!(s.would_start(130 * MS), "the fourth within 50 ms");
+        // The three paced before it was seen are covered; a start before
+        // it is not.
+        assert!(s.covers(100 * MS) && s.covers(110 * MS) && s.covers(130 * MS));
+        assert!(!s.covers(99 * MS));
+        // It goes on while would-be starts come within the span of the last…
+        assert!(s.would_start(175 * MS));
+        assert!(s.would_start(225 * MS));
+        assert!(s.covers(200 * MS));
+        // …and ends after a gap: a lone start later is no shared stall.
+        assert!(!s.would_start(300 * MS));
+        assert!(!s.covers(300 * MS));
+        assert!(s.covers(225 * MS), "the last stall is still known");
+    }
+
+    #[test]
+    fn a_new_crowd_after_a_gap_is_a_new_shared_stall() {
+        let mut s = SharedStall::new();
+        for t in [0, MS, 2 * MS, 3 * MS] {
+            s.would_start(t);
+        }
+        assert!(s.covers(0));
+        let t0 = 1_000 * MS;
+        assert!(!s.would_start(t0));
+        assert!(!s.would_start(t0 + MS));
+        assert!(!s.would_start(t0 + 2 * MS));
+        assert!(s.would_start(t0 + 3 * MS));
+        assert!(s.covers(t0) && !s.covers(0));
+    }
+
+    #[test]
+    fn a_spare_holds_for_its_time_and_is_given_again_only_after_catching_up() {
+        let mut p = Spare::new();
+        assert!(p.may() && !p.holds(0));
+        p.take(10 * MS);
+        assert!(p.holds(10 * MS) && p.holds(10 * MS + SPARE_NS - 1));
+        assert!(!p.holds(10 * MS + SPARE_NS), "over after SPARE_NS");
+        assert!(!p.may(), "not again before it caught up");
+        p.caught_up();
+        assert!(
+            p.may() && !p.holds(20 * MS),
+            "caught up: over, and may be again"
+        );
+        p.take(2_000 * MS);
+        assert_eq!(p.times(), 2);
+    }
+}
