@@ -96,7 +96,7 @@ use super::backlog::BacklogCheck;
 use super::peer_window::PeerWindow;
 use super::retrial::{KeptUp, Retrial};
 use super::send_cap::SendCap;
-use super::shared_stall::Spare;
+use super::shared_stall::{was_keeping_up, Spare};
 
 /// Smallest budget, bytes: a few frames, so a paced subscriber always
 /// makes progress. Also its socket's `TCP_NOTSENT_LOWAT` while paced.
@@ -218,8 +218,10 @@ pub struct CommitBudget {
     blocked_since_ns: Option<u64>,
     /// Whether an unpaced reader is seconds behind in its own kernel.
     backlog: BacklogCheck,
-    /// When the current pacing started (ns).
+    /// When the current pacing started (ns), and whether the reader was
+    /// keeping up until then ([`was_keeping_up`]).
     started_ns: u64,
+    started_keeping_up: bool,
     /// Spared by a stall shared with other subscribers
     /// ([`super::shared_stall`]).
     spare: Spare,
@@ -256,6 +258,7 @@ impl CommitBudget {
             blocked_since_ns: None,
             backlog: BacklogCheck::new(),
             started_ns: 0,
+            started_keeping_up: false,
             spare: Spare::new(),
         }
     }
@@ -354,16 +357,33 @@ impl CommitBudget {
     }
 
     /// Spares it at `now_ns` from a stall shared with other subscribers
-    /// ([`super::shared_stall`]): unpaced (pacing ends if on; the caller
-    /// then restores the socket option) and not paced for the spare's
-    /// time. Returns `false`, changing nothing, when it was spared before
-    /// and has not caught up since.
-    pub fn spare(&mut self, now_ns: u64) -> bool {
-        if !self.spare.may() {
+    /// ([`super::shared_stall`]), unpaced, with `written` bytes written so
+    /// far, `kernel` unacknowledged and its reader's window `window`: not
+    /// paced for the spare's time. Returns `false`, changing nothing, when
+    /// it was not keeping up until now ([`was_keeping_up`]) or was spared
+    /// before and has not caught up since.
+    pub fn spare(&mut self, now_ns: u64, written: u64, kernel: usize, window: Option<u32>) -> bool {
+        debug_assert!(!self.paced, "a paced one: spare_paced");
+        self.peer.observe(now_ns, window, kernel > 0);
+        let took = written.saturating_sub((kernel + self.peer.held()) as u64);
+        was_keeping_up(written, took) && self.take_spare(now_ns)
+    }
+
+    /// Spares a paced subscriber whose pacing started in a stall shared
+    /// with other subscribers, seen since: unpaced (the caller restores the
+    /// socket option), as [`Self::spare`] judged by its figures when its
+    /// pacing started.
+    pub fn spare_paced(&mut self, now_ns: u64) -> bool {
+        if !self.paced || !self.started_keeping_up || !self.spare.may() {
             return false;
         }
-        if self.paced {
-            self.end();
+        self.end();
+        self.take_spare(now_ns)
+    }
+
+    fn take_spare(&mut self, now_ns: u64) -> bool {
+        if !self.spare.may() {
+            return false;
         }
         self.spare.take(now_ns);
         self.blocked_since_ns = None;
@@ -473,6 +493,7 @@ impl CommitBudget {
         self.backlog.reset();
         self.paced = true;
         self.started_ns = now_ns;
+        self.started_keeping_up = was_keeping_up(written, took);
         self.blocked_since_ns = None;
         self.rate = 0.0;
         self.budget = FLOOR.min(self.hwm);
@@ -1010,7 +1031,8 @@ mod tests {
     #[test]
     fn a_spared_reader_is_not_paced_for_the_spare_and_is_spared_again_only_once_caught_up() {
         use super::super::shared_stall::SPARE_NS;
-        // Paced by the watch at 300 ms, then seen part of a shared stall.
+        // Paced by the watch at 300 ms, having taken 61 KB of 70 KB, then
+        // seen part of a shared stall.
         let mut b = CommitBudget::new(50 * MS, 256 * 1024);
         assert!(b.arm());
         b.first_window(0, Some(100 * 1024));
@@ -1018,7 +1040,7 @@ mod tests {
         assert!(b.watch(300 * MS, held_window, 0, 70_000));
         b.start(300 * MS, 70_000, 0, held_window);
         assert!(b.paced() && b.started_ns() == 300 * MS);
-        assert!(b.spare(310 * MS), "never spared: it may be");
+        assert!(b.spare_paced(310 * MS), "never spared: it may be");
         assert!(!b.paced() && b.budget() == 256 * 1024, "unpaced: the mark");
         assert_eq!(b.spared(), 1);
         // No trigger starts pacing while spared: the watch, a blocked write,
@@ -1035,7 +1057,10 @@ mod tests {
             .map(|i| spared_until + i * MS)
             .find(|&t| b.blocked(t, true, 80_000))
             .expect("paced within the lag once the spare is over");
-        assert!(!b.spare(paced_at), "not caught up since");
+        assert!(
+            !b.spare(paced_at, 80_000, 0, held_window),
+            "not caught up since"
+        );
         assert_eq!(b.spared(), 1);
 
         // One that caught up (the backlog check sees a few KiB committed)
@@ -1043,22 +1068,42 @@ mod tests {
         let mut b = CommitBudget::new(50 * MS, 256 * 1024);
         assert!(b.arm());
         b.first_window(0, Some(100 * 1024));
-        assert!(b.spare(0));
-        assert!(!b.blocked(60 * MS, true, WATCH_BYTES));
+        let w = WATCH_BYTES;
+        assert!(b.spare(0, w, 0, held_window));
+        assert!(!b.blocked(60 * MS, true, w));
         assert!(b.backlog_due(100 * MS));
-        assert!(!b.backlog(100 * MS, Some(100 * 1024 - 2 * 1024), 1024, WATCH_BYTES));
-        assert!(!b.blocked(110 * MS, true, WATCH_BYTES), "the lag's grace");
-        assert!(b.blocked(160 * MS, true, WATCH_BYTES), "no longer spared");
-        assert!(b.spare(160 * MS), "caught up since: spared again");
+        assert!(!b.backlog(100 * MS, Some(100 * 1024 - 2 * 1024), 1024, w));
+        assert!(!b.blocked(110 * MS, true, w), "the lag's grace");
+        assert!(b.blocked(160 * MS, true, w), "no longer spared");
+        assert!(b.spare(160 * MS, w, 0, held_window), "caught up: again");
         assert_eq!(b.spared(), 2);
         // A paced reader let go (it showed it keeps up) may be spared too.
-        let (mut b, _) = watched_and_paced();
-        b.spare(0);
         let mut b2 = b.clone();
-        assert!(!b2.spare(MS));
-        b2.start(2_000 * MS, 50_000, 0, Some(113 * 1024));
+        assert!(!b2.spare(170 * MS, w, 0, held_window));
+        b2.start(2_000 * MS, w, 0, held_window);
         b2.end();
-        assert!(b2.spare(2_001 * MS));
+        assert!(b2.spare(2_001 * MS, w, 0, held_window));
+    }
+
+    #[test]
+    fn a_reader_slow_from_its_first_bytes_is_not_spared() {
+        // Paced by the watch holding 9 KiB of its first 23 KB (measured: a
+        // 64 KiB/s reader; its window hid more): not keeping up.
+        let mut b = CommitBudget::new(50 * MS, 256 * 1024);
+        assert!(b.arm());
+        b.first_window(0, Some(100 * 1024));
+        let held_window = Some(100 * 1024 - 9 * 1024);
+        assert!(b.watch(5 * MS, held_window, 0, 23_264));
+        assert!(!b.spare(5 * MS, 23_264, 0, held_window));
+        b.start(5 * MS, 23_264, 0, held_window);
+        assert!(!b.spare_paced(12 * MS), "covered by a stall: still paced");
+        assert!(b.paced() && b.spared() == 0);
+        // Not paced and not keeping up either: a blocked write's figures.
+        let mut b = CommitBudget::new(50 * MS, 256 * 1024);
+        assert!(b.arm());
+        b.first_window(0, Some(100 * 1024));
+        assert!(!b.spare(MS, 200_000, 60_000, Some(40 * 1024)));
+        assert!(b.spare(MS, 200_000, 4_000, Some(96 * 1024)), "took 192 KB");
     }
 
     /// Paced by the watch at t = 0 with its window 9 KiB under its peak and

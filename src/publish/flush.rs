@@ -173,21 +173,27 @@ fn watch_new_reader(conn: &mut Conn<Session>, now_ns: u64, stall: &mut SharedSta
 
 /// `conn` would start pacing at `now_ns` (`why`): when that is part of a
 /// stall many subscribers share ([`SharedStall`]: their client away, not
-/// each reader slow), spares it if it may be. Returns whether it did (the
-/// caller then does not start pacing).
+/// each reader slow) and it was keeping up until then, spares it if it may
+/// be. Returns whether it did (the caller then does not start pacing).
 fn spare_if_shared(
     conn: &mut Conn<Session>,
     now_ns: u64,
     stall: &mut SharedStall,
     why: &str,
 ) -> bool {
-    if !stall.would_start(now_ns) || !conn.state.buf.budget.spare(now_ns) {
+    if !stall.would_start(now_ns) {
+        return false;
+    }
+    let kernel = queued(conn);
+    let window = tcp_signals::peer_window(&conn.stream).ok().flatten();
+    let b = &mut conn.state.buf;
+    let written = b.stats.bytes_written;
+    if !b.budget.spare(now_ns, written, kernel, window) {
         return false;
     }
     log::debug!(
-        "subscriber {}: spared ({why}, in a stall shared with other subscribers; {} B written)",
+        "subscriber {}: spared ({why}, in a stall shared with other subscribers; {kernel} B in flight, {written} B written)",
         conn.peer,
-        conn.state.buf.stats.bytes_written
     );
     true
 }
@@ -214,7 +220,7 @@ pub(super) fn sample_pacing(conn: &mut Conn<Session>, now_ns: u64, stall: &Share
     }
     // Paced just before a shared stall was seen, as part of it: spared.
     let started = conn.state.buf.budget.started_ns();
-    if stall.covers(started) && conn.state.buf.budget.spare(now_ns) {
+    if stall.covers(started) && conn.state.buf.budget.spare_paced(now_ns) {
         log::debug!(
             "subscriber {}: spared (paced in a stall shared with other subscribers)",
             conn.peer
