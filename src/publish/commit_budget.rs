@@ -222,6 +222,10 @@ pub struct CommitBudget {
     /// keeping up until then ([`was_keeping_up`]).
     started_ns: u64,
     started_keeping_up: bool,
+    /// Its last pacing started on its own stall (no shared stall covered
+    /// it): a reader slow from its first bytes, until it shows it keeps
+    /// up ([`KeptUp::shows`]), is not spared.
+    paced_alone: bool,
     /// Spared by a stall shared with other subscribers
     /// ([`super::shared_stall`]).
     spare: Spare,
@@ -259,6 +263,7 @@ impl CommitBudget {
             backlog: BacklogCheck::new(),
             started_ns: 0,
             started_keeping_up: false,
+            paced_alone: false,
             spare: Spare::new(),
         }
     }
@@ -360,13 +365,19 @@ impl CommitBudget {
     /// ([`super::shared_stall`]), unpaced, with `written` bytes written so
     /// far, `kernel` unacknowledged and its reader's window `window`: not
     /// paced for the spare's time. Returns `false`, changing nothing, when
-    /// it was not keeping up until now ([`was_keeping_up`]) or was spared
+    /// it was not keeping up until now ([`was_keeping_up`]), was paced on
+    /// its own before and has not shown it keeps up since, or was spared
     /// before and has not caught up since.
     pub fn spare(&mut self, now_ns: u64, written: u64, kernel: usize, window: Option<u32>) -> bool {
         debug_assert!(!self.paced, "a paced one: spare_paced");
         self.peer.observe(now_ns, window, kernel > 0);
         let took = written.saturating_sub((kernel + self.peer.held()) as u64);
-        was_keeping_up(written, took) && self.take_spare(now_ns)
+        // Paced on its own before (slow from its first bytes, as a rule),
+        // its held estimate since is not to be trusted: a trial let such a
+        // reader go on a flat window and it then looked as if it had taken
+        // 0.8 of its first 44 KB.
+        let alone = self.paced_alone && !self.kept_up.shows(written, took);
+        !alone && was_keeping_up(written, took) && self.take_spare(now_ns)
     }
 
     /// Spares a paced subscriber whose pacing started in a stall shared
@@ -378,6 +389,7 @@ impl CommitBudget {
             return false;
         }
         self.end();
+        self.paced_alone = false;
         self.take_spare(now_ns)
     }
 
@@ -494,6 +506,7 @@ impl CommitBudget {
         self.paced = true;
         self.started_ns = now_ns;
         self.started_keeping_up = was_keeping_up(written, took);
+        self.paced_alone = true;
         self.blocked_since_ns = None;
         self.rate = 0.0;
         self.budget = FLOOR.min(self.hwm);
@@ -1098,6 +1111,21 @@ mod tests {
         b.start(5 * MS, 23_264, 0, held_window);
         assert!(!b.spare_paced(12 * MS), "covered by a stall: still paced");
         assert!(b.paced() && b.spared() == 0);
+        // Let go by its trial on a flat window, its held estimate rebased:
+        // at its next would-be start it looks as if it took 0.8 of its
+        // first 44 KB (measured) — paced on its own before, not spared.
+        b.end();
+        assert!(!b.spare(7 * MS, 44_058, 495, Some(100 * 1024 - 8 * 1024)));
+        // Until it shows it keeps up: half of a stretch of 64 KiB or more.
+        assert!(b.spare(9 * MS, 23_264 + 200_000, 495, Some(100 * 1024)));
+        // Paced in a stall that then covered it: that pacing was not its own.
+        let mut b = CommitBudget::new(50 * MS, 256 * 1024);
+        assert!(b.arm());
+        b.first_window(0, Some(100 * 1024));
+        b.start(MS, 60_000, 0, Some(100 * 1024 - 9 * 1024));
+        assert!(b.spare_paced(3 * MS));
+        b.spare.caught_up();
+        assert!(b.spare(2_000 * MS, 300_000, 0, Some(100 * 1024 - 9 * 1024)));
         // Not paced and not keeping up either: a blocked write's figures.
         let mut b = CommitBudget::new(50 * MS, 256 * 1024);
         assert!(b.arm());

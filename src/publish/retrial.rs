@@ -109,6 +109,15 @@ impl KeptUp {
         self.proven
     }
 
+    /// It showed it keeps up, counting its unpaced stretch up to now
+    /// (`written` bytes written, `took` taken), without recording it.
+    pub fn shows(&self, written: u64, took: u64) -> bool {
+        let (w0, t0) = self.unpaced_at;
+        let w = self.sum.0 + written.saturating_sub(w0);
+        let t = self.sum.1 + took.saturating_sub(t0);
+        self.proven || (t >= KEPT_UP_BYTES && 2 * t >= w)
+    }
+
     /// It gets the grace of the lag once blocked, `written` bytes written:
     /// it showed it keeps up, or took its `first` bytes without ever
     /// being paced.

@@ -26,7 +26,11 @@
 //! freshness for the 64 KiB/s readers (goal 2.4 s; 0.3 s at 50 symbols).
 //! Measured when their pacing would start: readers that keep up had taken
 //! 43–120 KB, 0.82–0.93 of what they were sent; the slow readers 14–19 KB
-//! (their window hides up to ~20 KiB), 0.60–0.65.
+//! (their window hides up to ~20 KiB), 0.60–0.65. And a reader paced on
+//! its own before is not spared until it shows it keeps up
+//! ([`super::retrial::KeptUp::shows`]): let go by its trial on a flat
+//! window, a slow reader's held estimate is rebased, and at its next stall
+//! it looked as if it had taken 0.8 of its first 44 KB.
 //!
 //! The compromise (the issue lets the reader that keeps up win): a slow
 //! reader that took its first [`SPARE_TOOK`] at full speed and then stalls
@@ -58,9 +62,11 @@ pub const SPARE_TOOK: u64 = 32 * 1024;
 /// Whether a subscriber that was sent `written` bytes and took `took` of
 /// them (written less its kernel's unacknowledged bytes and what its
 /// reader holds) was keeping up until its stall: it took at least
-/// [`SPARE_TOOK`] and three quarters of what it was sent.
+/// [`SPARE_TOOK`] and two thirds of what it was sent. (At three quarters,
+/// 20 of 100 readers of one client, holding 13 KB of their first 55 KB
+/// when it hiccuped, 0.74, were paced and their p99 was 965 ms.)
 pub fn was_keeping_up(written: u64, took: u64) -> bool {
-    took >= SPARE_TOOK && 4 * u128::from(took) >= 3 * u128::from(written)
+    took >= SPARE_TOOK && 3 * u128::from(took) >= 2 * u128::from(written)
 }
 
 /// The publisher's record of recent would-be pacing starts.
@@ -229,10 +235,12 @@ mod tests {
         // The 64 KiB/s readers paced by the watch just before them.
         assert!(!was_keeping_up(23_264, 23_264 - 9_188));
         assert!(!was_keeping_up(29_325, 29_325 - 10_240));
+        // 100 readers of one client holding 13 KB of their first 55 KB.
+        assert!(was_keeping_up(55_587, 55_587 - 13_312 - 1_232));
         // Too little taken, whatever the share; or too small a share.
         assert!(!was_keeping_up(SPARE_TOOK - 1, SPARE_TOOK - 1));
-        assert!(was_keeping_up(4 * SPARE_TOOK, 3 * SPARE_TOOK));
-        assert!(!was_keeping_up(4 * SPARE_TOOK, 3 * SPARE_TOOK - 1));
+        assert!(was_keeping_up(3 * SPARE_TOOK, 2 * SPARE_TOOK));
+        assert!(!was_keeping_up(3 * SPARE_TOOK, 2 * SPARE_TOOK - 1));
         assert!(was_keeping_up(u64::MAX, u64::MAX), "no overflow");
     }
 
