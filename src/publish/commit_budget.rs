@@ -377,7 +377,11 @@ impl CommitBudget {
         // reader go on a flat window and it then looked as if it had taken
         // 0.8 of its first 44 KB.
         let alone = self.paced_alone && !self.kept_up.shows(written, took);
-        !alone && was_keeping_up(written, took) && self.take_spare(now_ns)
+        if alone || !was_keeping_up(written, took) || !self.spare.may() {
+            return false;
+        }
+        self.take_spare(now_ns);
+        true
     }
 
     /// Spares a paced subscriber whose pacing started in a stall shared
@@ -390,16 +394,14 @@ impl CommitBudget {
         }
         self.end();
         self.paced_alone = false;
-        self.take_spare(now_ns)
+        self.take_spare(now_ns);
+        true
     }
 
-    fn take_spare(&mut self, now_ns: u64) -> bool {
-        if !self.spare.may() {
-            return false;
-        }
+    /// Spared from `now_ns` (the caller checked it may be).
+    fn take_spare(&mut self, now_ns: u64) {
         self.spare.take(now_ns);
         self.blocked_since_ns = None;
-        true
     }
 
     /// Times it was spared from a shared stall.
