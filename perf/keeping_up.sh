@@ -37,6 +37,9 @@
 #        tickfan-before-slow50: another build's defaults, e.g. main's)
 # tickfan runs with RUST_LOG=tickfan::publish=debug (SERVER_LOG overrides):
 # its pacing events are counted per run at the end.
+# Besides the server's CPU, each run records the readers' process's CPU and
+# how busy the tools' core was (CPU 1 when pinned): at L1 that core, which
+# the sender shares with the readers, is what saturates first.
 # Every process it starts is stopped by its pid, also on Ctrl-C.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -56,6 +59,7 @@ SRV=(); CLI=()
 if [ "$(nproc)" -ge 2 ] && command -v taskset >/dev/null; then
   SRV=(taskset -c 0); CLI=(taskset -c 1)
 fi
+TOOLS_CORE=cpu; [ ${#CLI[@]} -gt 0 ] && TOOLS_CORE=cpu1
 
 . perf/lib.sh
 trap stop_pids EXIT INT TERM
@@ -122,9 +126,10 @@ run() { # load server rep
     PIDS+=("$subpid2")
     wait_line "$logs/sub50.err" "subscribed to"
   fi
-  local rss0 rss1 cpu0 cpu1 t0 t1
+  local rss0 rss1 cpu0 cpu1 t0 t1 cli0 cli1 core0 core1 t2
   rss0=$(rss_kib "$spid")
   cpu0=$(cpu_ticks "$spid"); t0=$(date +%s.%N)
+  cli0=$(cpu_ticks "$subpid"); core0=$(core_jiffies "$TOOLS_CORE")
   local pauser=""
   if [ -n "${PAUSE:-}" ]; then
     pause_client "${PAUSE%%:*}" "${PAUSE##*:}" "$subpid" &
@@ -134,6 +139,8 @@ run() { # load server rep
   "${CLI[@]}" "$BIN" replay "$TICKS" --to "127.0.0.1:$pport" --send-as "$fmt" --stamp \
     --record-sent "$logs/sent.csv" --rate "$rate" --loops 1000 --duration "${DUR}s" --no-progress \
     2> "$logs/replay.err" || true
+  # The readers' share up to the sender's end (they then idle to exit).
+  cli1=$(cpu_ticks "$subpid" 2>/dev/null || echo "$cli0"); core1=$(core_jiffies "$TOOLS_CORE"); t2=$(date +%s.%N)
   [ -n "$pauser" ] && { wait "$pauser" || true; }
   wait "$subpid" || true
   [ -n "$subpid2" ] && { wait "$subpid2" || true; }
@@ -142,6 +149,10 @@ run() { # load server rep
   local cpu_pct
   cpu_pct=$(awk -v a="$cpu0" -v b="$cpu1" -v s="$t0" -v e="$t1" -v hz="$(getconf CLK_TCK)" \
     'BEGIN { printf "%.0f", 100 * (b - a) / hz / (e - s) }')
+  local cli_pct core_pct
+  cli_pct=$(awk -v a="$cli0" -v b="$cli1" -v s="$t0" -v e="$t2" -v hz="$(getconf CLK_TCK)" \
+    'BEGIN { printf "%.0f", 100 * (b - a) / hz / (e - s) }')
+  core_pct=$(echo "$core0 $core1" | awk '{ printf "%.0f", ($4 > $2) ? 100 * ($3 - $1) / ($4 - $2) : 0 }')
   kill "$spid" 2>/dev/null || true
   wait "$spid" 2>/dev/null || true
   local slowjson=""
@@ -149,9 +160,9 @@ run() { # load server rep
     *-slow) slowjson=$logs/sub.json ;;
     *-slow50) slowjson=$logs/sub50.json ;;
   esac
-  python3 - "$logs/sub.json" "$slowjson" "$load" "$server" "$rep" "$rss0" "$rss1" "$cpu_pct" >> "$ROWS" <<'PY'
+  python3 - "$logs/sub.json" "$slowjson" "$load" "$server" "$rep" "$rss0" "$rss1" "$cpu_pct" "$cli_pct" "$core_pct" >> "$ROWS" <<'PY'
 import json, sys
-sub, slow, load, server, rep, rss0, rss1, cpu = sys.argv[1:]
+sub, slow, load, server, rep, rss0, rss1, cpu, cli, core = sys.argv[1:]
 n = {c["class"]: c for c in json.load(open(sub))["classes"]}["normal"]
 fn = n["freshness"]["freshness"]
 row = [load, server, rep, fn["p50_us"], fn["p99_us"], fn["p999_us"], fn["max_us"],
@@ -163,7 +174,7 @@ if slow:
 else:
     row += ["-"] * 5
 row.append(round((int(rss1) - int(rss0)) / 1024, 1))
-row.append(cpu)
+row += [cpu, cli, core]
 print("\t".join(str(x) for x in row))
 PY
   rm -f "$logs/sent.csv"
@@ -185,17 +196,17 @@ import statistics, sys
 rows = [l.rstrip("\n").split("\t") for l in open(sys.argv[1]) if l.strip()]
 ms = lambda us: f"{float(us) / 1000:.2f}"
 print("Per run (freshness in ms; normal = readers that keep up, slow = 64 KiB/s readers):\n")
-print("| load | server | rep | normal p50 | p99 | p99.9 | max | unserved | disconnects | seq gaps | slow p50 | slow p99 | slow p99.9 | slow max | slow disconnects | RSS growth MiB | server CPU % |")
-print("|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|")
+print("| load | server | rep | normal p50 | p99 | p99.9 | max | unserved | disconnects | seq gaps | slow p50 | slow p99 | slow p99.9 | slow max | slow disconnects | RSS growth MiB | server CPU % | readers' CPU % | tools' core busy % |")
+print("|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|")
 for r in rows:
     cells = [ms(r[i]) if i in (3, 4, 5, 6) else r[i] for i in range(10)]
     cells += [ms(x) if x != "-" and i < 4 else x for i, x in enumerate(r[10:15])]
     cells.append(r[15])
-    cells.append(r[16] if len(r) > 16 else "-")
+    cells += [r[i] if len(r) > i else "-" for i in (16, 17, 18)]
     print("| " + " | ".join(cells) + " |")
 print("\nMedian over repetitions (ms):\n")
-print("| load | server | runs | normal p99 | normal p99.9 | slow p99 | slow p99.9 | p99 ÷ forward's | p99 ÷ redis's | server CPU % |")
-print("|---|---|---|---|---|---|---|---|---|---|")
+print("| load | server | runs | normal p99 | normal p99.9 | slow p99 | slow p99.9 | p99 ÷ forward's | p99 ÷ redis's | server CPU % | readers' CPU % | tools' core busy % |")
+print("|---|---|---|---|---|---|---|---|---|---|---|---|")
 groups = {}
 for r in rows:
     groups.setdefault((r[0], r[1]), []).append(r)
@@ -209,9 +220,11 @@ for (load, server), v in groups.items():
     fw, rd = p99.get((load, "forward")), p99.get((load, "redis"))
     rf = f"{n99 / fw:.2f}" if fw else "-"
     rr = f"{n99 / rd:.2f}" if rd else "-"
-    cpu = [float(r[16]) for r in v if len(r) > 16]
-    cm = f"{med(cpu):.0f}" if cpu else "-"
-    print(f"| {load} | {server} | {len(v)} | {ms(n99)} | {ms(n999)} | {s99} | {s999} | {rf} | {rr} | {cm} |")
+    cm = []
+    for i in (16, 17, 18):
+        c = [float(r[i]) for r in v if len(r) > i]
+        cm.append(f"{med(c):.0f}" if c else "-")
+    print(f"| {load} | {server} | {len(v)} | {ms(n99)} | {ms(n999)} | {s99} | {s999} | {rf} | {rr} | {' | '.join(cm)} |")
 PY
 {
   echo

@@ -37,6 +37,9 @@ rss_kib() { awk '/^VmRSS:/ {print $2}' "/proc/$1/status"; }
 # User + system CPU of a process so far, in clock ticks (getconf CLK_TCK).
 cpu_ticks() { awk '{print $14 + $15}' "/proc/$1/stat"; }
 hwm_kib() { awk '/^VmHWM:/ {print $2}' "/proc/$1/status"; }
+# Busy and total jiffies of one line of /proc/stat (`cpu1`, or `cpu` for
+# all cores): busy = user + nice + system + irq + softirq + steal.
+core_jiffies() { awk -v c="$1" '$1 == c { print $2+$3+$4+$7+$8+$9, $2+$3+$4+$5+$6+$7+$8+$9 }' /proc/stat; }
 
 # The benchmarks' tick file: 1,000,000 ticks over 1,000 Zipf symbols, no
 # bursts, seed 1, written to FILE by BIN.
