@@ -122,6 +122,9 @@ pub struct ServeArgs {
     /// A slow subscriber's committed bytes (buffer + kernel send queue) are kept to about its drain rate × this; the rest is conflated (0 = off).
     #[arg(long, value_name = "DURATION", value_parser = humantime::parse_duration, default_value = "50ms", help_heading = "Subscribers")]
     pub sub_max_lag: std::time::Duration,
+    /// Least time between two flushes to the subscribers: updates that come within it of the last flush are written together in the next (fewer, larger writes for their clients to read); adds at most this to freshness (0 = flush at every turn).
+    #[arg(long, value_name = "DURATION", value_parser = humantime::parse_duration, default_value = "150us", help_heading = "Subscribers")]
+    pub sub_flush_gap: std::time::Duration,
     /// Which pending symbol a slow subscriber is sent next: oldest mark first, or by age × √(update count).
     #[arg(long, value_enum, value_name = "ORDER", default_value_t = crate::publish::pending_order::PendingOrder::Fifo, help_heading = "Subscribers")]
     pub sub_pending_order: crate::publish::pending_order::PendingOrder,
@@ -340,6 +343,7 @@ impl ServeArgs {
             max_subscriptions: self.max_subscriptions,
             sub_sndbuf: self.sub_sndbuf,
             sub_max_lag: self.sub_max_lag,
+            sub_flush_gap: self.sub_flush_gap,
             sub_pending_order: self.sub_pending_order,
             max_publish_rate: self.max_publish_rate,
             sub_max_rate: self.sub_max_rate,

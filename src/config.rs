@@ -62,6 +62,10 @@ pub struct Config {
     /// queue) are kept to about its drain rate × this (zero = only the
     /// high-water mark bounds them).
     pub sub_max_lag: Duration,
+    /// The least time between two flushes of the publisher: updates that
+    /// come within it of the last flush go out together in the next one
+    /// (zero = flush at every turn). Adds at most this much to freshness.
+    pub sub_flush_gap: Duration,
     /// Which pending symbol a slow subscriber is sent next.
     pub sub_pending_order: crate::publish::pending_order::PendingOrder,
     /// Most channels + patterns one subscriber may hold.
@@ -133,6 +137,7 @@ impl Default for Config {
             max_subscriptions: 10_000,
             sub_sndbuf: 64 * 1024,
             sub_max_lag: Duration::from_millis(50),
+            sub_flush_gap: Duration::from_micros(150),
             sub_pending_order: crate::publish::pending_order::PendingOrder::default(),
             max_publish_rate: 0,
             sub_max_rate: 0.0,
@@ -224,6 +229,12 @@ impl Config {
             self.sub_max_lag.as_millis() as u64,
             0,
             60_000,
+        )?;
+        range(
+            "--sub-flush-gap (in µs)",
+            self.sub_flush_gap.as_micros() as u64,
+            0,
+            100_000,
         )?;
         range(
             "--max-subscriptions",

@@ -10,7 +10,7 @@
 //! | sessions | [`session`], [`outbuf`], [`commit_budget`], [`retrial`], [`backlog`], [`peer_window`], [`send_cap`], [`shared_stall`], [`pending_order`] | one connection's state, its bounded buffer and own conflation, its commit budget (`--sub-max-lag`), its way back to unpaced and the check that an unpaced reader is not seconds behind, the bytes its reader's kernel holds (its advertised window) and its send-rate cap, the stalls many subscribers share at once (their client away: not paced), which pending symbol goes next |
 //! | commands | [`commands`], [`housekeeping`], [`client_cmd`] | reading a subscriber's input and answering it as Redis 7 does |
 //! | control | [`sub_control`], [`throttle`], [`history`] | tickfan's own commands: a subscriber's caps (`TICKFAN.THROTTLE`) and catch-up from a sequence (`TICKFAN.SINCE`) over the history ring |
-//! | sockets | [`intake`], [`flush`] | admission, auth expiry and reading a subscriber's input; writing one session's buffer and its pacing hooks — over the connection kit ([`crate::net`]: listener, connection slab, auth deadlines, input buffer, flush/attention lists, loop context) |
+//! | sockets | [`intake`], [`flush`], [`flush_gap`] | admission, auth expiry and reading a subscriber's input; writing one session's buffer and its pacing hooks; the least time between two flushes (`--sub-flush-gap`: fewer, larger writes) — over the connection kit ([`crate::net`]: listener, connection slab, auth deadlines, input buffer, flush/attention lists, loop context) |
 //! | reports | [`stats`] | per-subscriber figures for reports and the admin endpoint |
 //!
 //! The publisher's methods live in three files: [`publisher`] (the loop
@@ -26,6 +26,7 @@ pub mod commit_budget;
 pub(crate) mod delivery;
 pub mod fanout;
 pub(crate) mod flush;
+pub mod flush_gap;
 pub(crate) mod history;
 pub(crate) mod housekeeping;
 pub(crate) mod intake;

@@ -48,6 +48,7 @@ use crate::net::{
 };
 use crate::protocol::resp;
 use crate::publish::fanout::Fanout;
+use crate::publish::flush_gap::FlushGap;
 use crate::publish::history::History;
 use crate::publish::housekeeping::ServerInfo;
 use crate::publish::routes::Routes;
@@ -124,6 +125,9 @@ pub(crate) struct PublisherSettings {
     pub max_lag_ns: u64,
     /// Which pending symbol a slow subscriber is sent next.
     pub pending_order: crate::publish::pending_order::PendingOrder,
+    /// `--sub-flush-gap` in ns: the least time between two flushes
+    /// ([`super::flush_gap`]; 0 = flush at every turn).
+    pub flush_gap_ns: u64,
     /// The port's TLS (`--tls-ports` with `subscribers`), if any.
     pub tls: Option<Arc<rustls::ServerConfig>>,
 }
@@ -161,6 +165,8 @@ pub(crate) struct Publisher {
     /// Recent would-be pacing starts: stalls many subscribers share are
     /// not paced.
     pub(super) shared_stall: SharedStall,
+    /// When the next flush may go (`--sub-flush-gap`).
+    pub(super) flush_gap: FlushGap,
     /// Receive times of this turn's updates, for the end-to-end stage.
     pub(super) batch_recv: Vec<u64>,
     /// Scratch list of pattern matches for `PSUBSCRIBE` snapshots.
@@ -233,6 +239,7 @@ impl Publisher {
             flush_list: KeyList::with_capacity(room),
             attention: KeyList::with_capacity(room),
             shared_stall: SharedStall::new(),
+            flush_gap: FlushGap::new(settings.flush_gap_ns),
             batch_recv: Vec::with_capacity(MAX_BATCH),
             matched: Vec::with_capacity(cap),
             next_session_id: 1,
@@ -278,6 +285,20 @@ impl Publisher {
                 0
             }
         }
+    }
+
+    /// Sleeps out the rest of the flush gap when there is output to write
+    /// ([`super::flush_gap`]). Returns whether it slept.
+    fn wait_for_flush_gap(&self) -> bool {
+        if self.flush_list.is_empty() {
+            return false;
+        }
+        let wait = self.flush_gap.wait_ns(self.ctx.clock.now_ns());
+        if wait == 0 {
+            return false;
+        }
+        std::thread::sleep(Duration::from_nanos(wait));
+        true
     }
 
     /// Runs until the stop flag is set and the waker fires.
@@ -336,7 +357,19 @@ impl Publisher {
             work += guest_work;
             self.learn_symbols();
             work += self.drain_slots();
-            work += self.flush();
+            if self.wait_for_flush_gap() {
+                // What came meanwhile goes out in the same writes.
+                let more = self.guest_turn(true, guest_work);
+                guest_work += more;
+                work += more;
+                self.learn_symbols();
+                work += self.drain_slots();
+            }
+            let wrote = self.flush();
+            if wrote > 0 {
+                self.flush_gap.flushed(self.ctx.clock.now_ns());
+            }
+            work += wrote;
             work += self.serve_attention();
             let now = self.ctx.clock.now_ns();
             work += self.serve_stale(now);

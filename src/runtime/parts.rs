@@ -164,6 +164,7 @@ pub(super) fn publisher_settings(
         stale_link,
         max_lag_ns: config.sub_max_lag.as_nanos() as u64,
         pending_order: config.sub_pending_order,
+        flush_gap_ns: config.sub_flush_gap.as_nanos() as u64,
         tls: config
             .tls
             .as_ref()

@@ -34,6 +34,8 @@ fn bad_flags_and_values_exit_2_with_one_line() {
         &["serve", "--order-lanes", "three"],
         &["serve", "--max-chunks", "0"],
         &["serve", "--gap-timeout", "0ms"],
+        &["serve", "--sub-flush-gap", "200ms"],
+        &["serve", "--sub-flush-gap", "soon"],
         &["serve", "--alert-bridge-call", "0s"],
         &["serve", "--alert-bridge-call", "soon"],
         &["serve", "--order-listen", "127.0.0.1:9101"],

@@ -10,6 +10,7 @@
 //! - `sub_control`: `TICKFAN.THROTTLE` caps per symbol and per byte (simulated window clock), never reorders; `TICKFAN.SINCE` fills a gap exactly or names the oldest held seq; bad input
 
 //! - `freshness`: a reader with a small receive buffer at a fixed byte rate is paced by its drain rate (`--sub-max-lag`); a normal subscriber gets everything; a reader with the OS-default receive buffer holds far less than that buffer in its own kernel (its advertised window counted)
+//! - `flush_gap`: `--sub-flush-gap`: updates within the gap of the last flush go out together (at most two values of a symbol per flush), the last value always arrives, an update right after a flush is not held for a later one
 //! - `keeping_up`: a reader that stops reading for 200 ms is paced, and once it reads at full speed again is let go and gets every update
 //! - `protocol`: replies byte for byte like a real `redis-server` (RESP2 and RESP3); `redis-cli` drives the engine
 //! - `clients`: redis-py, ioredis and node-redis with their default options: subscribe, snapshot, live, reconnect
@@ -67,6 +68,7 @@ mod fanout;
 mod faults;
 mod feed_conflation;
 mod feed_thread;
+mod flush_gap;
 mod freshness;
 mod health;
 mod journal_faults;
