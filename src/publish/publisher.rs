@@ -365,9 +365,10 @@ impl Publisher {
                 self.learn_symbols();
                 work += self.drain_slots();
             }
+            let flush_start = self.ctx.clock.now_ns();
             let wrote = self.flush();
             if wrote > 0 {
-                self.flush_gap.flushed(self.ctx.clock.now_ns());
+                self.flush_gap.flushed(flush_start, self.ctx.clock.now_ns());
             }
             work += wrote;
             work += self.serve_attention();
