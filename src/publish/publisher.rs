@@ -293,11 +293,18 @@ impl Publisher {
         if self.flush_list.is_empty() {
             return false;
         }
-        let wait = self.flush_gap.wait_ns(self.ctx.clock.now_ns());
+        let now = self.ctx.clock.now_ns();
+        let wait = self.flush_gap.wait_ns(now);
         if wait == 0 {
             return false;
         }
-        std::thread::sleep(Duration::from_nanos(wait));
+        // Yielding, not sleeping: the thread stays runnable, so the core
+        // is not given up for a wake-up that a loaded host can delay by
+        // milliseconds; other threads of that core still run meanwhile.
+        let until = now + wait;
+        while self.ctx.clock.now_ns() < until {
+            std::thread::yield_now();
+        }
         true
     }
 

@@ -1,9 +1,10 @@
 //! `--sub-flush-gap`: updates that come within the gap of the publisher's
 //! last flush go out together in the next one. The bound is by
-//! construction (the loop sleeps at least the rest of the gap before it
-//! flushes, and a flush carries at most two values of a symbol: the one
-//! taken before the wait and the one taken after it), so it holds however
-//! slow the machine: a symbol's messages over a span are at most
+//! construction (two flushes start at least the gap apart: the loop sleeps
+//! the rest of the gap after a short flush, and a long one took the gap
+//! itself; a flush carries at most two values of a symbol: the one taken
+//! before the wait and the one taken after it), so it holds however slow
+//! the machine: a symbol's messages over a span are at most
 //! 2 × (span / gap + 1), where flushing at every turn sends close to one
 //! per tick. The last value always arrives, and values never go backwards.
 
