@@ -10,13 +10,21 @@
 
 use std::time::{Duration, Instant};
 
+use tickfan::sys::affinity::FeedThread;
+
 use crate::util::{engine_with, tick, Feed, Sub};
 
 #[test]
 fn updates_within_the_gap_go_out_together_and_the_last_value_always_arrives() {
     const GAP: Duration = Duration::from_millis(40);
     const TICKS: u64 = 400;
-    let e = engine_with(|c| c.sub_flush_gap = GAP);
+    // The feed in the publisher's thread: no other thread writes the slot
+    // while a turn takes it (a feed thread of its own can re-queue the
+    // symbol during a take, a third value in a flush).
+    let e = engine_with(|c| {
+        c.sub_flush_gap = GAP;
+        c.feed_thread = FeedThread::Shared;
+    });
     let mut sub = Sub::connect(e.subscriber_addr());
     sub.subscribe(&["FG"]);
     let mut feed = Feed::connect(e.feed_addr());
