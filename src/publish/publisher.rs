@@ -287,10 +287,10 @@ impl Publisher {
         }
     }
 
-    /// Sleeps out the rest of the flush gap when there is output to write
-    /// ([`super::flush_gap`]). Returns whether it slept.
+    /// Waits out the rest of the flush gap when there is output to write
+    /// ([`super::flush_gap`]). Returns whether it waited.
     fn wait_for_flush_gap(&self) -> bool {
-        if self.flush_list.is_empty() {
+        if self.flush_gap.gap_ns() == 0 || self.flush_list.is_empty() {
             return false;
         }
         let now = self.ctx.clock.now_ns();
@@ -306,6 +306,20 @@ impl Publisher {
             std::thread::yield_now();
         }
         true
+    }
+
+    /// [`Self::flush`], its span told to the flush gap when one is set
+    /// (no clock reads when it is not).
+    fn flush_timed(&mut self) -> usize {
+        if self.flush_gap.gap_ns() == 0 {
+            return self.flush();
+        }
+        let start = self.ctx.clock.now_ns();
+        let wrote = self.flush();
+        if wrote > 0 {
+            self.flush_gap.flushed(start, self.ctx.clock.now_ns());
+        }
+        wrote
     }
 
     /// Runs until the stop flag is set and the waker fires.
@@ -372,12 +386,7 @@ impl Publisher {
                 self.learn_symbols();
                 work += self.drain_slots();
             }
-            let flush_start = self.ctx.clock.now_ns();
-            let wrote = self.flush();
-            if wrote > 0 {
-                self.flush_gap.flushed(flush_start, self.ctx.clock.now_ns());
-            }
-            work += wrote;
+            work += self.flush_timed();
             work += self.serve_attention();
             let now = self.ctx.clock.now_ns();
             work += self.serve_stale(now);
