@@ -37,9 +37,13 @@
 //!   receiver sends no window update of its own unless its window doubles,
 //!   so while nothing is in flight the trial sends one probe frame every
 //!   [`PROBE_NS`]; its acknowledgement carries the reader's window. A
-//!   window the probe did not shrink is at the receiver's cap
-//!   (`rcv_ssthresh`), which an empty buffer shows too: the reference is
-//!   rebased there ([`super::peer_window::PeerWindow::rebase`]). When the
+//!   window that stays put is at the receiver's cap (`rcv_ssthresh`),
+//!   which an empty buffer shows too — or hides a probe smaller than its
+//!   step (1 KiB on loopback): a reader still holding half
+//!   [`WATCH_HELD`] is then sent a *proof* of [`PROOF_BYTES`] at once,
+//!   and only a window that stays put across the proof is rebased there
+//!   ([`super::peer_window::PeerWindow::rebase`]); a proof that shrank
+//!   the window is not sent again in that trial. When the
 //!   trial runs out, a reader that showed it keeps up gets a re-trial at
 //!   once ([`super::retrial::Retrial::after_trial`]).
 //! - **Held bytes** ([`super::peer_window`]): acknowledged bytes the
@@ -124,6 +128,17 @@ pub const TRIAL_NS: u64 = 30_000_000;
 pub const PROBE_NS: u64 = 2_000_000;
 /// Bytes a probe may take (one frame or two).
 const PROBE_BYTES: usize = 256;
+/// Bytes a proof may take: a probe sent after a window that stayed put
+/// with held bytes left, before they are forgotten (rebased). Four window
+/// steps of loopback, and more than a 64 KiB/s reader takes while its
+/// acknowledgement is delayed (40 ms, 2.5 KiB): a window that stays put
+/// across it shows a reader that took it. Measured without it (session
+/// 16): 256-byte probes hidden in one 1 KiB step let such a reader go four
+/// times in 12 ms, 65 KB taken before it stayed paced (slow p99 3.7 s).
+const PROOF_BYTES: usize = 4 * 1024;
+/// A proof that carried less than this (little was waiting) proves
+/// nothing.
+const PROOF_MIN: u64 = 2 * 1024;
 /// Longest measuring window once the reader took something.
 pub const MAX_WINDOW_NS: u64 = 200_000_000;
 /// Shortest measuring window of the drain rate.
@@ -153,6 +168,29 @@ const SEGMENT: usize = 1024;
 /// Held bytes under this count as none for "the pipe ran empty": the
 /// coarsest window step seen on loopback (window scale 10).
 const HELD_SLACK: usize = 1024;
+
+/// A trial's probe awaiting its acknowledgement.
+#[derive(Debug, Clone, Copy)]
+struct SentProbe {
+    /// Bytes written when it was armed.
+    at: u64,
+    /// The reader's window then.
+    window: u32,
+    /// A proof ([`PROOF_BYTES`]), not a plain probe.
+    proof: bool,
+}
+
+/// The trial's proof: a window that stayed put is trusted only across one.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Proof {
+    /// None asked for.
+    Idle,
+    /// A probe's window stayed put with bytes still held: send one now.
+    Due,
+    /// A proof shrank the window: the reader holds what it is sent; no
+    /// more proofs this trial.
+    Failed,
+}
 
 /// The budget of one subscriber.
 ///
@@ -194,9 +232,11 @@ pub struct CommitBudget {
     /// The current pacing is on trial until this time (ns).
     trial_until_ns: u64,
     /// When the last probe was armed; the probe awaiting its
-    /// acknowledgement (bytes written and the window when it was armed).
+    /// acknowledgement.
     last_probe_ns: u64,
-    probe_sent: Option<(u64, u32)>,
+    probe_sent: Option<SentProbe>,
+    /// Where the trial's proof stands.
+    proof: Proof,
     /// Bytes the engine may hold whatever the budget until the next
     /// sample: one probe frame.
     probe: usize,
@@ -251,6 +291,7 @@ impl CommitBudget {
             trial_until_ns: 0,
             last_probe_ns: 0,
             probe_sent: None,
+            proof: Proof::Idle,
             probe: 0,
             max_excess: 0,
             armed: false,
@@ -526,6 +567,7 @@ impl CommitBudget {
         self.trial_until_ns = now_ns + TRIAL_NS;
         self.last_probe_ns = now_ns;
         self.probe_sent = None;
+        self.proof = Proof::Idle;
         self.probe = 0;
         self.cap.off();
     }
@@ -555,30 +597,54 @@ impl CommitBudget {
         window: Option<u32>,
         engine: usize,
     ) -> bool {
-        if let (Some((at, w0)), Some(w)) = (self.probe_sent, window) {
-            if kernel == 0 && written > at {
-                // The probe was acknowledged and the window did not shrink
-                // by it: the window is at the receiver's cap, which an
-                // empty buffer shows too.
-                if w >= w0 {
-                    self.peer.rebase();
-                    self.held = self.peer.held();
-                }
+        if let (Some(sent), Some(w)) = (self.probe_sent, window) {
+            if kernel == 0 && written > sent.at {
                 self.probe_sent = None;
+                self.acknowledged(sent, written, w);
             }
         }
         if kernel == 0 && engine == 0 && self.held < WATCH_HELD / 2 {
             return true;
         }
+        let proof = self.proof == Proof::Due;
         if kernel == 0
             && self.probe_sent.is_none()
-            && now_ns.saturating_sub(self.last_probe_ns) >= PROBE_NS
+            && (proof || now_ns.saturating_sub(self.last_probe_ns) >= PROBE_NS)
         {
-            self.probe = PROBE_BYTES;
+            self.probe = if proof { PROOF_BYTES } else { PROBE_BYTES };
             self.last_probe_ns = now_ns;
-            self.probe_sent = window.map(|w| (written, w));
+            self.probe_sent = window.map(|w| SentProbe {
+                at: written,
+                window: w,
+                proof,
+            });
+            if proof {
+                self.proof = Proof::Idle;
+            }
         }
         false
+    }
+
+    /// A trial's probe `sent` was acknowledged, `written` bytes written,
+    /// the window now `w`. A window that did not shrink is at the
+    /// receiver's cap, which an empty buffer shows too — once a proof
+    /// shows it: then the held estimate is rebased there.
+    fn acknowledged(&mut self, sent: SentProbe, written: u64, w: u32) {
+        if w < sent.window {
+            if sent.proof {
+                self.proof = Proof::Failed;
+            }
+            return;
+        }
+        if self.held < WATCH_HELD / 2 {
+            return;
+        }
+        if sent.proof && written - sent.at >= PROOF_MIN {
+            self.peer.rebase();
+            self.held = self.peer.held();
+        } else if self.proof == Proof::Idle && !sent.proof {
+            self.proof = Proof::Due;
+        }
     }
 
     /// The budget from the rate (rate × lag, between the floor and the
@@ -1192,10 +1258,21 @@ mod tests {
         let t = ended.expect("let go in its trial");
 
         assert!(
-            probed > 0 && probed <= PROBE_BYTES as u64,
-            "{probed} B probed"
+            probed > PROBE_BYTES as u64 && probed <= (PROBE_BYTES + PROOF_BYTES) as u64,
+            "{probed} B probed: a probe, then a proof"
         );
         assert!(t <= 2 * PROBE_NS, "let go at {t} ns");
+    }
+
+    #[test]
+    fn a_reader_whose_window_hides_a_probe_in_its_step_is_not_let_go() {
+        // It reads nothing; its window moves in 1 KiB steps, so a 256-byte
+        // probe leaves it put (measured, session 16: a 64 KiB/s reader let
+        // go 2 ms after each of four pacing starts). The proof shows it.
+        let (ended, probed) = trial(TRIAL_NS + 5 * MS, |p| 104 * 1024 - (p as u32 / 1024) * 1024);
+        assert_eq!(ended, None, "paced after its trial");
+        let most = (TRIAL_NS / PROBE_NS + 1) * PROBE_BYTES as u64 + PROOF_BYTES as u64;
+        assert!(probed <= most, "{probed} B: one proof, then probes");
     }
 
     #[test]
