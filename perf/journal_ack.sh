@@ -29,7 +29,9 @@
 # per run against its own floor, median over the rounds; and against an
 # open-loop floor at the same rate (see open_floor below); and against the
 # engine's own commits in the same run (stage `journal_sync`: one write +
-# fdatasync per batch, measured by the journal thread).
+# fdatasync per batch, measured by the journal thread); and where
+# order_ack's time goes: journal_wait (urgent record appended → its commit
+# starts), journal_sync, ack_release (commit ended → the ACK written).
 #
 # BEFORE_BIN=path/to/an/older/tickfan adds a mode `before` (journal on,
 # that binary) to each round, to compare a change with the same load;
@@ -215,10 +217,15 @@ except OSError:
 st = {s["stage"]: s for s in eng["stages"]}.get("order_ack", {})
 # The engine's own commits (write + fdatasync of a batch), in the same run.
 js = {s["stage"]: s for s in eng["stages"]}.get("journal_sync", {})
+# The rest of order_ack: the wait before the commit (the one in progress,
+# the journal thread's wake-up) and the gateway's release after it.
+jw = {s["stage"]: s for s in eng["stages"]}.get("journal_wait", {})
+ar = {s["stage"]: s for s in eng["stages"]}.get("ack_release", {})
 print("\t".join(map(str, [mode, rate, rnd, int(sent), acc, round(acc / secs), rej.replace("\t", " "),
     round(c50, 1), round(c99, 1), round(c999, 1),
     st.get("p50_us", "nan"), st.get("p99_us", "nan"), st.get("p999_us", "nan"), fl, ol,
-    js.get("p50_us", "nan"), js.get("p99_us", "nan"), js.get("count", 0)])))
+    js.get("p50_us", "nan"), js.get("p99_us", "nan"), js.get("count", 0),
+    jw.get("p50_us", "nan"), jw.get("p99_us", "nan"), ar.get("p50_us", "nan"), ar.get("p99_us", "nan")])))
 PY
   tail -1 "$ROWS" >&2
 }
@@ -282,8 +289,12 @@ for mode, rate in order:
     if own:
         runs = ", ".join(f"{a:,.0f}/{j:,.0f} ({n / max(acc, 1):.2f} commits per order)" for a, j, n, acc in own)
         print(f"journal on, {rate}/s: against the engine's own commits (stage journal_sync, write + fdatasync, same run): median {statistics.median(a / j for a, j, _, _ in own):.2f} (runs, order_ack p99/journal_sync p99 µs: {runs})")
+    parts = [r for r in g if len(r) > 21 and r[19] != "nan"]
+    if parts:
+        med = lambda i: statistics.median(float(r[i]) for r in parts)
+        print(f"journal on, {rate}/s: where order_ack goes, p50 / p99 µs (median of runs): journal_wait {med(18):,.0f} / {med(19):,.0f}, journal_sync {med(15):,.0f} / {med(16):,.0f}, ack_release {med(20):,.0f} / {med(21):,.0f}; order_ack {med(10):,.0f} / {med(11):,.0f}")
 print()
-print("raw rows (mode rate round sent accepted accepted/s rejected c50 c99 c999 e50 e99 e999 floor99 open_loop99 sync50 sync99 syncs):")
+print("raw rows (mode rate round sent accepted accepted/s rejected c50 c99 c999 e50 e99 e999 floor99 open_loop99 sync50 sync99 syncs wait50 wait99 release50 release99):")
 for r in rows:
     print("  " + "  ".join(r))
 PY

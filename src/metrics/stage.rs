@@ -44,11 +44,22 @@ pub enum Stage {
     /// (order gateway); with the journal on, the wait for the `fdatasync`
     /// that makes the order durable is inside it.
     OrderAck,
+    /// The journal's wait before a commit that an `ACK` waits for: the
+    /// first urgent record of a batch appended → its commit starts
+    /// (journal thread, one sample per such commit): the commit in
+    /// progress, then the journal thread's wake-up.
+    JournalWait,
     /// One commit of the order journal: its batch's `write` and `fdatasync`
     /// (journal thread, one sample per commit). The disk's sync latency
     /// under the engine's own load, beside [`Stage::OrderAck`], which waits
     /// for it.
     JournalSync,
+    /// A commit ended → the gateway writes the first `ACK` it made durable
+    /// (gateway, one sample per commit it releases `ACK`s after): the
+    /// gateway's wake-up and the rest of its turn. With
+    /// [`Stage::JournalWait`] and [`Stage::JournalSync`] it makes up most
+    /// of [`Stage::OrderAck`] with the journal on.
+    AckRelease,
     /// A due retry waiting for a worker: its due time (retry timer) → taken
     /// by a worker of its lane (engine clock; the retry quota's measure).
     OrderRetryWait,
@@ -61,7 +72,7 @@ pub enum Stage {
 
 impl Stage {
     /// Number of stages.
-    pub const COUNT: usize = 19;
+    pub const COUNT: usize = 21;
     /// Every stage, in index order.
     pub const ALL: [Stage; Stage::COUNT] = [
         Stage::FeedParse,
@@ -80,7 +91,9 @@ impl Stage {
         Stage::OrderE2eSmall,
         Stage::OrderE2eLarge,
         Stage::OrderAck,
+        Stage::JournalWait,
         Stage::JournalSync,
+        Stage::AckRelease,
         Stage::OrderRetryWait,
         Stage::Backbone,
     ];
@@ -104,7 +117,9 @@ impl Stage {
             Stage::OrderE2eSmall => "order_e2e_small",
             Stage::OrderE2eLarge => "order_e2e_large",
             Stage::OrderAck => "order_ack",
+            Stage::JournalWait => "journal_wait",
             Stage::JournalSync => "journal_sync",
+            Stage::AckRelease => "ack_release",
             Stage::OrderRetryWait => "order_retry_wait",
             Stage::Backbone => "backbone",
         }

@@ -623,12 +623,14 @@ fn gateway_settings(i: &mut OrderPathInputs) -> GatewaySettings {
     }
 }
 
-/// The gateway's histograms: rejects, `ACK`s, end to end (all and per lane).
+/// The gateway's histograms: rejects, `ACK`s and their release after a
+/// commit, end to end (all and per lane).
 fn gateway_recorder(link: RecorderLink) -> StageRecorder {
     StageRecorder::new(
         &[
             Stage::OrderReject,
             Stage::OrderAck,
+            Stage::AckRelease,
             Stage::OrderE2e,
             e2e_stage(Lane::Small),
             e2e_stage(Lane::Large),

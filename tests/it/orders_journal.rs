@@ -219,6 +219,12 @@ fn a_full_journal_refuses_new_orders_with_journal_full_and_acks_none_of_them() {
         (acked as u64..=records).contains(&syncs),
         "{syncs} commits for {acked} ACKs and {records} records"
     );
+    // And the rest of each ACK's wait: before its commit (one sample per
+    // commit holding an urgent record: each ACK's own), and after it, to
+    // the ACK's release (one per commit that released an ACK).
+    let count = |stage| report.stage(stage).map_or(0, |s| s.pct.count);
+    assert_eq!(count(tickfan::metrics::Stage::JournalWait), acked as u64);
+    assert_eq!(count(tickfan::metrics::Stage::AckRelease), acked as u64);
 }
 
 #[test]

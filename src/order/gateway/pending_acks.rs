@@ -66,6 +66,8 @@ pub(crate) struct PendingAcks {
     live: HashMap<Arc<str>, u64>,
     /// The same LSNs with their counts (several recovered orders share 0).
     live_lsns: BTreeMap<u64, u32>,
+    /// The end of the last commit an `ack_release` was sampled for.
+    sampled_commit_ns: u64,
 }
 
 impl PendingAcks {
@@ -78,6 +80,7 @@ impl PendingAcks {
             per_lane: [0; 2],
             live: HashMap::new(),
             live_lsns: BTreeMap::new(),
+            sampled_commit_ns: 0,
         };
         for order in recovered {
             p.hold(0, order);
@@ -88,6 +91,21 @@ impl PendingAcks {
     /// The journal.
     pub(super) fn journal(&self) -> &JournalHandle {
         &self.journal
+    }
+
+    /// An `ACK` was just released: the end of the journal's last commit
+    /// (measurement clock), once per commit — the start of stage
+    /// `ack_release`. `None` for the second `ACK` after the same commit,
+    /// or while commits are not measured. The last commit may be later
+    /// than the one that made this order durable, when two ended before
+    /// the gateway woke: the sample is then short by the gap.
+    pub(super) fn commit_to_sample(&mut self) -> Option<u64> {
+        let at = self.journal.durable_at_ns();
+        if at == 0 || at == self.sampled_commit_ns {
+            return None;
+        }
+        self.sampled_commit_ns = at;
+        Some(at)
     }
 
     /// Orders held in `lane`.

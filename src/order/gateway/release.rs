@@ -12,6 +12,7 @@ use std::sync::Arc;
 use crossbeam_channel::TryRecvError;
 
 use crate::metrics::counters::bump;
+use crate::metrics::Stage;
 
 use super::dedup::IdState;
 use super::pending_acks::Released;
@@ -93,6 +94,15 @@ impl Gateway {
                             n += 1;
                             if let Some(p) = &mut self.ledger.pending {
                                 p.started(&id, lsn);
+                                let at = if recovered || client.is_none() {
+                                    None
+                                } else {
+                                    p.commit_to_sample()
+                                };
+                                if let Some(at) = at {
+                                    let now = self.ledger.mono.now_ns();
+                                    self.ledger.recorder.record_span(Stage::AckRelease, at, now);
+                                }
                             }
                             if let Some(c) = client {
                                 self.dirty.mark(&mut c.state.dirty, conn.key());

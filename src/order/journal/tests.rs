@@ -241,11 +241,12 @@ fn a_batch_taken_cut_or_dropped_leaves_nothing_urgent_so_the_next_append_wakes_t
         stop: false,
         urgent: true,
         pending_since: Some(std::time::Instant::now()),
+        urgent_since: Some(std::time::Instant::now()),
     };
     let mut dropped = state();
     dropped.drop_pending();
     assert!(dropped.pending.is_empty());
-    assert!(!dropped.urgent && dropped.pending_since.is_none());
+    assert!(!dropped.urgent && dropped.pending_since.is_none() && dropped.urgent_since.is_none());
     let mut taken = state();
     let mut batch = Vec::new();
     taken.take_batch(&mut batch);

@@ -61,8 +61,9 @@ pub(super) struct Writer {
 
 /// What the journal thread does next.
 enum Step {
-    /// Write and sync the batch, whose last record is this LSN.
-    Commit(u64),
+    /// Write and sync the batch, whose last record is this LSN; its first
+    /// urgent record was appended this long ago.
+    Commit(u64, Option<Duration>),
     /// The disk is full and a probe is due.
     Probe,
 }
@@ -129,8 +130,9 @@ impl Writer {
                         // with, at most LAZY_WITHIN from the oldest.
                         let waited = st.pending_since.map_or(LAZY_WITHIN, |t| t.elapsed());
                         if st.urgent || st.stop || waited >= LAZY_WITHIN {
+                            let urgent_for = st.urgent_since.map(|t| t.elapsed());
                             st.take_batch(&mut batch);
-                            break Step::Commit(st.last_lsn);
+                            break Step::Commit(st.last_lsn, urgent_for);
                         }
                         st = self.idle(st, LAZY_WITHIN - waited);
                         continue;
@@ -142,14 +144,20 @@ impl Writer {
                 }
             };
             match step {
-                Step::Commit(last) => {
+                Step::Commit(last, urgent_for) => {
                     let start = self.timing.as_ref().map(|t| t.mono.now_ns());
                     let result = self.commit(&batch);
+                    let mut end = None;
                     if let (Some(t), Some(start)) = (&mut self.timing, start) {
-                        t.recorder
-                            .record_span(Stage::JournalSync, start, t.mono.now_ns());
+                        let now = t.mono.now_ns();
+                        if let Some(waited) = urgent_for {
+                            let since = start.saturating_sub(waited.as_nanos() as u64);
+                            t.recorder.record_span(Stage::JournalWait, since, start);
+                        }
+                        t.recorder.record_span(Stage::JournalSync, start, now);
+                        end = Some(now);
                     }
-                    self.committed(result, last, batch.len() as u64);
+                    self.committed(result, last, batch.len() as u64, end);
                     batch.clear();
                 }
                 Step::Probe => self.probe(),
@@ -183,8 +191,9 @@ impl Writer {
     }
 
     /// Publishes the outcome of a commit of `bytes` bytes whose last record
-    /// is `last`: durable; or, the disk full, cut back and full; or failed.
-    fn committed(&mut self, result: io::Result<()>, last: u64, bytes: u64) {
+    /// is `last`, ended at `end_ns` when measured: durable; or, the disk
+    /// full, cut back and full; or failed.
+    fn committed(&mut self, result: io::Result<()>, last: u64, bytes: u64, end_ns: Option<u64>) {
         // The cut is I/O: before the lock, as the commit was.
         let cut = match &result {
             Err(e) if is_disk_full(e) => Some(self.file.truncate(self.segment_len)),
@@ -200,6 +209,9 @@ impl Writer {
                     s.bytes = self.segment_len;
                     s.last_lsn = last;
                     s.last_wall_ns = wall_ns();
+                }
+                if let Some(end) = end_ns {
+                    self.shared.durable_at_ns.store(end, Ordering::Release);
                 }
                 self.shared.durable.store(last, Ordering::Release);
                 self.retire(&mut st);

@@ -113,7 +113,7 @@ impl JournalTiming {
     /// A recorder of [`Stage::JournalSync`] on `link`, timed by `mono`.
     pub(crate) fn new(link: RecorderLink, mono: MonoClock) -> Self {
         JournalTiming {
-            recorder: StageRecorder::new(&[Stage::JournalSync], link),
+            recorder: StageRecorder::new(&[Stage::JournalWait, Stage::JournalSync], link),
             mono,
         }
     }
@@ -154,6 +154,9 @@ pub(super) struct State {
     /// When the oldest record pending was appended (`None`: nothing
     /// pending since the last batch was taken).
     pub(super) pending_since: Option<Instant>,
+    /// When the first urgent record pending was appended (stage
+    /// `journal_wait`).
+    pub(super) urgent_since: Option<Instant>,
 }
 
 impl State {
@@ -175,6 +178,7 @@ impl State {
     fn forget_pending_marks(&mut self) {
         self.urgent = false;
         self.pending_since = None;
+        self.urgent_since = None;
     }
 }
 
@@ -186,6 +190,9 @@ pub(super) struct Shared {
     pub(super) committed: Condvar,
     /// Highest durable LSN (Release by the journal thread, Acquire by readers).
     pub(super) durable: AtomicU64,
+    /// When the last successful commit ended, on the measurement clock (0
+    /// while commits are not measured); stored before `durable`.
+    pub(super) durable_at_ns: AtomicU64,
     /// LSNs above this never become durable (`u64::MAX` while not failed
     /// for good).
     pub(super) lost_from: AtomicU64,
@@ -284,10 +291,12 @@ impl Journal {
                 stop: false,
                 urgent: false,
                 pending_since: None,
+                urgent_since: None,
             }),
             work: Condvar::new(),
             committed: Condvar::new(),
             durable: AtomicU64::new(0),
+            durable_at_ns: AtomicU64::new(0),
             lost_from: AtomicU64::new(u64::MAX),
             lost_ranges: AtomicUsize::new(0),
             disk_full: AtomicBool::new(false),
@@ -370,8 +379,12 @@ impl Journal {
         } else {
             st.pending_since.is_none()
         };
-        if st.pending_since.is_none() {
-            st.pending_since = Some(Instant::now());
+        if st.pending_since.is_none() || (urgent && st.urgent_since.is_none()) {
+            let now = Instant::now();
+            st.pending_since.get_or_insert(now);
+            if urgent {
+                st.urgent_since = Some(now);
+            }
         }
         drop(st);
         if wake {
@@ -557,6 +570,10 @@ impl JournalLink for Journal {
 
     fn is_disk_full(&self) -> bool {
         Journal::is_disk_full(self)
+    }
+
+    fn durable_at_ns(&self) -> u64 {
+        self.shared.durable_at_ns.load(Ordering::Acquire)
     }
 
     fn publish_gauges(&self, o: &OrderCounters) {

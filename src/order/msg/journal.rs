@@ -89,6 +89,12 @@ pub(crate) trait JournalLink: Debug + Send + Sync {
     /// finds room.
     fn is_disk_full(&self) -> bool;
 
+    /// When the last commit ended, on the engine's measurement clock (0:
+    /// commits are not measured): the start of stage `ack_release`.
+    fn durable_at_ns(&self) -> u64 {
+        0
+    }
+
     /// Writes the journal's gauges (`journal_bytes`, `journal_max_bytes`,
     /// `journal_disk_full`, `journal_failed`,
     /// `journal_disk_full_episodes`). Single writer of those gauges: the
