@@ -94,12 +94,8 @@ impl Gateway {
                             n += 1;
                             if let Some(p) = &mut self.ledger.pending {
                                 p.started(&id, lsn);
-                                let at = if recovered || client.is_none() {
-                                    None
-                                } else {
-                                    p.commit_to_sample()
-                                };
-                                if let Some(at) = at {
+                                let acked = !recovered && client.is_some();
+                                if let Some(at) = acked.then(|| p.commit_to_sample()).flatten() {
                                     let now = self.ledger.mono.now_ns();
                                     self.ledger.recorder.record_span(Stage::AckRelease, at, now);
                                 }
