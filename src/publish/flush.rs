@@ -218,15 +218,19 @@ pub(super) fn sample_pacing(conn: &mut Conn<Session>, now_ns: u64, stall: &Share
     if !conn.state.buf.budget.paced() {
         return;
     }
-    // Paced just before a shared stall was seen, as part of it: spared.
+    // Paced in a shared stall (seen then or just after): spared if it may
+    // be; if not, that pacing was still not its own.
     let started = conn.state.buf.budget.started_ns();
-    if stall.covers(started) && conn.state.buf.budget.spare_paced(now_ns) {
-        log::debug!(
-            "subscriber {}: spared (paced in a stall shared with other subscribers)",
-            conn.peer
-        );
-        let _ = tcp_signals::set_notsent_lowat(&conn.stream, UNPACED_LOWAT as u32);
-        return;
+    if stall.covers(started) {
+        if conn.state.buf.budget.spare_paced(now_ns) {
+            log::debug!(
+                "subscriber {}: spared (paced in a stall shared with other subscribers)",
+                conn.peer
+            );
+            let _ = tcp_signals::set_notsent_lowat(&conn.stream, UNPACED_LOWAT as u32);
+            return;
+        }
+        conn.state.buf.budget.crowded();
     }
     // Unknown (not Linux): the kernel counts as empty and the reader as
     // holding nothing, see docs/src/decisions.md.

@@ -32,6 +32,15 @@
 //! window, a slow reader's held estimate is rebased, and at its next stall
 //! it looked as if it had taken 0.8 of its first 44 KB.
 //!
+//! A subscriber too early in its stream to tell ([`SPARE_TOOK`]) is paced
+//! in a shared stall. If its trial then lets it go (its client was back
+//! and it took what was outstanding), that pacing was its client's, not
+//! its own ([`super::commit_budget::CommitBudget::crowded`]), and is not
+//! held against a later spare: 11 of 100 readers of one client, paced so
+//! at 23 KB and refused the spare at 71 KB, stayed paced for the rest of
+//! the run (freshness p99 8.8 s). One its trial does not let go is as
+//! slow as it looks.
+//!
 //! The compromise (the issue lets the reader that keeps up win): a slow
 //! reader that took its first [`SPARE_TOOK`] at full speed and then stalls
 //! within another client's shared stall is spared once too, and fills up
