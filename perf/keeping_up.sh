@@ -29,7 +29,9 @@
 # after the sender starts, for FOR_MS, then lets it go on (SIGCONT): the
 # whole client thread away at once, as a descheduled one is, at the same
 # moment for every server (e.g. PAUSE=300:150, in its readers' first
-# 256 KiB at L3).
+# 256 KiB at L3). Several, comma-separated, in time order:
+# PAUSE=5:20,50:100 (at L2: a hiccup in the readers' first 25 KB, then
+# 100 ms away before they have taken 64 KiB).
 #
 # Usage: bash perf/keeping_up.sh   (DUR=20 REPS=3; OUT=perf/out/keepup-<date>;
 #        LOADS="L1 L2 L3"; SERVERS="forward redis tickfan tickfan-slow tickfan-slow50";
@@ -67,12 +69,17 @@ trap stop_pids EXIT INT TERM
 # Stops process $3 (SIGSTOP) $1 ms from now for $2 ms, then continues it;
 # continues it also when stopped itself (the trap), so no reader is left
 # stopped.
-pause_client() { # at_ms for_ms pid
-  trap 'kill -CONT "$3" 2>/dev/null; exit 0' TERM INT
-  sleep "$(awk -v m="$1" 'BEGIN { print m / 1000 }')"
-  kill -STOP "$3" 2>/dev/null || return 0
-  sleep "$(awk -v m="$2" 'BEGIN { print m / 1000 }')"
-  kill -CONT "$3" 2>/dev/null || true
+pause_client() { # at_ms:for_ms[,at_ms:for_ms...] pid
+  trap 'kill -CONT "$2" 2>/dev/null; exit 0' TERM INT
+  local at for now=0 p
+  for p in ${1//,/ }; do
+    at=${p%%:*}; for=${p##*:}
+    [ "$at" -gt "$now" ] && sleep "$(awk -v m="$((at - now))" 'BEGIN { print m / 1000 }')"
+    kill -STOP "$2" 2>/dev/null || return 0
+    sleep "$(awk -v m="$for" 'BEGIN { print m / 1000 }')"
+    kill -CONT "$2" 2>/dev/null || true
+    now=$((at + for))
+  done
 }
 
 TICKS=$OUT/ticks.csv
@@ -132,7 +139,7 @@ run() { # load server rep
   cli0=$(cpu_ticks "$subpid"); core0=$(core_jiffies "$TOOLS_CORE")
   local pauser=""
   if [ -n "${PAUSE:-}" ]; then
-    pause_client "${PAUSE%%:*}" "${PAUSE##*:}" "$subpid" &
+    pause_client "$PAUSE" "$subpid" &
     pauser=$!
     PIDS+=("$pauser")
   fi
