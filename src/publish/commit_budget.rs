@@ -505,6 +505,12 @@ impl CommitBudget {
         self.retrial.running()
     }
 
+    /// The current pacing is still on its trial (until a sample sees the
+    /// trial run out, or pacing ends).
+    pub fn on_trial(&self) -> bool {
+        self.paced && self.trial_until_ns != 0
+    }
+
     /// Smoothed drain rate, bytes/s (0 until measured).
     pub fn rate(&self) -> f64 {
         self.rate
@@ -1293,11 +1299,13 @@ mod tests {
         slow.first_window(0, Some(100 * 1024));
         slow.start(18 * MS, 23_634, 0, holds(8));
         slow.crowded();
+        assert!(slow.on_trial());
         let mut t = 18 * MS;
         while t < 18 * MS + TRIAL_NS + MS {
             t += MS / 2;
             assert!(!slow.sample(t, 23_634, 0, holds(7), 0, true), "at {t}");
         }
+        assert!(slow.paced() && !slow.on_trial(), "the trial ran out");
         slow.end();
         assert!(!slow.spare(63 * MS, 71_661, 0, holds(13)));
     }

@@ -238,10 +238,20 @@ pub(super) fn sample_pacing(conn: &mut Conn<Session>, now_ns: u64, stall: &Share
     let window = tcp_signals::peer_window(&conn.stream).ok().flatten();
     let b = &mut conn.state.buf;
     let (written, engine, waiting) = (b.stats.bytes_written, b.buffered(), b.pending_len() > 0);
-    let retrial = b.budget.retrial_running();
+    let (retrial, on_trial) = (b.budget.retrial_running(), b.budget.on_trial());
     let ended = b
         .budget
         .sample(now_ns, written, kernel, window, engine, waiting);
+    if on_trial && !b.budget.on_trial() && !ended {
+        // Why a paced reader was not let go by its trial: what it still
+        // held, what was in flight and waiting when the trial ran out.
+        log::debug!(
+            "subscriber {}: trial ran out (held {} B, {kernel} B in flight, {engine} B in the engine, rate {:.0} B/s)",
+            conn.peer,
+            b.budget.held(),
+            b.budget.rate()
+        );
+    }
     if retrial != b.budget.retrial_running() && !ended {
         log::debug!(
             "subscriber {}: {} (rate {:.0} B/s, held {} B)",
