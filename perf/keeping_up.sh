@@ -66,9 +66,9 @@ TOOLS_CORE=cpu; [ ${#CLI[@]} -gt 0 ] && TOOLS_CORE=cpu1
 . perf/lib.sh
 trap stop_pids EXIT INT TERM
 
-# Stops process $3 (SIGSTOP) $1 ms from now for $2 ms, then continues it;
-# continues it also when stopped itself (the trap), so no reader is left
-# stopped.
+# Stops process $2 (SIGSTOP) at each AT_MS of $1 (AT_MS:FOR_MS,...; ms
+# from now) for FOR_MS, then continues it; continues it also when stopped
+# itself (the trap), so no reader is left stopped.
 pause_client() { # at_ms:for_ms[,at_ms:for_ms...] pid
   trap 'kill -CONT "$2" 2>/dev/null; exit 0' TERM INT
   local at for now=0 p

@@ -508,7 +508,8 @@ impl CommitBudget {
     /// The current pacing is still on its trial (until a sample sees the
     /// trial run out, or pacing ends).
     pub fn on_trial(&self) -> bool {
-        self.paced && self.trial_until_ns != 0
+        // `start` sets it, `end` and the run-out clear it.
+        self.trial_until_ns != 0
     }
 
     /// Smoothed drain rate, bytes/s (0 until measured).

@@ -219,7 +219,7 @@ pub(super) fn sample_pacing(conn: &mut Conn<Session>, now_ns: u64, stall: &Share
         return;
     }
     // Paced in a shared stall (seen then or just after): spared if it may
-    // be; if not, that pacing was still not its own.
+    // be; if not, its trial decides whether that pacing was its client's.
     let started = conn.state.buf.budget.started_ns();
     if stall.covers(started) {
         if conn.state.buf.budget.spare_paced(now_ns) {

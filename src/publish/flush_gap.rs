@@ -12,9 +12,10 @@
 //! engine, set the tail (perf/RESULTS.md, session 16).
 //!
 //! On by default at 150 µs since a quiet hour's runs of every class
-//! (docs/src/decisions.md, session 18). The cost is bounded by the gap: an update that comes right after a
-//! flush waits at most the gap for the next one; updates further apart than the gap are
-//! written at once, as without it. A flush that itself took the gap or
+//! (docs/src/decisions.md, session 18). The cost is bounded by the gap:
+//! an update that comes right after a flush waits at most the gap for the
+//! next one; updates further apart than the gap are written at once, as
+//! without it. A flush that itself took the gap or
 //! longer (hundreds of subscribers) has spaced each subscriber's writes
 //! enough: the next flush does not wait. The loop waits by yielding its
 //! core until the time (a turn's poller timeout has millisecond
