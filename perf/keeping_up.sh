@@ -42,6 +42,9 @@
 # Besides the server's CPU, each run records the readers' process's CPU and
 # how busy the tools' core was (CPU 1 when pinned): at L1 that core, which
 # the sender shares with the readers, is what saturates first.
+# LOGS=1 also writes, per run, the readers' freshness per class per second
+# (`freshness.hlog`) and the sender's lag behind its schedule per
+# second (`replay.hlog`): where in the run a tail came from.
 # Every process it starts is stopped by its pid, also on Ctrl-C.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -119,10 +122,12 @@ run() { # load server rep
   case $server in redis|forward|floor) ;; *) PIDS+=("$spid") ;; esac
   wait_port "$sport"
   local common=(--to "127.0.0.1:$sport" --duration "$((DUR + 2))s" --quiet --sent "$logs/sent.csv")
+  local hlogs=()
+  [ "${LOGS:-0}" = 1 ] && hlogs=(--log-dir "$logs")
   local slow=0 subpid2=""
   case $server in *-slow) slow=2 ;; esac
   "${CLI[@]}" "$BIN" subscribe "${common[@]}" -k "$k" --slow "$slow" --slow-bytes-per-sec "$SLOW_RATE" \
-    --json "$logs/sub.json" > "$logs/sub.out" 2> "$logs/sub.err" &
+    --json "$logs/sub.json" "${hlogs[@]}" > "$logs/sub.out" 2> "$logs/sub.err" &
   local subpid=$!
   PIDS+=("$subpid")
   wait_line "$logs/sub.err" "subscribed to"
@@ -144,7 +149,7 @@ run() { # load server rep
     PIDS+=("$pauser")
   fi
   "${CLI[@]}" "$BIN" replay "$TICKS" --to "127.0.0.1:$pport" --send-as "$fmt" --stamp \
-    --record-sent "$logs/sent.csv" --rate "$rate" --loops 1000 --duration "${DUR}s" --no-progress \
+    --record-sent "$logs/sent.csv" --rate "$rate" --loops 1000 --duration "${DUR}s" --no-progress "${hlogs[@]}" \
     2> "$logs/replay.err" || true
   # The readers' share up to the sender's end (they then idle to exit).
   cli1=$(cpu_ticks "$subpid" 2>/dev/null || echo "$cli0"); core1=$(core_jiffies "$TOOLS_CORE"); t2=$(date +%s.%N)
