@@ -11,8 +11,10 @@
 //! sender shares) 99 % (Redis: 90 %), so the readers' client, not the
 //! engine, set the tail (perf/RESULTS.md, session 16).
 //!
-//! On by default at 150 µs since a quiet hour's runs of every class
-//! (docs/src/decisions.md, session 18). The cost is bounded by the gap:
+//! On by default since a quiet hour's runs of every class (150 µs,
+//! session 18), at 600 µs since session 19: the wider gap left the
+//! readers' client less busy than Redis's at 50k ticks/s (77 % of its
+//! core against 89 %), for ~0.3 ms on the p50 (docs/src/decisions.md). The cost is bounded by the gap:
 //! an update that comes right after a flush waits at most the gap for the
 //! next one; updates further apart than the gap are written at once, as
 //! without it. A flush that itself took the gap or
