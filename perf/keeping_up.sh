@@ -43,8 +43,8 @@
 # how busy the tools' core was (CPU 1 when pinned): at L1 that core, which
 # the sender shares with the readers, is what saturates first.
 # LOGS=1 also writes, per run, the readers' freshness per class per second
-# (`freshness.hlog`) and the sender's lag behind its schedule per
-# second (`replay.hlog`): where in the run a tail came from.
+# (`freshness.hlog`; the 50-symbol readers' in `slow50/`) and the
+# sender's lag behind its schedule per second (`replay.hlog`): where in the run a tail came from.
 # Every process it starts is stopped by its pid, also on Ctrl-C.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -123,7 +123,7 @@ run() { # load server rep
   wait_port "$sport"
   local common=(--to "127.0.0.1:$sport" --duration "$((DUR + 2))s" --quiet --sent "$logs/sent.csv")
   local hlogs=()
-  [ "${LOGS:-0}" = 1 ] && hlogs=(--log-dir "$logs")
+  [ "${LOGS:-0}" = 1 ] && { hlogs=(--log-dir "$logs"); mkdir -p "$logs/slow50"; }
   local slow=0 subpid2=""
   case $server in *-slow) slow=2 ;; esac
   "${CLI[@]}" "$BIN" subscribe "${common[@]}" -k "$k" --slow "$slow" --slow-bytes-per-sec "$SLOW_RATE" \
@@ -133,7 +133,7 @@ run() { # load server rep
   wait_line "$logs/sub.err" "subscribed to"
   if [[ $server == *-slow50 ]]; then
     "${CLI[@]}" "$BIN" subscribe "${common[@]}" -k 0 --slow 2 --slow-bytes-per-sec "$SLOW_RATE" \
-      --channel "$SYMS50" --json "$logs/sub50.json" > "$logs/sub50.out" 2> "$logs/sub50.err" &
+      --channel "$SYMS50" --json "$logs/sub50.json" ${hlogs[@]:+--log-dir "$logs/slow50"} > "$logs/sub50.out" 2> "$logs/sub50.err" &
     subpid2=$!
     PIDS+=("$subpid2")
     wait_line "$logs/sub50.err" "subscribed to"
