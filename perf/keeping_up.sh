@@ -44,7 +44,8 @@
 # the sender shares with the readers, is what saturates first.
 # LOGS=1 also writes, per run, the readers' freshness per class per second
 # (`freshness.hlog`; the 50-symbol readers' in `slow50/`) and the
-# sender's lag behind its schedule per second (`replay.hlog`): where in the run a tail came from.
+# sender's lag behind its schedule per second (`replay.hlog`): where in
+# the run a tail came from (`tickfan report <run dir>` reads them).
 # Every process it starts is stopped by its pid, also on Ctrl-C.
 set -euo pipefail
 cd "$(dirname "$0")/.."
