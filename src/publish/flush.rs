@@ -242,6 +242,15 @@ pub(super) fn sample_pacing(conn: &mut Conn<Session>, now_ns: u64, stall: &Share
     let ended = b
         .budget
         .sample(now_ns, written, kernel, window, engine, waiting);
+    // Every sample of a paced reader, at `trace` (off unless asked for):
+    // the engine's view of it, to set against what the reader holds.
+    log::trace!(
+        "subscriber {}: sample (window {window:?} B, held {} B, {kernel} B in flight, {engine} B in the engine, rate {:.0} B/s, budget {} B, {written} B written)",
+        conn.peer,
+        b.budget.held(),
+        b.budget.rate(),
+        b.budget.budget()
+    );
     if on_trial && !b.budget.on_trial() && !ended {
         // Why a paced reader was not let go by its trial: what it still
         // held, what was in flight and waiting when the trial ran out.
