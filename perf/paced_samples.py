@@ -29,8 +29,7 @@ with tempfile.TemporaryDirectory() as out:
     subprocess.run([tickfan, "report", os.path.join(run, "slow50"), "--out", out],
                    check=True, stdout=subprocess.DEVNULL)
     summary = json.load(open(os.path.join(out, "summary.json")))
-fresh = next(s for s in summary["series"] if "fresh" in json.dumps(
-    {k: v for k, v in s.items() if isinstance(v, str)}))
+fresh = next(s for s in summary["series"] if s["tag"] == "freshness_slow")
 slow = next(c for c in json.load(open(os.path.join(run, "sub50.json")))["classes"]
             if c["class"] == "slow")
 
