@@ -13,17 +13,17 @@
 //!
 //! On by default since a quiet hour's runs of every class (150 µs,
 //! session 18), at 600 µs since session 19: the wider gap left the
-//! readers' client less busy than Redis's at 50k ticks/s (77 % of its
-//! core against 89 %), for ~0.3 ms on the p50 (docs/src/decisions.md). The cost is bounded by the gap:
-//! an update that comes right after a flush waits at most the gap for the
-//! next one; updates further apart than the gap are written at once, as
-//! without it. A flush that itself took the gap or
-//! longer (hundreds of subscribers) has spaced each subscriber's writes
-//! enough: the next flush does not wait. The loop waits by yielding its
-//! core until the time (a turn's poller timeout has millisecond
-//! resolution, and a sleeping thread on a loaded host woke late: L1 p99
-//! 8.44 ms against 3.99 without the gap, where yielding gave 2.50 against
-//! 4.02), then takes what came meanwhile before it flushes.
+//! readers' core less busy than under Redis at 50k ticks/s (66–78 %
+//! against 89–90 %), for ~0.3 ms on the p50 (docs/src/decisions.md).
+//! The cost is bounded by the gap: an update that comes right after a
+//! flush waits at most the gap for the next one; updates further apart
+//! than the gap are written at once, as without it. A flush that itself
+//! took the gap or longer (hundreds of subscribers) has spaced each
+//! subscriber's writes enough: the next flush does not wait. The loop
+//! waits by yielding its core until the time (a turn's poller timeout has
+//! millisecond resolution, and a sleeping thread on a loaded host woke
+//! late: L1 p99 8.44 ms against 3.99 without the gap, where yielding gave
+//! 2.50 against 4.02), then takes what came meanwhile before it flushes.
 //!
 //! ```text
 //!  flushes:  |<- gap ->|<- gap ->|         |
