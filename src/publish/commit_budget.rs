@@ -455,18 +455,10 @@ impl CommitBudget {
     /// Its current pacing turned out to be part of a stall shared with
     /// other subscribers that could not spare it (too early in its stream
     /// to show it keeps up, [`was_keeping_up`]). If its trial then lets it
-    /// go (it took what was outstanding: its client was back), that
-    /// pacing was its client's, not its own, and does not count against a
-    /// later spare (one paced on its own before still does). One its trial
-    /// does not let go is as slow as it looks: a 64 KiB/s reader whose
-    /// first pacing fell in the other readers' start-up hiccup.
-    /// Measured without this (100 readers of one client at 10k ticks/s):
-    /// 11 readers paced together by the watch at 23 KB, let go by their
-    /// trial 2 ms later, and paced again at 71 KB in the client's next
-    /// hiccup, having taken 58 KB (0.81), were refused the spare as paced
-    /// alone before; their trial ran out with the client still away, and
-    /// with no re-trial for a reader that has not shown it keeps up they
-    /// stayed paced for the rest of the run: freshness p99 8.8 s.
+    /// go, that pacing was its client's and does not count against a
+    /// later spare (one paced on its own before still does); one its trial
+    /// does not let go is as slow as it looks. Why, with the measured case:
+    /// [`super::shared_stall`]'s module docs.
     pub fn crowded(&mut self) {
         self.crowded = true;
     }
