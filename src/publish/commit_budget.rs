@@ -44,7 +44,21 @@
 //!   and only a window that stays put across the proof is rebased there
 //!   ([`super::peer_window::PeerWindow::rebase`]); after a proof that
 //!   shrank the window the next waits until the window is back (the
-//!   reader took it). When the
+//!   reader took it). The trial's clock starts when the reader reads
+//!   again: a reader paced holding [`WATCH_HELD`]` / 2` or more is on
+//!   trial until its window first rises above the lowest it showed since
+//!   (it freed space), and [`TRIAL_NS`] from then, for at most
+//!   [`TRIAL_AWAY_NS`] in all; after the first [`TRIAL_NS`] it is probed
+//!   every [`AWAY_PROBE_NS`] only. A client thread away for longer than
+//!   the trial (measured at 100 readers on one thread in a loaded hour:
+//!   pacing starts in the first 20–40 KB, the trial ran out with the
+//!   client still away, and such readers stayed paced for the rest of the
+//!   run, p99 7 s) is let go as soon as it reads everything, while a slow
+//!   reader, which reads all along, is judged on [`TRIAL_NS`] as before.
+//!   While it waits, the held estimate does not decay: a window that stays
+//!   put is what an away reader shows, so only news (its window rising, a
+//!   proof) lets it go.
+//!   When the
 //!   trial runs out, a reader that showed it keeps up gets a re-trial at
 //!   once ([`super::retrial::Retrial::after_trial`]).
 //! - **Held bytes** ([`super::peer_window`]): acknowledged bytes the
@@ -122,11 +136,20 @@ pub const WATCH_HELD: usize = 8 * 1024;
 /// most a default receive window hides (its blind zone, up to ~64 KiB),
 /// so such a reader read at least half of what was written to it.
 pub const WATCH_TOOK: u64 = 128 * 1024;
-/// How long a pacing start is on trial.
+/// How long a pacing start is on trial from the reader's first read since.
 pub const TRIAL_NS: u64 = 30_000_000;
+/// Longest a trial waits for a reader that held bytes when it was paced to
+/// read again (the bar: a reader away for 200 ms is back within
+/// 100 ms of reading again).
+pub const TRIAL_AWAY_NS: u64 = 250_000_000;
 /// During the trial, at most one probe frame this often, and only while
 /// nothing is in flight.
 pub const PROBE_NS: u64 = 2_000_000;
+/// Past its first [`TRIAL_NS`], a trial still waiting for its reader to
+/// read probes at most this often: a reader that stopped is sent one
+/// small frame per 10 ms at most (its acknowledgement is delayed 40 ms
+/// as a rule, so fewer), not a probe per 2 ms into its buffer.
+pub const AWAY_PROBE_NS: u64 = 10_000_000;
 /// Bytes a probe may take (one frame or two).
 const PROBE_BYTES: usize = 256;
 /// Bytes a proof may take: a probe sent after a window that stayed put
@@ -236,6 +259,9 @@ pub struct CommitBudget {
     window_held: usize,
     /// The current pacing is on trial until this time (ns).
     trial_until_ns: u64,
+    /// While the trial waits for the reader to read again: the lowest
+    /// window it showed since its pacing started.
+    trial_away: Option<u32>,
     /// When the last probe was armed; the probe awaiting its
     /// acknowledgement.
     last_probe_ns: u64,
@@ -300,6 +326,7 @@ impl CommitBudget {
             window_drained: 0,
             window_held: 0,
             trial_until_ns: 0,
+            trial_away: None,
             last_probe_ns: 0,
             probe_sent: None,
             proof: Proof::Idle,
@@ -571,7 +598,7 @@ impl CommitBudget {
     /// bytes unacknowledged and the peer's window `window` (`None`:
     /// unknown). The rate is not known yet: the first budget is the floor,
     /// and windows in which the pipe runs empty raise it. On trial until
-    /// [`TRIAL_NS`] later.
+    /// [`TRIAL_NS`] after it reads again ([`Self::trial_clock`]).
     pub fn start(&mut self, now_ns: u64, written: u64, kernel: usize, window: Option<u32>) {
         self.peer.observe(now_ns, window, kernel > 0);
         let took = written.saturating_sub((kernel + self.peer.held()) as u64);
@@ -597,7 +624,14 @@ impl CommitBudget {
         self.drained = took;
         self.window_drained = self.drained;
         self.window_held = self.held;
-        self.trial_until_ns = now_ns + TRIAL_NS;
+        // One that holds bytes unread may be away: its trial waits for it.
+        self.trial_away = window.filter(|_| self.held >= WATCH_HELD / 2);
+        self.trial_until_ns = now_ns
+            + if self.trial_away.is_some() {
+                TRIAL_AWAY_NS
+            } else {
+                TRIAL_NS
+            };
         self.last_probe_ns = now_ns;
         self.probe_sent = None;
         self.proof = Proof::Idle;
@@ -616,6 +650,7 @@ impl CommitBudget {
         self.probe = 0;
         self.probe_sent = None;
         self.trial_until_ns = 0;
+        self.trial_away = None;
         self.retrial.stop();
         self.cap.off();
     }
@@ -640,9 +675,14 @@ impl CommitBudget {
             return true;
         }
         let proof = self.proof == Proof::Due;
+        let every = if self.trial_away.is_some() && now_ns >= self.started_ns + TRIAL_NS {
+            AWAY_PROBE_NS
+        } else {
+            PROBE_NS
+        };
         if kernel == 0
             && self.probe_sent.is_none()
-            && (proof || now_ns.saturating_sub(self.last_probe_ns) >= PROBE_NS)
+            && (proof || now_ns.saturating_sub(self.last_probe_ns) >= every)
         {
             self.probe = if proof { PROOF_BYTES } else { PROBE_BYTES };
             self.last_probe_ns = now_ns;
@@ -656,6 +696,23 @@ impl CommitBudget {
             }
         }
         false
+    }
+
+    /// The trial's clock at `now_ns`, the reader's window `window`: while
+    /// it waits for a reader that held bytes when paced, a window above the
+    /// lowest seen since shows it read (it freed space): the trial then
+    /// runs [`TRIAL_NS`] from now, within [`TRIAL_AWAY_NS`] of the start.
+    fn trial_clock(&mut self, now_ns: u64, window: Option<u32>) {
+        let Some(low) = self.trial_away else {
+            return;
+        };
+        match window {
+            Some(w) if w <= low => self.trial_away = Some(w),
+            _ => {
+                self.trial_away = None;
+                self.trial_until_ns = self.trial_until_ns.min(now_ns + TRIAL_NS);
+            }
+        }
     }
 
     /// A trial's probe `sent` was acknowledged, `written` bytes written,
@@ -765,7 +822,15 @@ impl CommitBudget {
             return false;
         }
         self.kernel = kernel;
-        self.peer.observe(now_ns, window, kernel > 0);
+        if now_ns < self.trial_until_ns {
+            self.trial_clock(now_ns, window);
+        }
+        // While the trial waits for its reader, a window that stays put
+        // is what an away reader shows too: the held estimate is kept (no
+        // decay) until news comes (its window rises, or a proof rebases
+        // it), so only news lets it go.
+        let news_due = kernel > 0 || self.trial_away.is_some();
+        self.peer.observe(now_ns, window, news_due);
         self.held = self.peer.held();
         self.written_at_sample = written;
         self.probe = 0;
@@ -784,6 +849,7 @@ impl CommitBudget {
             // The trial ran out: one that showed it keeps up gets a
             // re-trial at once (its client is back within the lag as a rule).
             self.trial_until_ns = 0;
+            self.trial_away = None;
             if self.kept_up.proven() {
                 self.retrial
                     .after_trial(now_ns, written + engine as u64, drained);
@@ -999,6 +1065,8 @@ mod tests {
 
     #[test]
     fn a_reader_that_stalls_200ms_then_reads_at_full_speed_is_let_go_within_100ms() {
+        // Within the trial's wait for it to read again: let go by its
+        // trial, its window back at its peak with nothing in flight.
         let (ended, sent) = stall_then_full_speed(200 * MS);
         let t = ended.expect("let go");
         assert!(
@@ -1006,7 +1074,20 @@ mod tests {
             "let go {} ms after it resumed ({sent} B sent meanwhile)",
             (t - 200 * MS) / MS
         );
-        // It was let go on evidence: it took a re-trial's burst.
+    }
+
+    #[test]
+    fn a_reader_that_kept_up_stalled_past_the_trial_is_let_go_by_a_re_trial() {
+        // Away longer than the trial waits: its re-trial's burst frees it.
+        let stall = TRIAL_AWAY_NS + 150 * MS;
+        let (ended, sent) = stall_then_full_speed(stall);
+        let t = ended.expect("let go");
+        assert!(
+            t <= stall + 100 * MS,
+            "let go {} ms after it resumed ({sent} B sent meanwhile)",
+            (t - stall) / MS
+        );
+        // On evidence: it took a re-trial's burst.
         assert!(
             sent >= super::super::retrial::RETRIAL_BYTES as u64,
             "{sent} B"
@@ -1015,8 +1096,6 @@ mod tests {
 
     #[test]
     fn a_reader_away_a_little_longer_than_the_trial_is_let_go_as_it_reads_again() {
-        // 40 ms away, the trial is 30 ms: the re-trial that begins when the
-        // trial runs out is still running when it reads again.
         let (ended, sent) = stall_then_full_speed(40 * MS);
         let t = ended.expect("let go");
         assert!(
@@ -1380,11 +1459,69 @@ mod tests {
 
     #[test]
     fn a_reader_that_keeps_holding_stays_paced_after_its_trial() {
-        // It holds what the probes carry: its window shrinks by them.
-        let (ended, probed) = trial(TRIAL_NS + 5 * MS, |p| 104 * 1024 - p as u32);
+        // It holds what the probes carry: its window shrinks by them. It
+        // never reads, so its trial waits for it, then runs out.
+        let (ended, probed) = trial(TRIAL_AWAY_NS + 5 * MS, |p| 104 * 1024 - p as u32);
         assert_eq!(ended, None, "paced after its trial");
-        let most = (TRIAL_NS / PROBE_NS + 1) * PROBE_BYTES as u64;
-        assert!(probed <= most, "{probed} B of probes");
+        let most = ((TRIAL_NS / PROBE_NS + 1) + (TRIAL_AWAY_NS - TRIAL_NS) / AWAY_PROBE_NS + 1)
+            * PROBE_BYTES as u64;
+        assert!(probed <= most, "{probed} B of probes (at most {most})");
+    }
+
+    #[test]
+    fn a_reader_paced_in_its_first_bytes_with_its_client_away_is_let_go_as_it_reads_again() {
+        // Measured at 100 readers on one client thread (session 20): paced
+        // by the watch at 17–40 KB written, the client away for 80 ms;
+        // its trial ran out at 30 ms, and a reader that has not shown it
+        // keeps up gets no re-trial: it stayed paced for the rest of the
+        // run. Here it reads nothing for 80 ms (its window shrinks by the
+        // probes) and then everything: its window is back above its peak.
+        let away = 80 * MS;
+        let (ended, probed) = trial_in_time(away + 10 * MS, |p, t| {
+            if t < away {
+                104 * 1024 - (p as u32 / 1024) * 1024
+            } else {
+                114 * 1024
+            }
+        });
+        let t = ended.expect("let go as it reads again");
+        assert!(
+            t <= away + MS,
+            "let go {} µs after it read",
+            (t - away) / 1000
+        );
+        let most = (TRIAL_NS / PROBE_NS + 1 + (away - TRIAL_NS) / AWAY_PROBE_NS + 1)
+            * PROBE_BYTES as u64
+            + PROOF_BYTES as u64;
+        assert!(
+            probed <= most,
+            "{probed} B probed while it was away (at most {most})"
+        );
+    }
+
+    #[test]
+    fn a_slow_reader_that_reads_all_along_is_judged_on_the_trial_from_its_first_read() {
+        // 64 KiB/s (64 B per ms): it holds 9 KiB when paced and reads all
+        // along, so its window rises within a few ms; 30 ms later it still
+        // holds most of it and stays paced, well before the trial's wait
+        // for an away reader would end.
+        let (mut b, w) = watched_and_paced();
+        let (mut written, mut t, mut in_flight) = (40_000u64, 0, 0usize);
+        let mut read = 0u64;
+        while t < TRIAL_NS + 10 * MS {
+            t += MS / 2;
+            read += 32;
+            let unread = (9 * 1024 + written - 40_000).saturating_sub(read);
+            let window = (w + 9 * 1024).saturating_sub(unread as u32) / 1024 * 1024;
+            assert!(
+                !b.sample(t, written, in_flight, Some(window), 0, true),
+                "let go at {t} ns"
+            );
+            let n = b.engine_limit(written, 0) as u64 / 128 * 128;
+            written += n;
+            in_flight = n as usize;
+        }
+        assert!(b.paced() && !b.on_trial(), "its trial ran out, paced");
     }
 
     #[test]
