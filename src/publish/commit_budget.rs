@@ -833,7 +833,14 @@ impl CommitBudget {
         self.peer.observe(now_ns, window, news_due);
         self.held = self.peer.held();
         self.written_at_sample = written;
-        self.probe = 0;
+        // A probe stays allowed until it is written: one armed when no
+        // symbol waited was lost at the next sample and, its
+        // acknowledgement never due, kept every later probe of the trial
+        // from being armed (seen over loopback: a reader away in its first
+        // bytes was never probed again, and stayed paced).
+        if self.probe_sent.is_none_or(|p| written > p.at) {
+            self.probe = 0;
+        }
         if now_ns < self.trial_until_ns && self.try_release(now_ns, written, kernel, window, engine)
         {
             if self.crowded {
@@ -850,6 +857,8 @@ impl CommitBudget {
             // re-trial at once (its client is back within the lag as a rule).
             self.trial_until_ns = 0;
             self.trial_away = None;
+            self.probe = 0;
+            self.probe_sent = None;
             if self.kept_up.proven() {
                 self.retrial
                     .after_trial(now_ns, written + engine as u64, drained);
@@ -1455,6 +1464,23 @@ mod tests {
         });
         let t = ended.expect("let go in its trial");
         assert!(t < 8 * MS + 3 * PROBE_NS, "let go at {t} ns");
+    }
+
+    #[test]
+    fn a_probe_armed_while_nothing_waits_goes_with_the_next_frame() {
+        // The probe is armed at 2 ms but nothing waits until 6 ms: samples
+        // in between must not drop it (it would never be acknowledged, and
+        // no later probe be armed).
+        let (mut b, w) = watched_and_paced();
+        for t in [2, 3, 4, 5] {
+            b.sample(t * MS, 40_000, 0, Some(w), 0, false);
+        }
+        assert_eq!(b.engine_limit(40_000, 0), PROBE_BYTES, "the probe waits");
+        // Written and acknowledged with the window put: then a proof.
+        b.sample(6 * MS, 40_200, 200, Some(w), 0, true);
+        assert_eq!(b.engine_limit(40_200, 0), 0, "written: no second probe");
+        b.sample(7 * MS, 40_200, 0, Some(w), 0, true);
+        assert_eq!(b.engine_limit(40_200, 0), PROOF_BYTES, "then a proof");
     }
 
     #[test]

@@ -6,9 +6,11 @@
 //! `publish::commit_budget`; this checks the whole path over loopback with
 //! the default `--sub-max-lag`.) Readers of one client whose thread stops
 //! (all at once) are spared the pacing altogether: a stall they share is
-//! their client away, not each of them slow.
+//! their client away, not each of them slow. A reader that stops in its
+//! first bytes, before it could show it keeps up, is let go as soon as it
+//! reads everything again (its trial waits for it).
 
-use std::io::{BufReader, Write};
+use std::io::{BufReader, Read, Write};
 use std::net::TcpStream;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::Arc;
@@ -18,6 +20,8 @@ use tickfan::client::resp::{as_message, command, read_frame};
 use tickfan::config::Config;
 use tickfan::metrics::report::SubscriberStats;
 
+use tickfan::publish::commit_budget::TRIAL_NS;
+use tickfan::publish::retrial::KEPT_UP_BYTES;
 use tickfan::publish::shared_stall::CROWD;
 
 use crate::util::{engine_with, payload_seq, send_round, wait_until, Feed, DEADLINE};
@@ -31,6 +35,8 @@ const STALL: Duration = Duration::from_millis(200);
 /// the updates it never saw (a sequence number that jumps: conflated).
 struct Reader {
     hold: Arc<AtomicBool>,
+    /// It is stopped: it does not read its socket.
+    parked: Arc<AtomicBool>,
     held: Arc<Vec<AtomicU64>>,
     messages: Arc<AtomicU64>,
     skipped: Arc<AtomicU64>,
@@ -48,14 +54,19 @@ impl Reader {
         let (messages, skipped) = (Arc::new(AtomicU64::new(0)), Arc::new(AtomicU64::new(0)));
         let (h, v) = (Arc::clone(&hold), Arc::clone(&held));
         let (m, k) = (Arc::clone(&messages), Arc::clone(&skipped));
+        let parked = Arc::new(AtomicBool::new(false));
+        let p = Arc::clone(&parked);
         std::thread::spawn(move || {
-            let mut r = BufReader::with_capacity(64 * 1024, stream);
+            stream
+                .set_read_timeout(Some(Duration::from_millis(1)))
+                .unwrap();
+            let held = Held {
+                stream,
+                hold: h,
+                parked: p,
+            };
+            let mut r = BufReader::with_capacity(64 * 1024, held);
             loop {
-                // Stopped: the client's thread is not reading (it polls its
-                // own flag, as a descheduled thread would resume).
-                while h.load(Ordering::Acquire) {
-                    std::thread::sleep(Duration::from_millis(1));
-                }
                 let Ok(f) = read_frame(&mut r) else { return };
                 let Some((ch, payload)) = as_message(&f) else {
                     continue;
@@ -70,6 +81,7 @@ impl Reader {
         });
         Reader {
             hold,
+            parked,
             held,
             messages,
             skipped,
@@ -77,7 +89,47 @@ impl Reader {
     }
 
     fn holds_round(&self, round: u64) -> bool {
-        self.held.iter().all(|s| s.load(Ordering::Acquire) >= round)
+        self.holds_first(SYMBOLS, round)
+    }
+
+    /// It holds `round` or newer on the first `n` symbols.
+    fn holds_first(&self, n: usize, round: u64) -> bool {
+        self.held[..n]
+            .iter()
+            .all(|s| s.load(Ordering::Acquire) >= round)
+    }
+}
+
+/// The socket of a client thread that can be stopped: while `hold` is set
+/// it does not read the socket (it polls its own flag, as a descheduled
+/// thread would resume), though it may still handle what it already read.
+/// Its reads wait at most 1 ms, so a stop takes effect without a read in
+/// flight (one blocked in the kernel would return with the next bytes);
+/// `parked` says it is stopped.
+struct Held {
+    stream: TcpStream,
+    hold: Arc<AtomicBool>,
+    parked: Arc<AtomicBool>,
+}
+
+impl Read for Held {
+    fn read(&mut self, buf: &mut [u8]) -> std::io::Result<usize> {
+        loop {
+            if self.hold.load(Ordering::Acquire) {
+                self.parked.store(true, Ordering::Release);
+                std::thread::sleep(Duration::from_millis(1));
+                continue;
+            }
+            self.parked.store(false, Ordering::Release);
+            match self.stream.read(buf) {
+                Err(e)
+                    if matches!(
+                        e.kind(),
+                        std::io::ErrorKind::WouldBlock | std::io::ErrorKind::TimedOut
+                    ) => {}
+                r => return r,
+            }
+        }
     }
 }
 
@@ -187,6 +239,92 @@ fn a_reader_that_stops_for_200ms_then_reads_at_full_speed_is_let_go_and_gets_eve
     wait_until("the figures of the last round", || stats(&e).frames >= want);
     let after = stats(&e);
     assert!(!after.paced, "paced again: {after:?}");
+}
+
+#[test]
+fn a_reader_that_stops_in_its_first_bytes_is_let_go_as_soon_as_it_reads_again() {
+    // Measured at 100 readers on one client thread (perf/RESULTS.md,
+    // session 20): readers paced in their first 20–40 KB while their client
+    // was away past the trial stayed paced for the rest of the run, as they
+    // had not yet shown they keep up (no re-trial).
+    let e = engine_with(|c| {
+        c.report_interval = Duration::from_millis(20);
+        c.max_symbols = c.max_symbols.max(SYMBOLS);
+    });
+    let mut s = TcpStream::connect(e.subscriber_addr()).unwrap();
+    s.set_read_timeout(Some(DEADLINE)).unwrap();
+    s.write_all(&command(&[b"PSUBSCRIBE", b"*"])).unwrap();
+    let reader = Reader::spawn(s.try_clone().unwrap());
+    wait_until("subscribed", || e.subscribers().len() == 1);
+    let mut feed = Feed::connect(e.feed_addr());
+    let names: Vec<String> = (0..SYMBOLS).map(|i| format!("SYM{i:03}")).collect();
+
+    // Its first bytes: one round of a fifth of the symbols, read.
+    let first = SYMBOLS / 5;
+    send_round(&mut feed, &names[..first], 1);
+    wait_until("the reader holds its first round", || {
+        reader.holds_first(first, 1)
+    });
+    wait_until("its first bytes in the figures", || {
+        stats(&e).bytes_written > 0
+    });
+    let took = stats(&e).bytes_written;
+    assert!(
+        took < KEPT_UP_BYTES / 2,
+        "{took} B before it stops: it must not have shown it keeps up"
+    );
+
+    // It stops while the feed goes on: paced, and it stays away past the
+    // trial (30 ms) once paced.
+    reader.hold.store(true, Ordering::Release);
+    wait_until("the reader stops", || reader.parked.load(Ordering::Acquire));
+    let stopped = Instant::now();
+    let mut round = 1;
+    let mut paced_at = None;
+    loop {
+        round += 1;
+        send_round(&mut feed, &names, round);
+        if paced_at.is_none() && stats(&e).paced {
+            paced_at = Some(Instant::now());
+        }
+        if paced_at.is_some_and(|t| t.elapsed() >= 2 * Duration::from_nanos(TRIAL_NS)) {
+            break;
+        }
+        assert!(
+            stopped.elapsed() < DEADLINE,
+            "never paced while it did not read"
+        );
+    }
+    assert!(
+        stats(&e).bytes_written < KEPT_UP_BYTES * 4,
+        "paced in its first bytes (the watch), not later: {:?}",
+        stats(&e)
+    );
+
+    // It reads everything again: let go. (A symbol's sequence number
+    // counts its updates: the ones not in the first round are one behind.)
+    reader.hold.store(false, Ordering::Release);
+    let holds = |round: u64| {
+        reader.holds_first(first, round)
+            && reader.held[first..]
+                .iter()
+                .all(|s| s.load(Ordering::Acquire) + 1 >= round)
+    };
+    let end = Instant::now() + DEADLINE;
+    while stats(&e).paced {
+        assert!(
+            Instant::now() < end,
+            "still paced after it read again: {:?}",
+            stats(&e)
+        );
+        round += 1;
+        send_round(&mut feed, &names, round);
+        wait_until("the resumed reader holds the round", || holds(round));
+    }
+    assert!(
+        reader.skipped.load(Ordering::Acquire) > 0,
+        "it was conflated while it did not read (else this checks nothing)"
+    );
 }
 
 /// Readers on one client thread: more than a crowd of them.
