@@ -123,7 +123,7 @@ pub struct ServeArgs {
     #[arg(long, value_name = "DURATION", value_parser = humantime::parse_duration, default_value = "50ms", help_heading = "Subscribers")]
     pub sub_max_lag: std::time::Duration,
     /// Least time between two flushes to the subscribers: updates that come within it of the last flush are written together in the next (fewer, larger writes for their clients to read); adds at most this to freshness (0 = flush at every turn).
-    #[arg(long, value_name = "DURATION", value_parser = humantime::parse_duration, default_value = "600us", help_heading = "Subscribers")]
+    #[arg(long, value_name = "DURATION", value_parser = humantime::parse_duration, default_value = "300us", help_heading = "Subscribers")]
     pub sub_flush_gap: std::time::Duration,
     /// Which pending symbol a slow subscriber is sent next: oldest mark first, or by age × √(update count).
     #[arg(long, value_enum, value_name = "ORDER", default_value_t = crate::publish::pending_order::PendingOrder::Fifo, help_heading = "Subscribers")]

@@ -137,7 +137,7 @@ impl Default for Config {
             max_subscriptions: 10_000,
             sub_sndbuf: 64 * 1024,
             sub_max_lag: Duration::from_millis(50),
-            sub_flush_gap: Duration::from_micros(600),
+            sub_flush_gap: Duration::from_micros(300),
             sub_pending_order: crate::publish::pending_order::PendingOrder::default(),
             max_publish_rate: 0,
             sub_max_rate: 0.0,

@@ -12,9 +12,12 @@
 //! engine, set the tail (perf/RESULTS.md, session 16).
 //!
 //! On by default since a quiet hour's runs of every class (150 µs,
-//! session 18), at 600 µs since session 19: the wider gap left the
-//! readers' core less busy than under Redis at 50k ticks/s (66–78 %
-//! against 89–90 %), for ~0.3 ms on the p50 (docs/src/decisions.md).
+//! session 18); 300 µs since session 20. A wider gap leaves the readers'
+//! core less busy (at 50k ticks/s: 60 % at 300 µs, 51–53 % at 600 µs,
+//! 93–94 % under Redis), but every update waits up to the gap: in a
+//! loaded hour 300 and 600 µs gave the same tail (session 19), in a quiet
+//! one 600 µs put the 10 readers' p99 over Redis's and 300 µs under it
+//! (session 20, docs/src/decisions.md).
 //! The cost is bounded by the gap: an update that comes right after a
 //! flush waits at most the gap for the next one; updates further apart
 //! than the gap are written at once, as without it. A flush that itself
