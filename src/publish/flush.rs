@@ -230,7 +230,12 @@ pub(super) fn sample_pacing(conn: &mut Conn<Session>, now_ns: u64, stall: &Share
             let _ = tcp_signals::set_notsent_lowat(&conn.stream, UNPACED_LOWAT as u32);
             return;
         }
-        conn.state.buf.budget.crowded();
+        if conn.state.buf.budget.crowded() {
+            log::debug!(
+                "subscriber {}: its trial waits for it to read again (paced with its client)",
+                conn.peer
+            );
+        }
     }
     // Unknown (not Linux): the kernel counts as empty and the reader as
     // holding nothing, see docs/src/decisions.md.
