@@ -873,6 +873,7 @@ impl CommitBudget {
         {
             if self.crowded {
                 self.paced_alone = self.alone_before;
+                self.kept_up.client_paused();
             }
             self.end();
             return true;
@@ -1574,6 +1575,38 @@ mod tests {
         );
         // Paced alone, the same reader's trial ran out at 30 ms.
         assert_eq!(trial_in_time(away + 10 * MS, window).0, None);
+    }
+
+    #[test]
+    fn a_reader_let_go_from_its_clients_pause_gets_the_grace_of_the_lag() {
+        // Let go as its client came back; the client then catches up on
+        // every socket at once and its write blocks: not paced at once.
+        let window = |p: u64, t: u64| {
+            if t < 80 * MS {
+                104 * 1024 - (p as u32 / 1024) * 1024
+            } else {
+                114 * 1024
+            }
+        };
+        let (mut b, _) = watched_and_paced();
+        b.crowded();
+        let mut t = 0;
+        let mut written = 40_000u64;
+        while b.paced() {
+            t += MS / 2;
+            assert!(t < 100 * MS, "not let go");
+            b.sample(t, written, 0, Some(window(written - 40_000, t)), 0, true);
+            written += b.engine_limit(written, 0) as u64 / 128 * 128;
+        }
+        assert!(!b.blocked(t + MS, true, 150_000), "blocked once: its grace");
+        assert!(
+            b.blocked(t + MS + 50 * MS, true, 150_000),
+            "blocked for the lag"
+        );
+        // Paced alone and let go the same way: paced at its first block.
+        let (mut alone, w) = watched_and_paced();
+        assert!(alone.sample(MS, 40_000, 0, Some(w + 10 * 1024), 0, true));
+        assert!(alone.blocked(2 * MS, true, 150_000));
     }
 
     #[test]
