@@ -373,10 +373,18 @@ impl CommitBudget {
 
     /// Unpaced and within its first [`WATCH_BYTES`] (`written` so far):
     /// the caller reads its reader's window after each write
-    /// ([`Self::watch`]).
+    /// ([`Self::watch`]). Not once its trial let it go from its client's
+    /// pause: it took what was outstanding at once, and while its client
+    /// then catches up on every socket it holds bytes for a while (the
+    /// watch paced such a reader alone again, and a 30 ms trial could run
+    /// out with its client busy elsewhere).
     #[inline]
     pub fn watching(&self, written: u64) -> bool {
-        self.armed && self.max_lag_ns > 0 && !self.paced && written < WATCH_BYTES
+        self.armed
+            && self.max_lag_ns > 0
+            && !self.paced
+            && written < WATCH_BYTES
+            && !self.kept_up.was_client_paused()
     }
 
     /// A watched subscriber's window `window` at `now_ns`, `kernel` bytes
@@ -1598,6 +1606,7 @@ mod tests {
             b.sample(t, written, 0, Some(window(written - 40_000, t)), 0, true);
             written += b.engine_limit(written, 0) as u64 / 128 * 128;
         }
+        assert!(!b.watching(written), "past the watch");
         assert!(!b.blocked(t + MS, true, 150_000), "blocked once: its grace");
         assert!(
             b.blocked(t + MS + 50 * MS, true, 150_000),

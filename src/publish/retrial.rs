@@ -128,6 +128,12 @@ impl KeptUp {
         self.client_paused = true;
     }
 
+    /// Its trial let it go from its client's pause ([`Self::client_paused`]).
+    #[inline]
+    pub fn was_client_paused(&self) -> bool {
+        self.client_paused
+    }
+
     /// It gets the grace of the lag once blocked, `written` bytes written:
     /// it showed it keeps up, took its `first` bytes without ever being
     /// paced, or was let go from its client's pause. (Without the last,
