@@ -152,6 +152,10 @@ pub const PROBE_NS: u64 = 2_000_000;
 /// small frame per 10 ms at most (its acknowledgement is delayed 40 ms
 /// as a rule, so fewer), not a probe per 2 ms into its buffer.
 pub const AWAY_PROBE_NS: u64 = 10_000_000;
+/// While a trial waits for its reader, a proof that shrank the window is
+/// tried again this often: at most five 4 KiB proofs in front of a client
+/// away for the whole wait.
+const AWAY_PROOF_NS: u64 = 50_000_000;
 /// Bytes a probe may take (one frame or two).
 const PROBE_BYTES: usize = 256;
 /// Bytes a proof may take: a probe sent after a window that stayed put
@@ -271,8 +275,9 @@ pub struct CommitBudget {
     /// acknowledgement.
     last_probe_ns: u64,
     probe_sent: Option<SentProbe>,
-    /// Where the trial's proof stands.
+    /// Where the trial's proof stands, and when the last was armed.
     proof: Proof,
+    proof_ns: u64,
     /// Bytes the engine may hold whatever the budget until the next
     /// sample: one probe frame.
     probe: usize,
@@ -336,6 +341,7 @@ impl CommitBudget {
             last_probe_ns: 0,
             probe_sent: None,
             proof: Proof::Idle,
+            proof_ns: 0,
             probe: 0,
             max_excess: 0,
             armed: false,
@@ -697,6 +703,18 @@ impl CommitBudget {
         if kernel == 0 && engine == 0 && self.held < WATCH_HELD / 2 {
             return true;
         }
+        // While the trial waits, a proof that found the reader away (it
+        // shrank the window) is tried again every AWAY_PROOF_NS: once the
+        // client is back, the window of its emptied buffer can stay below
+        // where the proof found it (the receiver's cap drifts down while
+        // it is fed small segments), so neither a rise nor that window
+        // shows (measured: 76 of 100 waited trials ran out so, session 20).
+        if self.trial_waits
+            && matches!(self.proof, Proof::Failed(_))
+            && now_ns.saturating_sub(self.proof_ns) >= AWAY_PROOF_NS
+        {
+            self.proof = Proof::Due;
+        }
         let proof = self.proof == Proof::Due;
         let every = if self.trial_waits && now_ns >= self.started_ns + TRIAL_NS {
             AWAY_PROBE_NS
@@ -716,6 +734,7 @@ impl CommitBudget {
             });
             if proof {
                 self.proof = Proof::Idle;
+                self.proof_ns = now_ns;
             }
         }
         false
@@ -1576,7 +1595,7 @@ mod tests {
         );
         let most = (TRIAL_NS / PROBE_NS + 1 + (away - TRIAL_NS) / AWAY_PROBE_NS + 1)
             * PROBE_BYTES as u64
-            + PROOF_BYTES as u64;
+            + (away / AWAY_PROOF_NS + 1) * PROOF_BYTES as u64;
         assert!(
             probed <= most,
             "{probed} B probed while it was away (at most {most})"
@@ -1616,6 +1635,37 @@ mod tests {
         let (mut alone, w) = watched_and_paced();
         assert!(alone.sample(MS, 40_000, 0, Some(w + 10 * 1024), 0, true));
         assert!(alone.blocked(2 * MS, true, 150_000));
+    }
+
+    #[test]
+    fn a_reader_back_below_its_lowest_window_is_let_go_by_a_proof_tried_again() {
+        // Paced with its client, away 100 ms: probes and a proof shrink its
+        // window. Back, it reads everything, but its emptied buffer's
+        // window stays at the lowest seen (the receiver's cap drifted
+        // down): no rise, and the failed proof waits for a window that
+        // never comes back. A proof tried again shows it takes what it is
+        // sent.
+        let away = 100 * MS;
+        let low = std::cell::Cell::new(u32::MAX);
+        let (ended, probed) = crowded_trial(TRIAL_AWAY_NS, |p, t| {
+            if t < away {
+                let w = 104 * 1024 - (p as u32 / 1024) * 1024;
+                low.set(low.get().min(w));
+                w
+            } else {
+                low.get()
+            }
+        });
+        let t = ended.expect("let go after it came back");
+        assert!(
+            t >= away && t <= away + AWAY_PROOF_NS + 5 * MS,
+            "let go at {} ms",
+            t / MS
+        );
+        let most = (TRIAL_NS / PROBE_NS + 1 + (t - TRIAL_NS) / AWAY_PROBE_NS + 1)
+            * PROBE_BYTES as u64
+            + (t / AWAY_PROOF_NS + 1) * PROOF_BYTES as u64;
+        assert!(probed <= most, "{probed} B probed (at most {most})");
     }
 
     #[test]
