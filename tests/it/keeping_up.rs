@@ -133,6 +133,34 @@ impl Read for Held {
     }
 }
 
+/// An engine with the default pacing, its figures handed off every
+/// 20 ms, for [`SYMBOLS`] symbols.
+fn paced_engine() -> tickfan::runtime::Engine {
+    engine_with(|c| {
+        c.report_interval = Duration::from_millis(20);
+        c.max_symbols = c.max_symbols.max(SYMBOLS);
+    })
+}
+
+/// [`CLIENT_READERS`] readers of every symbol on sockets from `connect`,
+/// stopped together by the flag returned (one client thread's readers),
+/// subscribed.
+fn client_readers(
+    e: &tickfan::runtime::Engine,
+    connect: impl Fn(std::net::SocketAddr) -> TcpStream,
+) -> (Arc<AtomicBool>, Vec<Reader>) {
+    let hold = Arc::new(AtomicBool::new(false));
+    let readers: Vec<Reader> = (0..CLIENT_READERS)
+        .map(|_| {
+            let mut s = connect(e.subscriber_addr());
+            s.write_all(&command(&[b"PSUBSCRIBE", b"*"])).unwrap();
+            Reader::spawn_held(s.try_clone().unwrap(), Arc::clone(&hold))
+        })
+        .collect();
+    wait_until("subscribed", || all_stats(e).len() == CLIENT_READERS);
+    (hold, readers)
+}
+
 fn stats(e: &tickfan::runtime::Engine) -> SubscriberStats {
     e.subscribers()
         .into_iter()
@@ -142,10 +170,7 @@ fn stats(e: &tickfan::runtime::Engine) -> SubscriberStats {
 
 #[test]
 fn a_reader_that_stops_for_200ms_then_reads_at_full_speed_is_let_go_and_gets_every_update() {
-    let e = engine_with(|c| {
-        c.report_interval = Duration::from_millis(20);
-        c.max_symbols = c.max_symbols.max(SYMBOLS);
-    });
+    let e = paced_engine();
     assert_eq!(
         Config::ephemeral().sub_max_lag,
         Duration::from_millis(50),
@@ -247,19 +272,8 @@ fn readers_of_one_client_stopped_in_their_first_bytes_are_let_go_as_soon_as_they
     // session 20): readers paced in their first 20–40 KB while their client
     // was away past the trial stayed paced for the rest of the run, as they
     // had not yet shown they keep up (no re-trial, no spare).
-    let e = engine_with(|c| {
-        c.report_interval = Duration::from_millis(20);
-        c.max_symbols = c.max_symbols.max(SYMBOLS);
-    });
-    let hold = Arc::new(AtomicBool::new(false));
-    let readers: Vec<Reader> = (0..CLIENT_READERS)
-        .map(|_| {
-            let mut s = TcpStream::connect(e.subscriber_addr()).unwrap();
-            s.write_all(&command(&[b"PSUBSCRIBE", b"*"])).unwrap();
-            Reader::spawn_held(s.try_clone().unwrap(), Arc::clone(&hold))
-        })
-        .collect();
-    wait_until("subscribed", || all_stats(&e).len() == CLIENT_READERS);
+    let e = paced_engine();
+    let (hold, readers) = client_readers(&e, |a| TcpStream::connect(a).unwrap());
     let mut feed = Feed::connect(e.feed_addr());
     let names: Vec<String> = (0..SYMBOLS).map(|i| format!("SYM{i:03}")).collect();
 
@@ -370,19 +384,8 @@ fn all_stats(e: &tickfan::runtime::Engine) -> Vec<SubscriberStats> {
 
 #[test]
 fn readers_of_one_client_that_stop_together_are_spared_the_pacing_and_get_every_update_once_back() {
-    let e = engine_with(|c| {
-        c.report_interval = Duration::from_millis(20);
-        c.max_symbols = c.max_symbols.max(SYMBOLS);
-    });
-    let hold = Arc::new(AtomicBool::new(false));
-    let readers: Vec<Reader> = (0..CLIENT_READERS)
-        .map(|_| {
-            let mut s = small_buffer_reader(e.subscriber_addr());
-            s.write_all(&command(&[b"PSUBSCRIBE", b"*"])).unwrap();
-            Reader::spawn_held(s.try_clone().unwrap(), Arc::clone(&hold))
-        })
-        .collect();
-    wait_until("subscribed", || all_stats(&e).len() == CLIENT_READERS);
+    let e = paced_engine();
+    let (hold, readers) = client_readers(&e, small_buffer_reader);
     let mut feed = Feed::connect(e.feed_addr());
     let names: Vec<String> = (0..SYMBOLS).map(|i| format!("SYM{i:03}")).collect();
     let all_hold = |round: u64| readers.iter().all(|r| r.holds_round(round));
