@@ -51,8 +51,10 @@
 //!   it showed since (it freed space) and [`TRIAL_NS`] from then, for at
 //!   most [`TRIAL_AWAY_NS`] in all. Meanwhile its held estimate does not
 //!   decay (a window that stays put is what an away reader shows, so only
-//!   news lets it go), nothing is measured, and after the first
-//!   [`TRIAL_NS`] it is probed every [`AWAY_PROBE_NS`] only. Measured at
+//!   news lets it go), nothing is measured, after the first [`TRIAL_NS`]
+//!   it is probed every [`AWAY_PROBE_NS`] only, and a proof that found it
+//!   away is tried again every 50 ms (the window of its emptied buffer can
+//!   come back below the lowest seen). Measured at
 //!   100 readers on one client thread: paced in their first 20–40 KB,
 //!   their trial ran out with the client still away, and they stayed
 //!   paced for the rest of the run (p99 7 s). Not for a reader paced
