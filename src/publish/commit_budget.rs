@@ -228,6 +228,20 @@ enum Proof {
     Failed(u32),
 }
 
+/// A trial's watch for the reader's first read since its pacing started
+/// (its window rising above the lowest it showed since).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum FirstRead {
+    /// Not watched: it held little when paced, or it read, or the trial is
+    /// over.
+    Off,
+    /// Watched, the lowest window so far.
+    Low(u32),
+    /// Watched, and the trial waits for it (a shared stall covers its
+    /// pacing: [`CommitBudget::crowded`]).
+    Waits(u32),
+}
+
 /// The budget of one subscriber.
 ///
 /// Over 15 fields: the estimator's state (rate, measuring window, held
@@ -267,12 +281,9 @@ pub struct CommitBudget {
     window_held: usize,
     /// The current pacing is on trial until this time (ns).
     trial_until_ns: u64,
-    /// During the trial of a reader that held bytes when paced, until its
-    /// window rises: the lowest window it showed since its pacing started.
-    trial_low: Option<u32>,
-    /// The trial waits for the reader to read again (a shared stall covers
-    /// its pacing: [`Self::crowded`]).
-    trial_waits: bool,
+    /// Whether the trial watches for the reader's first read, and waits
+    /// for it.
+    first_read: FirstRead,
     /// When the last probe was armed; the probe awaiting its
     /// acknowledgement.
     last_probe_ns: u64,
@@ -338,8 +349,7 @@ impl CommitBudget {
             window_drained: 0,
             window_held: 0,
             trial_until_ns: 0,
-            trial_low: None,
-            trial_waits: false,
+            first_read: FirstRead::Off,
             last_probe_ns: 0,
             probe_sent: None,
             proof: Proof::Idle,
@@ -514,12 +524,15 @@ impl CommitBudget {
     /// client is away. Returns whether its trial began to wait.
     pub fn crowded(&mut self) -> bool {
         self.crowded = true;
-        let wait = self.trial_until_ns != 0 && self.trial_low.is_some() && !self.trial_waits;
-        if wait {
-            self.trial_waits = true;
-            self.trial_until_ns = self.trial_until_ns.max(self.started_ns + TRIAL_AWAY_NS);
+        let FirstRead::Low(low) = self.first_read else {
+            return false;
+        };
+        if self.trial_until_ns == 0 {
+            return false;
         }
-        wait
+        self.first_read = FirstRead::Waits(low);
+        self.trial_until_ns = self.trial_until_ns.max(self.started_ns + TRIAL_AWAY_NS);
+        true
     }
 
     /// Spared from `now_ns` (the caller checked it may be).
@@ -653,14 +666,14 @@ impl CommitBudget {
         self.kernel = kernel;
         self.held = self.peer.held();
         self.written_at_sample = written;
-        self.window_ns = now_ns;
         self.drained = took;
-        self.window_drained = self.drained;
-        self.window_held = self.held;
+        self.measure_from(now_ns, took);
         // One that holds bytes unread may be away: if a shared stall covers
         // this start, its trial waits for it (`crowded`).
-        self.trial_low = window.filter(|_| self.held >= WATCH_HELD / 2);
-        self.trial_waits = false;
+        self.first_read = match window {
+            Some(w) if self.held >= WATCH_HELD / 2 => FirstRead::Low(w),
+            _ => FirstRead::Off,
+        };
         self.trial_until_ns = now_ns + TRIAL_NS;
         self.last_probe_ns = now_ns;
         self.probe_sent = None;
@@ -680,8 +693,7 @@ impl CommitBudget {
         self.probe = 0;
         self.probe_sent = None;
         self.trial_until_ns = 0;
-        self.trial_low = None;
-        self.trial_waits = false;
+        self.first_read = FirstRead::Off;
         self.retrial.stop();
         self.cap.off();
     }
@@ -711,14 +723,14 @@ impl CommitBudget {
         // where the proof found it (the receiver's cap drifts down while
         // it is fed small segments), so neither a rise nor that window
         // shows (measured: 76 of 100 waited trials ran out so, session 20).
-        if self.trial_waits
+        if self.waits()
             && matches!(self.proof, Proof::Failed(_))
             && now_ns.saturating_sub(self.proof_ns) >= AWAY_PROOF_NS
         {
             self.proof = Proof::Due;
         }
         let proof = self.proof == Proof::Due;
-        let every = if self.trial_waits && now_ns >= self.started_ns + TRIAL_NS {
+        let every = if self.waits() && now_ns >= self.started_ns + TRIAL_NS {
             AWAY_PROBE_NS
         } else {
             PROBE_NS
@@ -749,20 +761,33 @@ impl CommitBudget {
     /// is measured from now: nothing it took while away is the reader's
     /// rate.
     fn trial_clock(&mut self, now_ns: u64, window: Option<u32>, drained: u64) {
-        let Some(low) = self.trial_low else {
-            return;
+        let (low, waits) = match self.first_read {
+            FirstRead::Off => return,
+            FirstRead::Low(low) => (low, false),
+            FirstRead::Waits(low) => (low, true),
         };
         match window {
-            Some(w) if w <= low => self.trial_low = Some(w),
+            Some(w) if w <= low => {
+                self.first_read = if waits {
+                    FirstRead::Waits(w)
+                } else {
+                    FirstRead::Low(w)
+                };
+            }
             _ => {
-                self.trial_low = None;
-                if self.trial_waits {
-                    self.trial_waits = false;
+                self.first_read = FirstRead::Off;
+                if waits {
                     self.trial_until_ns = self.trial_until_ns.min(now_ns + TRIAL_NS);
                     self.measure_from(now_ns, drained);
                 }
             }
         }
+    }
+
+    /// The trial waits for its reader to read again.
+    #[inline]
+    fn waits(&self) -> bool {
+        matches!(self.first_read, FirstRead::Waits(_))
     }
 
     /// The next measuring window starts at `now_ns` with `drained` taken.
@@ -886,7 +911,7 @@ impl CommitBudget {
         // is what an away reader shows too: the held estimate is kept (no
         // decay) until news comes (its window rises, or a proof rebases
         // it), so only news lets it go.
-        let news_due = kernel > 0 || self.trial_waits;
+        let news_due = kernel > 0 || self.waits();
         self.peer.observe(now_ns, window, news_due);
         self.held = self.peer.held();
         self.written_at_sample = written;
@@ -914,13 +939,12 @@ impl CommitBudget {
             // The trial ran out: one that showed it keeps up gets a
             // re-trial at once (its client is back within the lag as a rule).
             self.trial_until_ns = 0;
-            self.trial_low = None;
             self.probe = 0;
             self.probe_sent = None;
-            if self.trial_waits {
-                self.trial_waits = false;
+            if self.waits() {
                 self.measure_from(now_ns, drained);
             }
+            self.first_read = FirstRead::Off;
             if self.kept_up.proven() {
                 self.retrial
                     .after_trial(now_ns, written + engine as u64, drained);
@@ -962,7 +986,7 @@ impl CommitBudget {
             && seen
             && (!acked_nothing || overdue)
             && !self.retrial.running()
-            && !self.trial_waits
+            && !self.waits()
         {
             let inst = drained.saturating_sub(self.window_drained) as f64 * 1e9 / dt as f64;
             let empty = kernel == 0 && engine == 0 && self.held < HELD_SLACK;

@@ -6,9 +6,7 @@
 //! `publish::commit_budget`; this checks the whole path over loopback with
 //! the default `--sub-max-lag`.) Readers of one client whose thread stops
 //! (all at once) are spared the pacing altogether: a stall they share is
-//! their client away, not each of them slow. Readers of one client that
-//! stop in their first bytes, too early to be spared, are let go as soon as
-//! they read everything again (their trial waits for them).
+//! their client away, not each of them slow.
 
 use std::io::{BufReader, Read, Write};
 use std::net::TcpStream;
@@ -20,8 +18,6 @@ use tickfan::client::resp::{as_message, command, read_frame};
 use tickfan::config::Config;
 use tickfan::metrics::report::SubscriberStats;
 
-use tickfan::publish::commit_budget::TRIAL_NS;
-use tickfan::publish::retrial::KEPT_UP_BYTES;
 use tickfan::publish::shared_stall::CROWD;
 
 use crate::util::{engine_with, payload_seq, send_round, wait_until, Feed, DEADLINE};
@@ -35,8 +31,6 @@ const STALL: Duration = Duration::from_millis(200);
 /// the updates it never saw (a sequence number that jumps: conflated).
 struct Reader {
     hold: Arc<AtomicBool>,
-    /// It is stopped: it does not read its socket.
-    parked: Arc<AtomicBool>,
     held: Arc<Vec<AtomicU64>>,
     messages: Arc<AtomicU64>,
     skipped: Arc<AtomicU64>,
@@ -54,17 +48,11 @@ impl Reader {
         let (messages, skipped) = (Arc::new(AtomicU64::new(0)), Arc::new(AtomicU64::new(0)));
         let (h, v) = (Arc::clone(&hold), Arc::clone(&held));
         let (m, k) = (Arc::clone(&messages), Arc::clone(&skipped));
-        let parked = Arc::new(AtomicBool::new(false));
-        let p = Arc::clone(&parked);
         std::thread::spawn(move || {
             stream
                 .set_read_timeout(Some(Duration::from_millis(1)))
                 .unwrap();
-            let held = Held {
-                stream,
-                hold: h,
-                parked: p,
-            };
+            let held = Held { stream, hold: h };
             let mut r = BufReader::with_capacity(64 * 1024, held);
             loop {
                 let Ok(f) = read_frame(&mut r) else { return };
@@ -81,7 +69,6 @@ impl Reader {
         });
         Reader {
             hold,
-            parked,
             held,
             messages,
             skipped,
@@ -89,14 +76,7 @@ impl Reader {
     }
 
     fn holds_round(&self, round: u64) -> bool {
-        self.holds_first(SYMBOLS, round)
-    }
-
-    /// It holds `round` or newer on the first `n` symbols.
-    fn holds_first(&self, n: usize, round: u64) -> bool {
-        self.held[..n]
-            .iter()
-            .all(|s| s.load(Ordering::Acquire) >= round)
+        self.held.iter().all(|s| s.load(Ordering::Acquire) >= round)
     }
 }
 
@@ -104,23 +84,19 @@ impl Reader {
 /// it does not read the socket (it polls its own flag, as a descheduled
 /// thread would resume), though it may still handle what it already read.
 /// Its reads wait at most 1 ms, so a stop takes effect without a read in
-/// flight (one blocked in the kernel would return with the next bytes);
-/// `parked` says it is stopped.
+/// flight (one blocked in the kernel would return with the next bytes).
 struct Held {
     stream: TcpStream,
     hold: Arc<AtomicBool>,
-    parked: Arc<AtomicBool>,
 }
 
 impl Read for Held {
     fn read(&mut self, buf: &mut [u8]) -> std::io::Result<usize> {
         loop {
             if self.hold.load(Ordering::Acquire) {
-                self.parked.store(true, Ordering::Release);
                 std::thread::sleep(Duration::from_millis(1));
                 continue;
             }
-            self.parked.store(false, Ordering::Release);
             match self.stream.read(buf) {
                 Err(e)
                     if matches!(
@@ -264,95 +240,6 @@ fn a_reader_that_stops_for_200ms_then_reads_at_full_speed_is_let_go_and_gets_eve
     wait_until("the figures of the last round", || stats(&e).frames >= want);
     let after = stats(&e);
     assert!(!after.paced, "paced again: {after:?}");
-}
-
-#[test]
-fn readers_of_one_client_stopped_in_their_first_bytes_are_let_go_as_soon_as_they_read_again() {
-    // Measured at 100 readers on one client thread (perf/RESULTS.md,
-    // session 20): readers paced in their first 20–40 KB while their client
-    // was away past the trial stayed paced for the rest of the run, as they
-    // had not yet shown they keep up (no re-trial, no spare).
-    let e = paced_engine();
-    let (hold, readers) = client_readers(&e, |a| TcpStream::connect(a).unwrap());
-    let mut feed = Feed::connect(e.feed_addr());
-    let names: Vec<String> = (0..SYMBOLS).map(|i| format!("SYM{i:03}")).collect();
-
-    // Their first bytes: one round of a fifth of the symbols, read.
-    let first = SYMBOLS / 5;
-    send_round(&mut feed, &names[..first], 1);
-    wait_until("every reader holds its first round", || {
-        readers.iter().all(|r| r.holds_first(first, 1))
-    });
-    wait_until("their first bytes in the figures", || {
-        all_stats(&e).iter().all(|s| s.bytes_written > 0)
-    });
-    for s in all_stats(&e) {
-        assert!(
-            s.bytes_written < KEPT_UP_BYTES / 2,
-            "{} B before they stop: they must not have shown they keep up",
-            s.bytes_written
-        );
-    }
-
-    // Their client stops while the feed goes on: paced (too early to be
-    // spared), and it stays away past the trial (30 ms) once they are.
-    hold.store(true, Ordering::Release);
-    wait_until("the client stops", || {
-        readers.iter().all(|r| r.parked.load(Ordering::Acquire))
-    });
-    let stopped = Instant::now();
-    let mut round = 1;
-    let mut paced_at = None;
-    loop {
-        round += 1;
-        send_round(&mut feed, &names, round);
-        if paced_at.is_none() && all_stats(&e).iter().all(|s| s.paced) {
-            paced_at = Some(Instant::now());
-        }
-        if paced_at.is_some_and(|t| t.elapsed() >= 2 * Duration::from_nanos(TRIAL_NS)) {
-            break;
-        }
-        assert!(
-            stopped.elapsed() < DEADLINE,
-            "not all paced while they did not read: {:?}",
-            all_stats(&e)
-        );
-    }
-    let st = all_stats(&e);
-    assert!(
-        st.iter()
-            .all(|s| s.bytes_written < KEPT_UP_BYTES * 4 && s.spared == 0),
-        "paced in their first bytes (the watch), not later, and not spared: {st:?}"
-    );
-
-    // They read everything again: let go. (A symbol's sequence number
-    // counts its updates: the ones not in the first round are one behind.)
-    hold.store(false, Ordering::Release);
-    let holds = |round: u64| {
-        readers.iter().all(|r| {
-            r.holds_first(first, round)
-                && r.held[first..]
-                    .iter()
-                    .all(|s| s.load(Ordering::Acquire) + 1 >= round)
-        })
-    };
-    let end = Instant::now() + DEADLINE;
-    while all_stats(&e).iter().any(|s| s.paced) {
-        assert!(
-            Instant::now() < end,
-            "still paced after they read again: {:?}",
-            all_stats(&e)
-        );
-        round += 1;
-        send_round(&mut feed, &names, round);
-        wait_until("the resumed readers hold the round", || holds(round));
-    }
-    assert!(
-        readers
-            .iter()
-            .any(|r| r.skipped.load(Ordering::Acquire) > 0),
-        "conflated while they did not read (else this checks nothing)"
-    );
 }
 
 /// Readers on one client thread: more than a crowd of them.
