@@ -86,7 +86,9 @@
 //!     behind a little at a time shows one step every 100 ms or so, which
 //!     no measuring window sees and the held estimate's decay follows;
 //!   - *a window in which nothing was taken while bytes were in flight*
-//!     (a delayed ACK) stays open;
+//!     (a delayed ACK) stays open; so does one that would give the first
+//!     value with less than a window step ([`SEGMENT`]) seen taken (a
+//!     window that only shrank: the first value has no bound below);
 //!   - *no measurement is waited for beyond [`MAX_WINDOW_NS`]* once the
 //!     reader took something, and until the first comes the cap is the
 //!     floor budget per lag (41 kB/s at 50 ms): a held
@@ -981,9 +983,21 @@ impl CommitBudget {
         let overdue = dt >= MAX_WINDOW_NS && drained > self.window_drained;
         let seen = self.held < HELD_SLACK || self.peer.moved() || overdue;
         let acked_nothing = drained == self.window_drained && kernel > 0;
+        // The first measurement needs the reader seen to take at least a
+        // window step (SEGMENT): a window that only shrank (bytes in flight
+        // acknowledged into a buffer whose reading it hides) shows a
+        // reader that took nothing, and the first value has no bound
+        // below (traced: 440 B/s for a 64 KiB/s reader paced by the
+        // watch, which then took 2 s to climb back at RAISE_MAX per
+        // window: 50-symbol readers' p99 0.78 s in 2 runs of 4, session
+        // 21). Such a window stays open until news, or MAX_WINDOW_NS.
+        let hidden_first = self.rate == 0.0
+            && drained.saturating_sub(self.window_drained) < SEGMENT as u64
+            && !overdue;
         // Nothing is measured while the trial waits for an away reader.
         if dt >= WINDOW_NS
             && seen
+            && !hidden_first
             && (!acked_nothing || overdue)
             && !self.retrial.running()
             && !self.waits()
@@ -1081,6 +1095,38 @@ mod tests {
         // Written since the sample counts as committed in the kernel.
         let lim = b.engine_limit(written, 0);
         assert_eq!(b.engine_limit(written + lim as u64, 0), 0);
+    }
+
+    #[test]
+    fn a_first_window_that_only_shrank_does_not_set_the_rate() {
+        // Traced (session 21): a 64 KiB/s reader paced by the watch at
+        // 31 KB written, holding 11 KiB, 1 KiB in flight. The delayed ACK
+        // came 44 ms later with the window 1 KiB lower (the receiver shows
+        // no reading until much of its buffer is free): measured then, the
+        // first rate was 440 B/s, and the reader starved for 2 s.
+        let mut b = CommitBudget::new(50 * MS, 256 * 1024);
+        assert!(b.arm());
+        b.first_window(0, Some(108 * 1024));
+        let w = 97 * 1024;
+        let written = 31_438u64;
+        b.start(0, written, 1043, Some(w));
+        let mut t = 0;
+        while t < 44 * MS {
+            t += 1500 * 1000;
+            b.sample(t, written, 1043, Some(w), 0, true);
+        }
+        b.sample(t, written, 0, Some(w - 1024), 0, true);
+        assert_eq!(b.rate(), 0.0, "a window that only shrank is no measurement");
+        // It then takes all it is given at once; its window hides it
+        // (stays put). Measured when the window is overdue, from what the
+        // held estimate let go.
+        let mut written = written;
+        while t < 400 * MS {
+            t += 1500 * 1000;
+            written += b.engine_limit(written, 0) as u64;
+            b.sample(t, written, 0, Some(w - 1024), 0, true);
+        }
+        assert!(b.rate() >= 20_000.0, "rate {} B/s at 400 ms", b.rate());
     }
 
     #[test]
