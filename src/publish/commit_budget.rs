@@ -107,7 +107,10 @@
 //!   window that never closed). Frames that wait stay pending marks, which
 //!   conflate.
 //! - **Ends** once its measured rate covers the mark within the lag and
-//!   nothing waits, in its trial, or in a re-trial ([`super::retrial`]):
+//!   nothing waits, once it took all it was offered for [`CAUGHT_UP_NS`]
+//!   (its estimate settles on the offered load, which can stay under the
+//!   mark × lag for good), in its trial, or in a re-trial
+//!   ([`super::retrial`]):
 //!   a paced reader that showed it keeps up before
 //!   ([`super::retrial::KEPT_UP_BYTES`]) and took everything it was given while symbols waited, two windows
 //!   in a row, is offered a burst on top of its budget, and one that
@@ -122,6 +125,14 @@ use super::peer_window::PeerWindow;
 use super::retrial::{KeptUp, Retrial};
 use super::send_cap::SendCap;
 use super::shared_stall::{was_keeping_up, Spare};
+
+/// A paced reader that took all it was offered for this long (nothing
+/// waiting, nothing in the engine, under [`HELD_SLACK`] held, no trial or
+/// re-trial running) is let go: at this load the pacing holds nothing
+/// back, and its estimate settles on the offered load, never past the
+/// mark × lag that would end the pacing otherwise. A slow reader always
+/// has symbols waiting.
+pub const CAUGHT_UP_NS: u64 = 1_000_000_000;
 
 /// Smallest budget, bytes: a few frames, so a paced subscriber always
 /// makes progress. Also its socket's `TCP_NOTSENT_LOWAT` while paced.
@@ -331,6 +342,10 @@ pub struct CommitBudget {
     /// Spared by a stall shared with other subscribers
     /// ([`super::shared_stall`]).
     spare: Spare,
+    /// Paced, since when it has taken all it was offered, if it has
+    /// ([`CAUGHT_UP_NS`]); whether the last pacing ended so.
+    caught_up_ns: Option<u64>,
+    ended_caught_up: bool,
 }
 
 impl CommitBudget {
@@ -372,6 +387,8 @@ impl CommitBudget {
             alone_before: false,
             crowded: false,
             spare: Spare::new(),
+            caught_up_ns: None,
+            ended_caught_up: false,
         }
     }
 
@@ -578,6 +595,12 @@ impl CommitBudget {
         self.trial_until_ns != 0
     }
 
+    /// The last pacing ended because the reader took all it was offered
+    /// for [`CAUGHT_UP_NS`].
+    pub fn ended_caught_up(&self) -> bool {
+        self.ended_caught_up
+    }
+
     /// Smoothed drain rate, bytes/s (0 until measured).
     pub fn rate(&self) -> f64 {
         self.rate
@@ -663,6 +686,8 @@ impl CommitBudget {
         self.alone_before = alone_before;
         self.crowded = false;
         self.blocked_since_ns = None;
+        self.caught_up_ns = None;
+        self.ended_caught_up = false;
         self.rate = 0.0;
         self.budget = FLOOR.min(self.hwm);
         self.kernel = kernel;
@@ -830,6 +855,23 @@ impl CommitBudget {
         let want = self.rate * self.max_lag_ns as f64 / 1e9;
         self.budget = (want as usize).clamp(FLOOR.min(self.hwm), self.hwm);
         want
+    }
+
+    /// Whether the reader has taken all it was offered for
+    /// [`CAUGHT_UP_NS`] by `now_ns` (`engine` bytes in the engine,
+    /// `waiting` = symbols are pending).
+    fn caught_up(&mut self, now_ns: u64, engine: usize, waiting: bool) -> bool {
+        if waiting
+            || engine > 0
+            || self.held >= HELD_SLACK
+            || self.trial_until_ns != 0
+            || self.retrial.running()
+        {
+            self.caught_up_ns = None;
+            return false;
+        }
+        let since = *self.caught_up_ns.get_or_insert(now_ns);
+        now_ns - since >= CAUGHT_UP_NS
     }
 
     /// The slow detector: a window that fell by [`TREND_FALL`] or more
@@ -1024,6 +1066,11 @@ impl CommitBudget {
                 return true;
             }
         }
+        if self.caught_up(now_ns, engine, waiting) {
+            self.end();
+            self.ended_caught_up = true;
+            return true;
+        }
         self.follow_trend(now_ns, window);
         {
             // At least a floor's worth per second: a very slow reader keeps
@@ -1127,6 +1174,52 @@ mod tests {
             b.sample(t, written, 0, Some(w - 1024), 0, true);
         }
         assert!(b.rate() >= 20_000.0, "rate {} B/s at 400 ms", b.rate());
+    }
+
+    /// A reader paced as by [`watched_and_paced`] in its client's stall,
+    /// away past its trial (300 ms), then reading `capacity` B/s of
+    /// 240 kB/s offered (what does not fit waits, conflated: at most
+    /// 120 KB owed); its empty buffer's window shows 5 KiB under the first
+    /// (the window drifts). Sampled every ms, each write acknowledged by
+    /// the next sample. Returns when pacing ended.
+    fn offered_240k(capacity: f64, until_ns: u64) -> Option<u64> {
+        let (mut b, _) = watched_and_paced();
+        b.crowded();
+        let (mut owed, mut queue, mut written, mut t) = (0.0f64, 9.0 * 1024.0, 40_000u64, 0);
+        while t < until_ns {
+            t += MS;
+            owed = (owed + 240.0).min(120_000.0);
+            let n = owed.min(b.engine_limit(written, 0) as f64).floor();
+            owed -= n;
+            written += n as u64;
+            queue += n;
+            if t > 300 * MS {
+                queue = (queue - capacity / 1000.0).max(0.0);
+            }
+            let window = 108 * 1024 - (queue as u32).div_ceil(1024) * 1024;
+            if b.sample(t, written, 0, Some(window), 0, owed >= 120.0) {
+                return Some(t);
+            }
+        }
+        None
+    }
+
+    #[test]
+    fn a_paced_reader_that_takes_all_it_is_offered_for_a_second_is_let_go() {
+        // Seen at 500 readers (session 21): 51 readers paced by the watch
+        // in their client's stall at 40 KB written, their trials ran out
+        // with 5 KiB held by the estimate, and they stayed paced for the
+        // rest of the run (p99 5.2 s): not proven, no re-trial, and an
+        // estimate that settles on the offered load never reaches the
+        // mark × lag. A reader that takes all of it for a second is let go.
+        let t = offered_240k(6e6, 3000 * MS).expect("let go");
+        assert!(
+            (300 * MS + CAUGHT_UP_NS..=300 * MS + CAUGHT_UP_NS + 1000 * MS).contains(&t),
+            "let go at {} ms",
+            t / MS
+        );
+        // A reader slower than the offered load always has symbols waiting.
+        assert_eq!(offered_240k(65_536.0, 3000 * MS), None);
     }
 
     #[test]

@@ -32,7 +32,7 @@
 use crate::metrics::counters::{bump, Counters};
 use crate::metrics::{Stage, StageRecorder};
 use crate::net::{Conn, Conns, KeyList};
-use crate::publish::commit_budget::{FLOOR, UNPACED_LOWAT};
+use crate::publish::commit_budget::{CAUGHT_UP_NS, FLOOR, UNPACED_LOWAT};
 use crate::publish::fanout::{Outlet, Outlets};
 use crate::publish::outbuf::SubscriberBuffer;
 use crate::publish::routes::SubKey;
@@ -281,8 +281,16 @@ pub(super) fn sample_pacing(conn: &mut Conn<Session>, now_ns: u64, stall: &Share
     }
     if ended {
         log::debug!(
-            "subscriber {}: unpaced (rate {:.0} B/s)",
+            "subscriber {}: unpaced ({}rate {:.0} B/s)",
             conn.peer,
+            if b.budget.ended_caught_up() {
+                format!(
+                    "it took all it was offered for {} ms; ",
+                    CAUGHT_UP_NS / 1_000_000
+                )
+            } else {
+                String::new()
+            },
             b.budget.rate()
         );
         let _ = tcp_signals::set_notsent_lowat(&conn.stream, UNPACED_LOWAT as u32);
