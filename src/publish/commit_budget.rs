@@ -781,13 +781,13 @@ impl CommitBudget {
         false
     }
 
-    /// The trial's clock at `now_ns`, the reader's window `window`, `drained`
-    /// bytes taken: a window above the lowest seen since the pacing started
+    /// The trial's clock at `now_ns`, the reader's window `window`: a
+    /// window above the lowest seen since the pacing started
     /// shows the reader read (it freed space). A trial that waited for that
     /// ([`Self::crowded`]) runs [`TRIAL_NS`] from now, and the drain rate
     /// is measured from now: nothing it took while away is the reader's
     /// rate.
-    fn trial_clock(&mut self, now_ns: u64, window: Option<u32>, drained: u64) {
+    fn trial_clock(&mut self, now_ns: u64, window: Option<u32>) {
         let (low, waits) = match self.first_read {
             FirstRead::Off => return,
             FirstRead::Low(low) => (low, false),
@@ -805,7 +805,7 @@ impl CommitBudget {
                 self.first_read = FirstRead::Off;
                 if waits {
                     self.trial_until_ns = self.trial_until_ns.min(now_ns + TRIAL_NS);
-                    self.measure_from(now_ns, drained);
+                    self.measure_from(now_ns, self.drained);
                 }
             }
         }
@@ -871,7 +871,7 @@ impl CommitBudget {
             return false;
         }
         let since = *self.caught_up_ns.get_or_insert(now_ns);
-        now_ns - since >= CAUGHT_UP_NS
+        now_ns.saturating_sub(since) >= CAUGHT_UP_NS
     }
 
     /// The slow detector: a window that fell by [`TREND_FALL`] or more
@@ -949,7 +949,7 @@ impl CommitBudget {
         }
         self.kernel = kernel;
         if now_ns < self.trial_until_ns {
-            self.trial_clock(now_ns, window, self.drained);
+            self.trial_clock(now_ns, window);
         }
         // While the trial waits for its reader, a window that stays put
         // is what an away reader shows too: the held estimate is kept (no
