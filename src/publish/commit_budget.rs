@@ -347,6 +347,8 @@ pub struct CommitBudget {
     /// ([`CAUGHT_UP_NS`]); whether the last pacing ended so.
     caught_up_ns: Option<u64>,
     ended_caught_up: bool,
+    /// The last pacing was ended by its trial.
+    ended_in_trial: bool,
 }
 
 impl CommitBudget {
@@ -390,6 +392,7 @@ impl CommitBudget {
             spare: Spare::new(),
             caught_up_ns: None,
             ended_caught_up: false,
+            ended_in_trial: false,
         }
     }
 
@@ -534,8 +537,9 @@ impl CommitBudget {
     /// Its current pacing turned out to be part of a stall shared with
     /// other subscribers that could not spare it (too early in its stream
     /// to show it keeps up, [`was_keeping_up`]). If its trial then lets it
-    /// go, that pacing was its client's and does not count against a
-    /// later spare (one paced on its own before still does); one its trial
+    /// go with the rest of its client, that pacing was its client's and
+    /// does not count against a later spare (one paced on its own before
+    /// still does; [`Self::back_with_client`]); one its trial
     /// does not let go is as slow as it looks. Why, with the measured case:
     /// [`super::shared_stall`]'s module docs.
     ///
@@ -553,6 +557,26 @@ impl CommitBudget {
         self.first_read = FirstRead::Waits(low);
         self.trial_until_ns = self.trial_until_ns.max(self.started_ns + TRIAL_AWAY_NS);
         true
+    }
+
+    /// Its last pacing, which a stall shared with other subscribers
+    /// covered ([`Self::crowded`]), was ended by its trial: the caller
+    /// asks the stall whether it came back with its client
+    /// ([`super::shared_stall::SharedStall::let_go`]) and if so tells
+    /// [`Self::back_with_client`].
+    pub fn let_go_from_crowd(&self) -> bool {
+        !self.paced && self.crowded && self.ended_in_trial
+    }
+
+    /// Its trial let it go as its client came back from a stall that
+    /// covered its pacing: that pacing was its client's, not its own — it
+    /// does not count against a later spare (one paced on its own before
+    /// still does), and it is off the watch and gets the grace of the lag
+    /// ([`KeptUp::client_paused`]). One let go long after the rest of its
+    /// stall is left as a reader paced on its own.
+    pub fn back_with_client(&mut self) {
+        self.paced_alone = self.alone_before;
+        self.kept_up.client_paused();
     }
 
     /// Spared from `now_ns` (the caller checked it may be).
@@ -689,6 +713,7 @@ impl CommitBudget {
         self.blocked_since_ns = None;
         self.caught_up_ns = None;
         self.ended_caught_up = false;
+        self.ended_in_trial = false;
         self.rate = 0.0;
         self.budget = FLOOR.min(self.hwm);
         self.kernel = kernel;
@@ -976,11 +1001,8 @@ impl CommitBudget {
         }
         if now_ns < self.trial_until_ns && self.try_release(now_ns, written, kernel, window, engine)
         {
-            if self.crowded {
-                self.paced_alone = self.alone_before;
-                self.kept_up.client_paused();
-            }
             self.end();
+            self.ended_in_trial = true;
             return true;
         }
         let took = written.saturating_sub((kernel + self.held) as u64);
@@ -1588,6 +1610,8 @@ mod tests {
         assert!(!b.spare_paced(19 * MS), "still too early");
         b.crowded();
         assert!(b.sample(20 * MS, 23_634, 0, holds(0), 0, true), "its trial");
+        assert!(b.let_go_from_crowd());
+        b.back_with_client();
         // At its client's next hiccup it holds 13 KiB of 71.7 KB: it took
         // 0.81, and is spared, not paced (paced then, its trial ran out
         // with the client away and it stayed paced: p99 8.8 s).
@@ -1836,12 +1860,22 @@ mod tests {
         b.crowded();
         let mut t = 0;
         let mut written = 40_000u64;
-        while b.paced() {
+        loop {
             t += MS / 2;
             assert!(t < 100 * MS, "not let go");
-            b.sample(t, written, 0, Some(window(written - 40_000, t)), 0, true);
+            if b.sample(t, written, 0, Some(window(written - 40_000, t)), 0, true) {
+                break;
+            }
             written += b.engine_limit(written, 0) as u64 / 128 * 128;
         }
+        assert!(b.let_go_from_crowd());
+        // Let go long after the rest of its stall (the stall tells): a
+        // reader paced on its own, watched again and paced at its first
+        // block.
+        let mut apart = b.clone();
+        assert!(apart.watching(written), "watched again");
+        assert!(apart.blocked(t + MS, true, 150_000));
+        b.back_with_client();
         assert!(!b.watching(written), "past the watch");
         assert!(!b.blocked(t + MS, true, 150_000), "blocked once: its grace");
         assert!(

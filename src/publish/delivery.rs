@@ -234,7 +234,7 @@ impl Publisher {
             // A subscriber past its mark whose socket stays blocked may
             // be due for pacing (its grace of the lag over).
             if !maybe_start_pacing(conn, now, &mut self.shared_stall) {
-                sample_pacing(conn, now, &self.shared_stall);
+                sample_pacing(conn, now, &mut self.shared_stall);
             }
             let sess = &mut conn.state;
             if !sess.buf.budget.paced() && sess.buf.buffered() > low_water {

@@ -214,7 +214,7 @@ fn start_pacing(conn: &mut Conn<Session>, now_ns: u64, kernel: usize, window: Op
 /// update its drain rate and budget; when pacing ends, the socket's
 /// low-water mark goes back to the unpaced one. Nothing for an unpaced
 /// session.
-pub(super) fn sample_pacing(conn: &mut Conn<Session>, now_ns: u64, stall: &SharedStall) {
+pub(super) fn sample_pacing(conn: &mut Conn<Session>, now_ns: u64, stall: &mut SharedStall) {
     if !conn.state.buf.budget.paced() {
         return;
     }
@@ -280,17 +280,24 @@ pub(super) fn sample_pacing(conn: &mut Conn<Session>, now_ns: u64, stall: &Share
         );
     }
     if ended {
+        // Let go from a pacing its client's stall covered: that pacing was
+        // its client's only if it came back with the rest of them.
+        let how = if b.budget.ended_caught_up() {
+            format!(
+                "it took all it was offered for {} ms; ",
+                CAUGHT_UP_NS / 1_000_000
+            )
+        } else if !b.budget.let_go_from_crowd() {
+            String::new()
+        } else if stall.let_go(now_ns) {
+            b.budget.back_with_client();
+            "back with its client; ".to_string()
+        } else {
+            "let go apart from the readers paced with it: paced on its own; ".to_string()
+        };
         log::debug!(
-            "subscriber {}: unpaced ({}rate {:.0} B/s)",
+            "subscriber {}: unpaced ({how}rate {:.0} B/s)",
             conn.peer,
-            if b.budget.ended_caught_up() {
-                format!(
-                    "it took all it was offered for {} ms; ",
-                    CAUGHT_UP_NS / 1_000_000
-                )
-            } else {
-                String::new()
-            },
             b.budget.rate()
         );
         let _ = tcp_signals::set_notsent_lowat(&conn.stream, UNPACED_LOWAT as u32);
