@@ -280,26 +280,30 @@ pub(super) fn sample_pacing(conn: &mut Conn<Session>, now_ns: u64, stall: &mut S
         );
     }
     if ended {
-        // Let go from a pacing its client's stall covered: that pacing was
-        // its client's only if it came back with the rest of them.
-        let how = if b.budget.ended_caught_up() {
-            format!(
-                "it took all it was offered for {} ms; ",
-                CAUGHT_UP_NS / 1_000_000
-            )
-        } else if !b.budget.let_go_from_crowd() {
-            String::new()
-        } else if stall.let_go(now_ns) {
-            b.budget.back_with_client();
-            "back with its client; ".to_string()
+        if b.budget.ended_caught_up() {
+            log::debug!(
+                "subscriber {}: unpaced (it took all it was offered for {} ms; rate {:.0} B/s)",
+                conn.peer,
+                CAUGHT_UP_NS / 1_000_000,
+                b.budget.rate()
+            );
         } else {
-            "let go apart from the readers paced with it: paced on its own; ".to_string()
-        };
-        log::debug!(
-            "subscriber {}: unpaced ({how}rate {:.0} B/s)",
-            conn.peer,
-            b.budget.rate()
-        );
+            // Let go from a pacing its client's stall covered: that pacing
+            // was its client's only if it came back with the rest of them.
+            let how = if !b.budget.let_go_from_crowd() {
+                ""
+            } else if stall.let_go(now_ns) {
+                b.budget.back_with_client();
+                "back with its client; "
+            } else {
+                "let go apart from the readers paced with it: paced on its own; "
+            };
+            log::debug!(
+                "subscriber {}: unpaced ({how}rate {:.0} B/s)",
+                conn.peer,
+                b.budget.rate()
+            );
+        }
         let _ = tcp_signals::set_notsent_lowat(&conn.stream, UNPACED_LOWAT as u32);
     }
 }
