@@ -241,13 +241,13 @@ for (load, server), v in groups.items():
 PY
 {
   echo
-  echo "Pacing events in tickfan's debug log (paced / by the backlog check / re-trials failed / unpaced / of them caught up for 1 s / of them let go apart from their stall's crowd / spared in a shared stall), per run:"
+  echo "Pacing events in tickfan's debug log (paced / by the backlog check / re-trials failed / unpaced / of them caught up for 1 s / trials ended apart from their stall's crowd / spared in a shared stall), per run:"
   for d in "$OUT"/L*-tickfan*-*; do
     [ -f "$d/server.err" ] || continue
     printf '  %s: %s / %s / %s / %s / %s / %s / %s\n' "$(basename "$d")" "$(grep -c ': paced (' "$d/server.err" || true)" \
       "$(grep -c 'paced (backlog' "$d/server.err" || true)" "$(grep -c 're-trial failed' "$d/server.err" || true)" \
       "$(grep -c ': unpaced' "$d/server.err" || true)" "$(grep -c 'it took all it was offered' "$d/server.err" || true)" \
-      "$(grep -c 'let go apart from the readers paced with it' "$d/server.err" || true)" \
+      "$(grep -c 'apart from the readers paced with it' "$d/server.err" || true)" \
       "$(grep -c ': spared (' "$d/server.err" || true)"
   done
   echo

@@ -125,7 +125,7 @@ use super::backlog::BacklogCheck;
 use super::peer_window::PeerWindow;
 use super::retrial::{KeptUp, Retrial};
 use super::send_cap::SendCap;
-use super::shared_stall::{was_keeping_up, Spare};
+use super::shared_stall::{apart, was_keeping_up, Spare};
 
 /// A paced reader that took all it was offered for this long (nothing
 /// waiting, nothing in the engine, under [`HELD_SLACK`] held, no trial or
@@ -349,6 +349,11 @@ pub struct CommitBudget {
     ended_caught_up: bool,
     /// The last pacing was ended by its trial.
     ended_in_trial: bool,
+    /// When the client of the stall that covers the current pacing was
+    /// seen back ([`Self::crowded`]); whether its trial would have let it
+    /// go apart from that ([`apart`]: it stays paced).
+    crowd_back_ns: Option<u64>,
+    trial_apart: bool,
 }
 
 impl CommitBudget {
@@ -393,6 +398,8 @@ impl CommitBudget {
             caught_up_ns: None,
             ended_caught_up: false,
             ended_in_trial: false,
+            crowd_back_ns: None,
+            trial_apart: false,
         }
     }
 
@@ -539,15 +546,19 @@ impl CommitBudget {
     /// to show it keeps up, [`was_keeping_up`]). If its trial then lets it
     /// go with the rest of its client, that pacing was its client's and
     /// does not count against a later spare (one paced on its own before
-    /// still does; [`Self::back_with_client`]); one its trial
+    /// still does); one its trial
     /// does not let go is as slow as it looks. Why, with the measured case:
     /// [`super::shared_stall`]'s module docs.
     ///
     /// While its trial runs and it has not read since it was paced, the
     /// trial also waits for it to read again ([`Self::trial_clock`]): its
-    /// client is away. Returns whether its trial began to wait.
-    pub fn crowded(&mut self) -> bool {
+    /// client is away. `back_ns`: when the stall's client was seen back
+    /// ([`super::shared_stall::SharedStall::back_ns`]); a trial that would
+    /// let it go [`apart`] from that ends instead, and it stays paced.
+    /// Returns whether its trial began to wait.
+    pub fn crowded(&mut self, back_ns: Option<u64>) -> bool {
         self.crowded = true;
+        self.crowd_back_ns = back_ns;
         let FirstRead::Low(low) = self.first_read else {
             return false;
         };
@@ -560,23 +571,24 @@ impl CommitBudget {
     }
 
     /// Its last pacing, which a stall shared with other subscribers
-    /// covered ([`Self::crowded`]), was ended by its trial: the caller
-    /// asks the stall whether it came back with its client
-    /// ([`super::shared_stall::SharedStall::let_go`]) and if so tells
-    /// [`Self::back_with_client`].
+    /// covered ([`Self::crowded`]), was ended by its trial, with its
+    /// client: the caller tells the stall
+    /// ([`super::shared_stall::SharedStall::let_go`]).
     pub fn let_go_from_crowd(&self) -> bool {
         !self.paced && self.crowded && self.ended_in_trial
     }
 
-    /// Its trial let it go as its client came back from a stall that
-    /// covered its pacing: that pacing was its client's, not its own — it
-    /// does not count against a later spare (one paced on its own before
-    /// still does), and it is off the watch and gets the grace of the lag
-    /// ([`KeptUp::client_paused`]). One let go long after the rest of its
-    /// stall is left as a reader paced on its own.
-    pub fn back_with_client(&mut self) {
-        self.paced_alone = self.alone_before;
-        self.kept_up.client_paused();
+    /// Its trial would have let it go from a pacing a shared stall covered,
+    /// but long after the rest of that stall came back ([`apart`]): it
+    /// stays paced, its trial over.
+    pub fn trial_apart(&self) -> bool {
+        self.trial_apart
+    }
+
+    /// When it was spared in a shared stall, if it has not caught up
+    /// since (its reader took what was outstanding: [`Self::backlog`]).
+    pub fn spared_at(&self) -> Option<u64> {
+        self.spare.spared_at()
     }
 
     /// Spared from `now_ns` (the caller checked it may be).
@@ -714,6 +726,8 @@ impl CommitBudget {
         self.caught_up_ns = None;
         self.ended_caught_up = false;
         self.ended_in_trial = false;
+        self.crowd_back_ns = None;
+        self.trial_apart = false;
         self.rate = 0.0;
         self.budget = FLOOR.min(self.hwm);
         self.kernel = kernel;
@@ -999,8 +1013,17 @@ impl CommitBudget {
         if self.probe_sent.is_none_or(|p| written > p.at) {
             self.probe = 0;
         }
-        if now_ns < self.trial_until_ns && self.try_release(now_ns, written, kernel, window, engine)
-        {
+        let released = now_ns < self.trial_until_ns
+            && self.try_release(now_ns, written, kernel, window, engine);
+        if released && !(self.crowded && apart(self.crowd_back_ns, self.started_ns, now_ns)) {
+            if self.crowded {
+                // Back with its client: that pacing was its client's, not
+                // its own — it does not count against a later spare (one
+                // paced on its own before still does), and it is off the
+                // watch and gets the grace of the lag.
+                self.paced_alone = self.alone_before;
+                self.kept_up.client_paused();
+            }
             self.end();
             self.ended_in_trial = true;
             return true;
@@ -1008,6 +1031,15 @@ impl CommitBudget {
         let took = written.saturating_sub((kernel + self.held) as u64);
         self.drained = self.drained.max(took);
         let drained = self.drained;
+        if released {
+            // Long after the rest of its stall came back: a slow reader of
+            // another client, paced by the watch in the same 50 ms, whose
+            // window rose only once its buffer was nearly empty. Its trial
+            // ends here, and it is measured from now (super::shared_stall).
+            self.trial_apart = true;
+            self.trial_until_ns = now_ns;
+            self.measure_from(now_ns, drained);
+        }
         if self.trial_until_ns != 0 && now_ns >= self.trial_until_ns {
             // The trial ran out: one that showed it keeps up gets a
             // re-trial at once (its client is back within the lag as a rule).
@@ -1213,7 +1245,7 @@ mod tests {
     /// the next sample. Returns when pacing ended.
     fn offered_240k(capacity: f64, until_ns: u64) -> Option<u64> {
         let (mut b, _) = watched_and_paced();
-        b.crowded();
+        b.crowded(None);
         let (mut owed, mut queue, mut written, mut t) = (0.0f64, 9.0 * 1024.0, 40_000u64, 0);
         while t < until_ns {
             t += MS;
@@ -1573,7 +1605,7 @@ mod tests {
         );
         assert!(again.paced() && again.spared() == 0);
         // The crowd does not wipe out that it was paced alone before.
-        again.crowded();
+        again.crowded(None);
         again.end();
         assert!(!again.spare(12 * MS, 50_000, 0, Some(100 * 1024 - 9 * 1024)));
         // Until it shows it keeps up: half of a stretch of 64 KiB or more.
@@ -1608,10 +1640,9 @@ mod tests {
         assert!(!b.spare(18 * MS, 23_634, 0, holds(8)), "took 15 KB");
         b.start(18 * MS, 23_634, 0, holds(8));
         assert!(!b.spare_paced(19 * MS), "still too early");
-        b.crowded();
+        b.crowded(None);
         assert!(b.sample(20 * MS, 23_634, 0, holds(0), 0, true), "its trial");
         assert!(b.let_go_from_crowd());
-        b.back_with_client();
         // At its client's next hiccup it holds 13 KiB of 71.7 KB: it took
         // 0.81, and is spared, not paced (paced then, its trial ran out
         // with the client away and it stayed paced: p99 8.8 s).
@@ -1626,7 +1657,7 @@ mod tests {
         assert!(slow.arm());
         slow.first_window(0, Some(100 * 1024));
         slow.start(18 * MS, 23_634, 0, holds(8));
-        slow.crowded();
+        slow.crowded(None);
         assert!(slow.on_trial());
         let mut t = 18 * MS;
         while t < 18 * MS + TRIAL_NS + MS {
@@ -1667,7 +1698,7 @@ mod tests {
     /// ([`CommitBudget::crowded`]).
     fn crowded_trial(until_ns: u64, window: impl Fn(u64, u64) -> u32) -> (Option<u64>, u64) {
         let (mut b, _) = watched_and_paced();
-        b.crowded();
+        b.crowded(None);
         trial_of(b, until_ns, window)
     }
 
@@ -1813,28 +1844,29 @@ mod tests {
             b.start(MS, 58_503, 19_812, Some(91 * 1024));
             assert_eq!(b.held(), 0, "nothing shown held yet");
         };
-        let away = 50 * MS;
-        let run = |mut b: CommitBudget| {
+        let run = |mut b: CommitBudget, away: u64, seen: &dyn Fn(u64) -> (usize, u32)| {
             let mut t = MS;
             while t < away + 20 * MS {
                 t += MS / 2;
-                let (kernel, window) = if t < 5 * MS {
-                    (24_270, 91 * 1024)
-                } else if t < away {
-                    (4_458, 72 * 1024)
-                } else {
-                    (0, 113 * 1024)
-                };
+                let (kernel, window) = if t < away { seen(t) } else { (0, 113 * 1024) };
                 if b.sample(t, 62_961, kernel, Some(window), 0, true) {
                     return Some(t);
                 }
             }
             None
         };
+        let shrunk = |t: u64| {
+            if t < 5 * MS {
+                (24_270, 91 * 1024)
+            } else {
+                (4_458, 72 * 1024)
+            }
+        };
+        let away = 50 * MS;
         let mut crowded = b.clone();
         start(&mut crowded);
-        assert!(crowded.crowded(), "its trial waits for it");
-        let t = run(crowded).expect("let go as it reads again");
+        assert!(crowded.crowded(None), "its trial waits for it");
+        let t = run(crowded, away, &shrunk).expect("let go as it reads again");
         assert!(
             t <= away + MS,
             "let go {} µs after it read",
@@ -1842,7 +1874,7 @@ mod tests {
         );
         // Paced alone, its trial runs out with the reader away.
         start(&mut b);
-        assert_eq!(run(b), None);
+        assert_eq!(run(b, away, &shrunk), None);
     }
 
     #[test]
@@ -1857,7 +1889,7 @@ mod tests {
             }
         };
         let (mut b, _) = watched_and_paced();
-        b.crowded();
+        b.crowded(None);
         let mut t = 0;
         let mut written = 40_000u64;
         loop {
@@ -1869,13 +1901,6 @@ mod tests {
             written += b.engine_limit(written, 0) as u64 / 128 * 128;
         }
         assert!(b.let_go_from_crowd());
-        // Let go long after the rest of its stall (the stall tells): a
-        // reader paced on its own, watched again and paced at its first
-        // block.
-        let mut apart = b.clone();
-        assert!(apart.watching(written), "watched again");
-        assert!(apart.blocked(t + MS, true, 150_000));
-        b.back_with_client();
         assert!(!b.watching(written), "past the watch");
         assert!(!b.blocked(t + MS, true, 150_000), "blocked once: its grace");
         assert!(
@@ -1886,6 +1911,45 @@ mod tests {
         let (mut alone, w) = watched_and_paced();
         assert!(alone.sample(MS, 40_000, 0, Some(w + 10 * 1024), 0, true));
         assert!(alone.blocked(2 * MS, true, 150_000));
+    }
+
+    #[test]
+    fn a_reader_that_would_be_let_go_long_after_the_rest_of_its_stall_stays_paced() {
+        // Measured (sessions 21–22): two 64 KiB/s readers paced by the
+        // watch within the same 50 ms as a stopped client's readers; those
+        // came back at 79–81 ms, the slow reader's window rose only once its
+        // buffer was nearly empty, 220 ms after its pacing. Let go then, it
+        // was written 104 KB at once (p99 2.35–3.9 s).
+        let window = |p: u64, t: u64| {
+            if t < 220 * MS {
+                104 * 1024 - (p as u32 / 1024) * 1024
+            } else {
+                114 * 1024
+            }
+        };
+        let run = |back_ns: Option<u64>| {
+            let (mut b, _) = watched_and_paced();
+            let mut t = 0;
+            let mut written = 40_000u64;
+            while t < 240 * MS {
+                t += MS / 2;
+                b.crowded(back_ns);
+                if b.sample(t, written, 0, Some(window(written - 40_000, t)), 0, true) {
+                    return (b, Some(t));
+                }
+                written += b.engine_limit(written, 0) as u64 / 128 * 128;
+            }
+            (b, None)
+        };
+        let (b, ended) = run(Some(81 * MS));
+        assert_eq!(ended, None, "still paced");
+        assert!(b.trial_apart() && !b.on_trial(), "its trial is over");
+        assert!(b.paced() && !b.let_go_from_crowd());
+        // Its client's readers seen back just before it: let go with them.
+        let (b, ended) = run(Some(200 * MS));
+        assert!(ended.is_some_and(|t| t >= 220 * MS) && b.let_go_from_crowd());
+        // None seen back yet: it may be the first.
+        assert!(run(None).1.is_some());
     }
 
     #[test]
@@ -1928,7 +1992,7 @@ mod tests {
         let run = |crowded: bool| {
             let (mut b, w) = watched_and_paced();
             if crowded {
-                b.crowded();
+                b.crowded(None);
             }
             let mut written = 40_000u64;
             for k in 1..=100u64 {

@@ -96,10 +96,16 @@ fn check_backlog(conn: &mut Conn<Session>, now_ns: u64, stall: &mut SharedStall)
     let kernel = queued(conn);
     let window = tcp_signals::peer_window(&conn.stream).ok().flatten();
     let b = &mut conn.state.buf;
-    if !b
+    let spared_at = b.budget.spared_at();
+    let behind = b
         .budget
-        .backlog(now_ns, window, kernel, b.stats.bytes_written)
-    {
+        .backlog(now_ns, window, kernel, b.stats.bytes_written);
+    if let (Some(at), None) = (spared_at, b.budget.spared_at()) {
+        // Spared in a shared stall and caught up: its client is back.
+        stall.caught_up(at, now_ns);
+        log::debug!("subscriber {}: caught up after its spare", conn.peer);
+    }
+    if !behind {
         return false;
     }
     if spare_if_shared(conn, now_ns, stall, "backlog") {
@@ -230,7 +236,7 @@ pub(super) fn sample_pacing(conn: &mut Conn<Session>, now_ns: u64, stall: &mut S
             let _ = tcp_signals::set_notsent_lowat(&conn.stream, UNPACED_LOWAT as u32);
             return;
         }
-        if conn.state.buf.budget.crowded() {
+        if conn.state.buf.budget.crowded(stall.back_ns()) {
             log::debug!(
                 "subscriber {}: its trial waits for it to read again (paced with its client)",
                 conn.peer
@@ -258,10 +264,16 @@ pub(super) fn sample_pacing(conn: &mut Conn<Session>, now_ns: u64, stall: &mut S
     );
     if on_trial && !b.budget.on_trial() && !ended {
         // Why a paced reader was not let go by its trial: what it still
-        // held, what was in flight and waiting when the trial ran out.
+        // held, what was in flight and waiting when the trial ran out; or
+        // that it came back long after the rest of its stall.
         log::debug!(
-            "subscriber {}: trial ran out (held {} B, {kernel} B in flight, {engine} B in the engine, rate {:.0} B/s)",
+            "subscriber {}: {} (held {} B, {kernel} B in flight, {engine} B in the engine, rate {:.0} B/s)",
             conn.peer,
+            if b.budget.trial_apart() {
+                "its trial ends apart from the readers paced with it: paced on its own"
+            } else {
+                "trial ran out"
+            },
             b.budget.held(),
             b.budget.rate()
         );
@@ -288,15 +300,13 @@ pub(super) fn sample_pacing(conn: &mut Conn<Session>, now_ns: u64, stall: &mut S
                 b.budget.rate()
             );
         } else {
-            // Let go from a pacing its client's stall covered: that pacing
-            // was its client's only if it came back with the rest of them.
-            let how = if !b.budget.let_go_from_crowd() {
-                ""
-            } else if stall.let_go(now_ns) {
-                b.budget.back_with_client();
+            // Let go from a pacing its client's stall covered, with the
+            // rest of them: the next are judged by it.
+            let how = if b.budget.let_go_from_crowd() {
+                stall.let_go(now_ns);
                 "back with its client; "
             } else {
-                "let go apart from the readers paced with it: paced on its own; "
+                ""
             };
             log::debug!(
                 "subscriber {}: unpaced ({how}rate {:.0} B/s)",

@@ -45,15 +45,23 @@
 //! took what was outstanding once its client was back, and is let off the
 //! watch and given the grace of the lag
 //! ([`super::retrial::KeptUp::client_paused`]) — if it came back *with*
-//! its client ([`SharedStall::let_go`]): the readers of a stopped client
-//! come back together, one let go within [`BACK_NS`] of the last. A slow
+//! its client (not [`apart`]): the readers of a stopped client come back
+//! together, one let go within [`BACK_NS`] of the last (or of the last of
+//! the stall's spared readers seen to catch up:
+//! [`SharedStall::caught_up`]). A slow
 //! reader of another client, paced by the watch within [`CROWD_NS`] of
 //! them, is let go by its waited trial only once its buffer is nearly
 //! empty (its window rises only then), ~150 ms after them; taken for one
 //! that only paused, it was not watched again and was paced only when a
 //! write blocked with 93 KiB held and 105 KB in the engine: 50-symbol
-//! readers' freshness p99 3.7–3.9 s in 2 of 3 runs (session 21). Let go
-//! apart from its crowd, it is let go as a reader paced on its own.
+//! readers' freshness p99 3.7–3.9 s in 2 of 3 runs (session 21). Apart
+//! from its crowd, its trial ends and it stays paced, as one paced on its
+//! own whose trial ran out: let go unpaced instead, the engine wrote it
+//! 104 KB at once before its first blocked write paced it again (1,000
+//! symbols: p99 2.35 s, session 22). When every other reader of the stall
+//! was spared, none is let go by a trial; their catching up shows when
+//! their client was back (a slow reader taken so for the first to come
+//! back: 3.4–3.8 s, session 22).
 //!
 //! The compromise (the issue lets the reader that keeps up win): a slow
 //! reader that took its first [`SPARE_TOOK`] at full speed and then stalls
@@ -79,12 +87,31 @@ pub const CROWD_NS: u64 = 50_000_000;
 /// the client's pause and its catch-up on every socket of its thread.
 pub const SPARE_NS: u64 = 1_000_000_000;
 
-/// The most time between two trials that let go readers the last shared
-/// stall covered for the later one to have come back with its client.
-pub const BACK_NS: u64 = 50_000_000;
+/// The most time between two signs that a shared stall's client is back
+/// (a reader it covered let go by its trial, a reader it spared caught up)
+/// for the later one to be its client's too. The readers of a stopped
+/// client came back within 2–6 ms of each other (spared ones seen to catch
+/// up within the backlog check's lag); slow readers of another client paced
+/// in the same stall 49 ms and 140–150 ms after the last of them.
+pub const BACK_NS: u64 = 20_000_000;
 
 /// Bytes a subscriber must have taken before its stall to be spared.
 pub const SPARE_TOOK: u64 = 32 * 1024;
+
+/// Whether a reader paced at `started_ns` in a shared stall, whose trial
+/// would let it go at `now_ns`, comes back apart from its client: more
+/// than [`BACK_NS`] after the last sign, since its pacing started, that
+/// the stall's client is back (`back_ns`, [`SharedStall::back_ns`]; none
+/// yet: it may be the first). The readers of a stopped client come back
+/// one after another, within a few milliseconds of each other as a rule,
+/// while their client catches up on every socket. A sign from before its
+/// pacing is of an earlier hiccup (a client starved of CPU stalls again
+/// and again, and the stall goes on while its would-be starts keep
+/// coming: readers paced 46 ms after the last sign and let go 3 ms later
+/// were taken for apart, session 22).
+pub fn apart(back_ns: Option<u64>, started_ns: u64, now_ns: u64) -> bool {
+    back_ns.is_some_and(|back| back >= started_ns && now_ns.saturating_sub(back) > BACK_NS)
+}
 
 /// Whether a subscriber that was sent `written` bytes and took `took` of
 /// them (written less its kernel's unacknowledged bytes and what its
@@ -107,7 +134,7 @@ pub struct SharedStall {
     /// The last shared stall: its first and its latest would-be start.
     stall: Option<(u64, u64)>,
     /// When the last reader it covered came back with its client
-    /// ([`Self::let_go`]).
+    /// ([`Self::let_go`], [`Self::caught_up`]).
     back_ns: Option<u64>,
 }
 
@@ -146,19 +173,25 @@ impl SharedStall {
             .is_some_and(|(first, last)| (first..=last).contains(&started_ns))
     }
 
+    /// When the last reader the last shared stall covered came back with
+    /// its client, if one did ([`apart`] judges the next by it).
+    pub fn back_ns(&self) -> Option<u64> {
+        self.back_ns
+    }
+
     /// A reader whose pacing the last shared stall covered was let go by
-    /// its trial at `now_ns`. Returns whether it came back with its client:
-    /// it is the first to be let go, or within [`BACK_NS`] of the last that
-    /// came back (a client catching up on hundreds of sockets lets them go
-    /// one after another).
-    pub fn let_go(&mut self, now_ns: u64) -> bool {
-        let with = self
-            .back_ns
-            .is_none_or(|back| now_ns.saturating_sub(back) <= BACK_NS);
-        if with {
-            self.back_ns = Some(now_ns);
+    /// its trial at `now_ns`, with its client (not [`apart`]).
+    pub fn let_go(&mut self, now_ns: u64) {
+        self.back_ns = Some(self.back_ns.map_or(now_ns, |back| back.max(now_ns)));
+    }
+
+    /// A reader spared at `spared_ns` caught up at `now_ns` (it took what
+    /// was outstanding): if the last shared stall covers that spare, its
+    /// client is back.
+    pub fn caught_up(&mut self, spared_ns: u64, now_ns: u64) {
+        if self.covers(spared_ns) {
+            self.back_ns = Some(self.back_ns.map_or(now_ns, |back| back.max(now_ns)));
         }
-        with
     }
 }
 
@@ -168,6 +201,8 @@ impl SharedStall {
 pub struct Spare {
     /// Not paced until this time (ns; 0: not spared).
     until_ns: u64,
+    /// When it was last spared (ns).
+    taken_ns: u64,
     /// Spared since it last caught up.
     used: bool,
     /// Times spared.
@@ -179,6 +214,7 @@ impl Spare {
     pub const fn new() -> Self {
         Spare {
             until_ns: 0,
+            taken_ns: 0,
             used: false,
             times: 0,
         }
@@ -198,6 +234,7 @@ impl Spare {
     /// Spares it from `now_ns`.
     pub fn take(&mut self, now_ns: u64) {
         self.until_ns = now_ns + SPARE_NS;
+        self.taken_ns = now_ns;
         self.used = true;
         self.times += 1;
     }
@@ -211,6 +248,11 @@ impl Spare {
     /// Times it was spared.
     pub fn times(&self) -> u64 {
         self.times
+    }
+
+    /// When it was spared, if it has not caught up since.
+    pub fn spared_at(&self) -> Option<u64> {
+        self.used.then_some(self.taken_ns)
     }
 }
 
@@ -283,24 +325,67 @@ mod tests {
             s.would_start(t);
         }
         assert!(s.covers(8 * MS));
+        assert!(!apart(s.back_ns(), 0, 79 * MS), "the first");
         for t in [79 * MS, 80 * MS, 81 * MS] {
-            assert!(s.let_go(t), "back with its client at {t}");
+            assert!(!apart(s.back_ns(), 0, t), "back with its client at {t}");
+            s.let_go(t);
         }
-        assert!(!s.let_go(228 * MS) && !s.let_go(229 * MS));
+        assert!(apart(s.back_ns(), 0, 228 * MS));
         // A client catching up on its sockets one after another: a chain.
         let mut chain = SharedStall::new();
         for t in [0, MS, 2 * MS, 3 * MS] {
             chain.would_start(t);
         }
         for i in 0..10 {
-            assert!(chain.let_go(80 * MS + i * 40 * MS), "{i}");
+            let t = 80 * MS + i * 15 * MS;
+            assert!(!apart(chain.back_ns(), 0, t), "{i}");
+            chain.let_go(t);
         }
-        assert!(!chain.let_go(440 * MS + BACK_NS + 1), "past the chain");
+        assert!(
+            apart(chain.back_ns(), 0, 215 * MS + BACK_NS + 1),
+            "past the chain"
+        );
         // A new stall starts afresh.
         for t in [2_000 * MS, 2_001 * MS, 2_002 * MS, 2_003 * MS] {
             s.would_start(t);
         }
-        assert!(s.let_go(2_300 * MS), "the first of the new stall");
+        assert!(
+            !apart(s.back_ns(), 0, 2_300 * MS),
+            "the first of the new stall"
+        );
+        // Paced after the last sign: that sign was of an earlier hiccup.
+        s.let_go(2_300 * MS);
+        assert!(!apart(s.back_ns(), 2_346 * MS, 2_349 * MS));
+        assert!(apart(s.back_ns(), 2_299 * MS, 2_349 * MS));
+    }
+
+    #[test]
+    fn a_stalls_spared_readers_catching_up_show_when_their_client_was_back() {
+        // Measured (session 22): ten readers of one client spared in its
+        // hiccup, two 64 KiB/s readers of another paced by the watch 3 ms
+        // before them; the slow reader's waited trial let it go 214 ms
+        // later, the first and only one let go.
+        let mut s = SharedStall::new();
+        for t in [0, 0, 3 * MS, 3 * MS, 3 * MS, 3 * MS] {
+            s.would_start(t);
+        }
+        s.caught_up(3 * MS, 40 * MS);
+        s.caught_up(3 * MS, 55 * MS);
+        assert!(
+            apart(s.back_ns(), 0, 214 * MS),
+            "long after its client was back"
+        );
+        assert!(
+            !apart(s.back_ns(), 0, 60 * MS),
+            "soon after them: with them"
+        );
+        // A spare the last stall does not cover says nothing of it.
+        let mut s3 = SharedStall::new();
+        for t in [100 * MS, 100 * MS, 101 * MS, 101 * MS] {
+            s3.would_start(t);
+        }
+        s3.caught_up(5 * MS, 110 * MS);
+        assert!(!apart(s3.back_ns(), 0, 300 * MS), "the first to be let go");
     }
 
     #[test]
