@@ -48,9 +48,12 @@
 //!   covers ([`CommitBudget::crowded`]: its client is away) of a reader
 //!   that held [`WATCH_HELD`]` / 2` or more, or had that much
 //!   unacknowledged, and has not read since waits for it: its trial runs
-//!   until its window first rises above the lowest it showed since (it
-//!   freed space) and [`TRIAL_NS`] from then, for at
-//!   most [`TRIAL_AWAY_NS`] in all. Meanwhile its held estimate does not
+//!   until its window first rises above the lowest it showed since with
+//!   under [`WATCH_HELD`]` / 2` unacknowledged (it freed space) and
+//!   [`TRIAL_NS`] from then, for at most [`TRIAL_AWAY_NS`] in all; one
+//!   that would let it go more than 20 ms after the last sign that the
+//!   stall's client is back ends instead, the reader still paced
+//!   ([`super::shared_stall::apart`]). Meanwhile its held estimate does not
 //!   decay (a window that stays put is what an away reader shows, so only
 //!   news lets it go), nothing is measured, after the first [`TRIAL_NS`]
 //!   it is probed every [`AWAY_PROBE_NS`] only, and a proof that found it
