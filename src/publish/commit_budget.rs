@@ -1691,6 +1691,43 @@ mod tests {
         (b, w)
     }
 
+    /// The window of a reader from [`watched_and_paced`] away until
+    /// `away_ns`, given the bytes probed and the time: it shrinks by what
+    /// it is sent (in 1 KiB steps); then the reader reads everything, and
+    /// its window is back above its peak.
+    fn away_until(away_ns: u64) -> impl Fn(u64, u64) -> u32 {
+        move |p, t| {
+            if t < away_ns {
+                104 * 1024 - (p as u32 / 1024) * 1024
+            } else {
+                114 * 1024
+            }
+        }
+    }
+
+    /// Samples `b`, from [`watched_and_paced`], every 0.5 ms up to
+    /// `until_ns` with the window `window(bytes probed, time)`, calling
+    /// `each` before each sample; the engine writes what it may, nothing
+    /// stays in flight. Returns the time pacing ended and the bytes
+    /// written by then.
+    fn sample_trial(
+        b: &mut CommitBudget,
+        until_ns: u64,
+        window: impl Fn(u64, u64) -> u32,
+        mut each: impl FnMut(&mut CommitBudget),
+    ) -> (Option<u64>, u64) {
+        let (mut t, mut written) = (0, 40_000u64);
+        while t < until_ns {
+            t += MS / 2;
+            each(b);
+            if b.sample(t, written, 0, Some(window(written - 40_000, t)), 0, true) {
+                return (Some(t), written);
+            }
+            written += b.engine_limit(written, 0) as u64 / 128 * 128;
+        }
+        (None, written)
+    }
+
     /// A trial from [`watched_and_paced`] for up to `until_ns`, sampled
     /// every 0.5 ms: the engine writes what it may (probes), each is
     /// acknowledged at the next sample, and the window is `window(bytes
@@ -1816,14 +1853,8 @@ mod tests {
         // run. Here it reads nothing for 80 ms (its window shrinks by the
         // probes) and then everything: its window is back above its peak.
         let away = 80 * MS;
-        let window = |p: u64, t: u64| {
-            if t < away {
-                104 * 1024 - (p as u32 / 1024) * 1024
-            } else {
-                114 * 1024
-            }
-        };
-        let (ended, probed) = crowded_trial(away + 10 * MS, window);
+        let window = away_until(away);
+        let (ended, probed) = crowded_trial(away + 10 * MS, &window);
         let t = ended.expect("let go as it reads again");
         assert!(
             t <= away + MS,
@@ -1901,25 +1932,10 @@ mod tests {
     fn a_reader_let_go_from_its_clients_pause_gets_the_grace_of_the_lag() {
         // Let go as its client came back; the client then catches up on
         // every socket at once and its write blocks: not paced at once.
-        let window = |p: u64, t: u64| {
-            if t < 80 * MS {
-                104 * 1024 - (p as u32 / 1024) * 1024
-            } else {
-                114 * 1024
-            }
-        };
         let (mut b, _) = watched_and_paced();
         b.crowded(None);
-        let mut t = 0;
-        let mut written = 40_000u64;
-        loop {
-            t += MS / 2;
-            assert!(t < 100 * MS, "not let go");
-            if b.sample(t, written, 0, Some(window(written - 40_000, t)), 0, true) {
-                break;
-            }
-            written += b.engine_limit(written, 0) as u64 / 128 * 128;
-        }
+        let (ended, written) = sample_trial(&mut b, 100 * MS, away_until(80 * MS), |_| {});
+        let t = ended.expect("let go");
         assert!(b.let_go_from_crowd());
         assert!(!b.watching(written), "past the watch");
         assert!(!b.blocked(t + MS, true, 150_000), "blocked once: its grace");
@@ -1940,26 +1956,12 @@ mod tests {
         // came back at 79–81 ms, the slow reader's window rose only once its
         // buffer was nearly empty, 220 ms after its pacing. Let go then, it
         // was written 104 KB at once (p99 2.35–3.9 s).
-        let window = |p: u64, t: u64| {
-            if t < 220 * MS {
-                104 * 1024 - (p as u32 / 1024) * 1024
-            } else {
-                114 * 1024
-            }
-        };
         let run = |back_ns: Option<u64>| {
             let (mut b, _) = watched_and_paced();
-            let mut t = 0;
-            let mut written = 40_000u64;
-            while t < 240 * MS {
-                t += MS / 2;
+            let (ended, _) = sample_trial(&mut b, 240 * MS, away_until(220 * MS), |b| {
                 b.crowded(back_ns);
-                if b.sample(t, written, 0, Some(window(written - 40_000, t)), 0, true) {
-                    return (b, Some(t));
-                }
-                written += b.engine_limit(written, 0) as u64 / 128 * 128;
-            }
-            (b, None)
+            });
+            (b, ended)
         };
         let (b, ended) = run(Some(81 * MS));
         assert_eq!(ended, None, "still paced");
