@@ -1045,7 +1045,8 @@ impl CommitBudget {
             // Long after the rest of its stall came back: a slow reader of
             // another client, paced by the watch in the same 50 ms, whose
             // window rose only once its buffer was nearly empty. Its trial
-            // ends here, and it is measured from now (super::shared_stall).
+            // ends now, below, as one that ran out, and it is measured from
+            // now (super::shared_stall).
             self.trial_apart = true;
             self.trial_until_ns = now_ns;
             self.measure_from(now_ns, drained);

@@ -180,7 +180,8 @@ impl SharedStall {
     }
 
     /// A reader whose pacing the last shared stall covered was let go by
-    /// its trial at `now_ns`, with its client (not [`apart`]).
+    /// its trial at `now_ns`, with its client (not [`apart`]): its client
+    /// is back.
     pub fn let_go(&mut self, now_ns: u64) {
         self.back_ns = Some(self.back_ns.map_or(now_ns, |back| back.max(now_ns)));
     }
@@ -190,7 +191,7 @@ impl SharedStall {
     /// client is back.
     pub fn caught_up(&mut self, spared_ns: u64, now_ns: u64) {
         if self.covers(spared_ns) {
-            self.back_ns = Some(self.back_ns.map_or(now_ns, |back| back.max(now_ns)));
+            self.let_go(now_ns);
         }
     }
 }
