@@ -245,6 +245,17 @@ enum Proof {
     Failed(u32),
 }
 
+/// What ended the last pacing, where the caller acts on it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum EndedBy {
+    /// Not ended, or ended another way.
+    Other,
+    /// Its trial let it go.
+    Trial,
+    /// It took all it was offered for [`CAUGHT_UP_NS`].
+    CaughtUp,
+}
+
 /// A trial's watch for the reader's first read since its pacing started
 /// (its window rising above the lowest it showed since).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -347,11 +358,10 @@ pub struct CommitBudget {
     /// ([`super::shared_stall`]).
     spare: Spare,
     /// Paced, since when it has taken all it was offered, if it has
-    /// ([`CAUGHT_UP_NS`]); whether the last pacing ended so.
+    /// ([`CAUGHT_UP_NS`]).
     caught_up_ns: Option<u64>,
-    ended_caught_up: bool,
-    /// The last pacing was ended by its trial.
-    ended_in_trial: bool,
+    /// What ended the last pacing.
+    ended_by: EndedBy,
     /// When the client of the stall that covers the current pacing was
     /// seen back ([`Self::crowded`]); whether its trial would have let it
     /// go apart from that ([`apart`]: it stays paced).
@@ -399,8 +409,7 @@ impl CommitBudget {
             crowded: false,
             spare: Spare::new(),
             caught_up_ns: None,
-            ended_caught_up: false,
-            ended_in_trial: false,
+            ended_by: EndedBy::Other,
             crowd_back_ns: None,
             trial_apart: false,
         }
@@ -578,7 +587,7 @@ impl CommitBudget {
     /// client: the caller tells the stall
     /// ([`super::shared_stall::SharedStall::let_go`]).
     pub fn let_go_from_crowd(&self) -> bool {
-        !self.paced && self.crowded && self.ended_in_trial
+        !self.paced && self.crowded && self.ended_by == EndedBy::Trial
     }
 
     /// Its trial would have let it go from a pacing a shared stall covered,
@@ -638,7 +647,7 @@ impl CommitBudget {
     /// The last pacing ended because the reader took all it was offered
     /// for [`CAUGHT_UP_NS`].
     pub fn ended_caught_up(&self) -> bool {
-        self.ended_caught_up
+        self.ended_by == EndedBy::CaughtUp
     }
 
     /// Smoothed drain rate, bytes/s (0 until measured).
@@ -727,8 +736,7 @@ impl CommitBudget {
         self.crowded = false;
         self.blocked_since_ns = None;
         self.caught_up_ns = None;
-        self.ended_caught_up = false;
-        self.ended_in_trial = false;
+        self.ended_by = EndedBy::Other;
         self.crowd_back_ns = None;
         self.trial_apart = false;
         self.rate = 0.0;
@@ -1035,7 +1043,7 @@ impl CommitBudget {
                 self.kept_up.client_paused();
             }
             self.end();
-            self.ended_in_trial = true;
+            self.ended_by = EndedBy::Trial;
             return true;
         }
         let took = written.saturating_sub((kernel + self.held) as u64);
@@ -1140,7 +1148,7 @@ impl CommitBudget {
         }
         if self.caught_up(now_ns, engine, waiting) {
             self.end();
-            self.ended_caught_up = true;
+            self.ended_by = EndedBy::CaughtUp;
             return true;
         }
         self.follow_trend(now_ns, window);
