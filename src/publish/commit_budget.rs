@@ -33,23 +33,23 @@
 //! - **Trial.** Every pacing start is on trial for [`TRIAL_NS`]: a reader
 //!   that takes what was outstanding within it only paused (a client
 //!   thread not scheduled) and is unpaced at once: nothing in flight,
-//!   nothing waiting in the engine and under half [`WATCH_HELD`] held. The
+//!   nothing waiting in the engine and under [`AWAY_HELD`] held. The
 //!   receiver sends no window update of its own unless its window doubles,
 //!   so while nothing is in flight the trial sends one probe frame every
 //!   [`PROBE_NS`]; its acknowledgement carries the reader's window. A
 //!   window that stays put is at the receiver's cap (`rcv_ssthresh`),
 //!   which an empty buffer shows too — or hides a probe smaller than its
-//!   step (1 KiB on loopback): a reader still holding half
-//!   [`WATCH_HELD`] is then sent a *proof* of [`PROOF_BYTES`] at once,
+//!   step (1 KiB on loopback): a reader still holding [`AWAY_HELD`]
+//!   is then sent a *proof* of [`PROOF_BYTES`] at once,
 //!   and only a window that stays put across the proof is rebased there
 //!   ([`super::peer_window::PeerWindow::rebase`]); after a proof that
 //!   shrank the window the next waits until the window is back (the
 //!   reader took it). A pacing that a stall shared with other subscribers
 //!   covers ([`CommitBudget::crowded`]: its client is away) of a reader
-//!   that held [`WATCH_HELD`]` / 2` or more, or had that much
+//!   that held [`AWAY_HELD`] or more, or had that much
 //!   unacknowledged, and has not read since waits for it: its trial runs
 //!   until its window first rises above the lowest it showed since with
-//!   under [`WATCH_HELD`]` / 2` unacknowledged (it freed space) and
+//!   under [`AWAY_HELD`] unacknowledged (it freed space) and
 //!   [`TRIAL_NS`] from then, for at most [`TRIAL_AWAY_NS`] in all; one
 //!   that would let it go more than 20 ms after the last sign that the
 //!   stall's client is back ends instead, the reader still paced
@@ -149,10 +149,23 @@ pub const UNPACED_LOWAT: usize = 4 * 1024;
 /// A new subscriber's first bytes are watched: until this many have been
 /// written to it, its reader's window is read after each write.
 pub const WATCH_BYTES: u64 = 256 * 1024;
-/// Held bytes that start pacing a watched subscriber (about 0.1 s at the
-/// 64 KiB/s of a slow reader; a reader that only paused is let go by the
-/// trial).
-pub const WATCH_HELD: usize = 8 * 1024;
+/// Held bytes, as its window shows them, that start pacing a watched
+/// subscriber. Its reader then holds 10–13 KiB more than the window shows
+/// (the blind zone of a default receive buffer), all read before anything
+/// newer: at the 64 KiB/s of a slow reader, its first second's freshness
+/// is about what it held then. 8 KiB showed (20–22 KiB held, first
+/// second's p99 0.32–0.43 s) until session 23; 4 KiB also caught ten
+/// readers of one client thread in their start-up stall at 50k ticks/s,
+/// whose shared stall then held the slow readers' trials for 220 ms. A
+/// reader that only paused is let go by the trial.
+pub const WATCH_HELD: usize = 6 * 1024;
+/// Held bytes (or unacknowledged ones) from which a paced reader may be
+/// away: a trial lets go only one under it, and a crowded trial waits for
+/// one at or over it.
+pub const AWAY_HELD: usize = 4 * 1024;
+/// Committed bytes under which an unpaced reader has caught up (its spare
+/// ends, [`super::shared_stall`]).
+const CAUGHT_UP_COMMITTED: usize = 8 * 1024;
 /// Bytes a watched reader must have taken to be past the watch: twice the
 /// most a default receive window hides (its blind zone, up to ~64 KiB),
 /// so such a reader read at least half of what was written to it.
@@ -473,7 +486,7 @@ impl CommitBudget {
     /// `window`, `kernel` bytes unacknowledged, `written` written so far.
     /// Returns `true` when it holds more than a few lags of its stream
     /// unread: the caller starts pacing. A reader with under
-    /// [`WATCH_HELD`] committed has caught up: a spare ends, and it may be
+    /// [`CAUGHT_UP_COMMITTED`] committed has caught up: a spare ends, and it may be
     /// spared again ([`super::shared_stall`]).
     pub fn backlog(
         &mut self,
@@ -484,7 +497,7 @@ impl CommitBudget {
     ) -> bool {
         self.peer.observe(now_ns, window, kernel > 0);
         let committed = (kernel + self.peer.held()) as u64;
-        if committed < WATCH_HELD as u64 {
+        if committed < CAUGHT_UP_COMMITTED as u64 {
             self.spare.caught_up();
         }
         self.backlog
@@ -755,7 +768,7 @@ impl CommitBudget {
         // out with the client away and those readers stayed paced below
         // their stream (freshness p99 0.4 s, session 22).
         self.first_read = match window {
-            Some(w) if self.held + kernel >= WATCH_HELD / 2 => FirstRead::Low(w),
+            Some(w) if self.held + kernel >= AWAY_HELD => FirstRead::Low(w),
             _ => FirstRead::Off,
         };
         self.trial_until_ns = now_ns + TRIAL_NS;
@@ -798,7 +811,7 @@ impl CommitBudget {
                 self.acknowledged(sent, written, w);
             }
         }
-        if kernel == 0 && engine == 0 && self.held < WATCH_HELD / 2 {
+        if kernel == 0 && engine == 0 && self.held < AWAY_HELD {
             return true;
         }
         // While the trial waits, a proof that found the reader away (it
@@ -864,7 +877,7 @@ impl CommitBudget {
             // that moves a step up and down (18 of 100 waited trials ended
             // so with 16.7 KB unacknowledged, the client away, and those
             // readers stayed paced: p99 310 ms, session 22).
-            Some(_) if self.kernel >= WATCH_HELD / 2 => {}
+            Some(_) if self.kernel >= AWAY_HELD => {}
             _ => {
                 self.first_read = FirstRead::Off;
                 if waits {
@@ -902,7 +915,7 @@ impl CommitBudget {
             }
             return;
         }
-        if self.held < WATCH_HELD / 2 {
+        if self.held < AWAY_HELD {
             return;
         }
         if sent.proof && written - sent.at >= PROOF_MIN {
@@ -1461,6 +1474,27 @@ mod tests {
         assert!(b.paced() && !b.watching(40_000));
         assert_eq!(b.held(), WATCH_HELD);
         assert!(!CommitBudget::new(0, 1024).watching(0), "no lag: never");
+    }
+
+    #[test]
+    fn a_slow_reader_is_paced_at_7_kib_shown_and_a_start_up_stall_at_4_kib_is_not() {
+        // Session 23's logs, 50k ticks/s. A 50-symbol reader at 64 KiB/s
+        // showed 5 KiB, then 7 KiB at 24,805 B written (its kernel held
+        // ~17 KiB): paced there, not at 9 KiB and ~29 KB, 20–22 KiB held.
+        // Ten readers of one client thread, in their start-up stall,
+        // showed 4 KiB at 40,577 B written: the trial would have let them
+        // go, but their shared stall held the slow readers' trials.
+        let w0 = 100 * 1024u32;
+        let mut slow = CommitBudget::new(50 * MS, 256 * 1024);
+        assert!(slow.arm());
+        slow.first_window(0, Some(w0));
+        assert!(!slow.watch(60 * MS, Some(w0 - 5 * 1024), 0, 20_000));
+        assert!(slow.watch(80 * MS, Some(w0 - 7_056), 0, 24_805));
+        let mut stalled = CommitBudget::new(50 * MS, 256 * 1024);
+        assert!(stalled.arm());
+        stalled.first_window(0, Some(w0));
+        assert!(!stalled.watch(40 * MS, Some(w0 - 4_096), 0, 40_577));
+        assert!(!stalled.paced());
     }
 
     #[test]
