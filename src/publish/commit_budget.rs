@@ -153,11 +153,12 @@ pub const WATCH_BYTES: u64 = 256 * 1024;
 /// subscriber. Its reader then holds 10–13 KiB more than the window shows
 /// (the blind zone of a default receive buffer), all read before anything
 /// newer: at the 64 KiB/s of a slow reader, its first second's freshness
-/// is about what it held then. 8 KiB showed (20–22 KiB held, first
-/// second's p99 0.32–0.43 s) until session 23; 4 KiB also caught ten
-/// readers of one client thread in their start-up stall at 50k ticks/s,
-/// whose shared stall then held the slow readers' trials for 220 ms. A
-/// reader that only paused is let go by the trial.
+/// is about what it held then: a first second's p99 of 0.27–0.37 s
+/// (median of 6 runs 0.32 s) against 0.32–0.53 s (0.36 s) at 8 KiB
+/// shown, 20–22 KiB held (session 23). 4 KiB also caught ten readers of
+/// one client thread in their start-up stall at 50k ticks/s, whose
+/// shared stall then held the slow readers' trials for 220 ms. A reader
+/// that only paused is let go by the trial.
 pub const WATCH_HELD: usize = 6 * 1024;
 /// Held bytes (or unacknowledged ones) from which a paced reader may be
 /// away: a trial lets go only one under it, and a crowded trial waits for
@@ -486,8 +487,8 @@ impl CommitBudget {
     /// `window`, `kernel` bytes unacknowledged, `written` written so far.
     /// Returns `true` when it holds more than a few lags of its stream
     /// unread: the caller starts pacing. A reader with under
-    /// [`CAUGHT_UP_COMMITTED`] committed has caught up: a spare ends, and it may be
-    /// spared again ([`super::shared_stall`]).
+    /// [`CAUGHT_UP_COMMITTED`] committed has caught up: a spare ends, and
+    /// it may be spared again ([`super::shared_stall`]).
     pub fn backlog(
         &mut self,
         now_ns: u64,
