@@ -128,7 +128,7 @@ use super::backlog::BacklogCheck;
 use super::peer_window::PeerWindow;
 use super::retrial::{KeptUp, Retrial};
 use super::send_cap::SendCap;
-use super::shared_stall::{apart, was_keeping_up, Spare};
+use super::shared_stall::{apart, was_keeping_up, Spare, BACK_NS};
 
 /// A paced reader that took all it was offered for this long (nothing
 /// waiting, nothing in the engine, under [`HELD_SLACK`] held, no trial or
@@ -377,10 +377,11 @@ pub struct CommitBudget {
     /// What ended the last pacing.
     ended_by: EndedBy,
     /// When the client of the stall that covers the current pacing was
-    /// seen back ([`Self::crowded`]); whether its trial would have let it
-    /// go apart from that ([`apart`]: it stays paced).
+    /// seen back ([`Self::crowded`]); when its trial would have let it go
+    /// apart from that ([`apart`]: it stays paced, unless its client is
+    /// seen back within [`BACK_NS`] of then).
     crowd_back_ns: Option<u64>,
-    trial_apart: bool,
+    trial_apart_ns: Option<u64>,
 }
 
 impl CommitBudget {
@@ -425,7 +426,7 @@ impl CommitBudget {
             caught_up_ns: None,
             ended_by: EndedBy::Other,
             crowd_back_ns: None,
-            trial_apart: false,
+            trial_apart_ns: None,
         }
     }
 
@@ -606,9 +607,10 @@ impl CommitBudget {
 
     /// Its trial would have let it go from a pacing a shared stall covered,
     /// but long after the rest of that stall came back ([`apart`]): it
-    /// stays paced, its trial over.
+    /// stays paced, its trial over (the caller tells the stall:
+    /// [`super::shared_stall::SharedStall::came_back_apart`]).
     pub fn trial_apart(&self) -> bool {
-        self.trial_apart
+        self.trial_apart_ns.is_some()
     }
 
     /// When it was spared in a shared stall, if it has not caught up
@@ -752,7 +754,7 @@ impl CommitBudget {
         self.caught_up_ns = None;
         self.ended_by = EndedBy::Other;
         self.crowd_back_ns = None;
-        self.trial_apart = false;
+        self.trial_apart_ns = None;
         self.rate = 0.0;
         self.budget = FLOOR.min(self.hwm);
         self.kernel = kernel;
@@ -1047,7 +1049,16 @@ impl CommitBudget {
         }
         let released = now_ns < self.trial_until_ns
             && self.try_release(now_ns, written, kernel, window, engine);
-        if released && !(self.crowded && apart(self.crowd_back_ns, self.started_ns, now_ns)) {
+        // Judged apart, and then its client seen back within BACK_NS of
+        // that (readers of its stall judged apart together: their client,
+        // super::shared_stall): it came back with its client after all.
+        let rejoined = self.trial_apart_ns.is_some_and(|at| {
+            self.crowd_back_ns
+                .is_some_and(|back| back >= at && back - at <= BACK_NS)
+        });
+        if rejoined
+            || released && !(self.crowded && apart(self.crowd_back_ns, self.started_ns, now_ns))
+        {
             if self.crowded {
                 // Back with its client: that pacing was its client's, not
                 // its own — it does not count against a later spare (one
@@ -1069,7 +1080,7 @@ impl CommitBudget {
             // window rose only once its buffer was nearly empty. Its trial
             // ends now, below, as one that ran out, and it is measured from
             // now (super::shared_stall).
-            self.trial_apart = true;
+            self.trial_apart_ns = Some(now_ns);
             self.trial_until_ns = now_ns;
             self.measure_from(now_ns, drained);
         }
@@ -2016,6 +2027,43 @@ mod tests {
         assert!(ended.is_some_and(|t| t >= 220 * MS) && b.let_go_from_crowd());
         // None seen back yet: it may be the first.
         assert!(run(None).1.is_some());
+    }
+
+    #[test]
+    fn a_reader_judged_apart_rejoins_its_client_seen_back_just_after() {
+        // Measured (session 23): a client stopped 20 ms, then 100 ms; 37
+        // of its readers judged apart in one millisecond, 57 ms after the
+        // last of the 25 let go at its first return. Then the stall's
+        // client is seen back (a crowd of them judged apart together,
+        // super::shared_stall): it is let go at its next sample, with it.
+        // Returns it and when it was judged apart.
+        let judged = || {
+            let (mut b, _) = watched_and_paced();
+            let window = away_until(220 * MS);
+            let (mut t, mut written) = (0, 40_000u64);
+            while !b.trial_apart() {
+                t += MS / 2;
+                b.crowded(Some(81 * MS));
+                assert!(!b.sample(t, written, 0, Some(window(written - 40_000, t)), 0, true));
+                written += b.engine_limit(written, 0) as u64 / 128 * 128;
+                assert!(t < 300 * MS, "judged apart as its window rises");
+            }
+            assert!(b.paced() && !b.on_trial());
+            (b, t)
+        };
+        let w = Some(110 * 1024);
+        let (mut b, at) = judged();
+        b.crowded(Some(at + BACK_NS));
+        assert!(b.sample(at + BACK_NS + MS, 200_000, 0, w, 0, true));
+        assert!(!b.paced() && b.let_go_from_crowd(), "with its client");
+        // A later sign past BACK_NS of it, or one before it: still paced.
+        let (mut late, at) = judged();
+        late.crowded(Some(at + BACK_NS + 1));
+        assert!(!late.sample(at + BACK_NS + MS, 200_000, 0, w, 0, true));
+        let (mut early, at) = judged();
+        early.crowded(Some(at - 1));
+        assert!(!early.sample(at + MS, 200_000, 0, w, 0, true));
+        assert!(early.paced() && early.trial_apart());
     }
 
     #[test]

@@ -265,15 +265,19 @@ pub(super) fn sample_pacing(conn: &mut Conn<Session>, now_ns: u64, stall: &mut S
     if on_trial && !b.budget.on_trial() && !ended {
         // Why a paced reader was not let go by its trial: what it still
         // held, what was in flight and waiting when the trial ran out; or
-        // that it came back long after the rest of its stall.
+        // that it came back long after the rest of its stall — unless a
+        // crowd of them does so together (their client: let go at their
+        // next samples).
+        let why = if !b.budget.trial_apart() {
+            "trial ran out"
+        } else if stall.covers(b.budget.started_ns()) && stall.came_back_apart(now_ns) {
+            "its trial ends apart from the readers paced with it, together with a crowd of them: their client is back"
+        } else {
+            "its trial ends apart from the readers paced with it: paced on its own"
+        };
         log::debug!(
-            "subscriber {}: {} (held {} B, {kernel} B in flight, {engine} B in the engine, rate {:.0} B/s)",
+            "subscriber {}: {why} (held {} B, {kernel} B in flight, {engine} B in the engine, rate {:.0} B/s)",
             conn.peer,
-            if b.budget.trial_apart() {
-                "its trial ends apart from the readers paced with it: paced on its own"
-            } else {
-                "trial ran out"
-            },
             b.budget.held(),
             b.budget.rate()
         );
