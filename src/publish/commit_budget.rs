@@ -378,10 +378,11 @@ pub struct CommitBudget {
     ended_by: EndedBy,
     /// When the client of the stall that covers the current pacing was
     /// seen back ([`Self::crowded`]); when its trial would have let it go
-    /// apart from that ([`apart`]: it stays paced, unless its client is
-    /// seen back within [`BACK_NS`] of then).
+    /// apart from that ([`apart`]: it stays paced, unless a client is
+    /// seen back within [`BACK_NS`] of then: [`Self::apart_crowd`]).
     crowd_back_ns: Option<u64>,
     trial_apart_ns: Option<u64>,
+    apart_crowd_ns: Option<u64>,
 }
 
 impl CommitBudget {
@@ -427,6 +428,7 @@ impl CommitBudget {
             ended_by: EndedBy::Other,
             crowd_back_ns: None,
             trial_apart_ns: None,
+            apart_crowd_ns: None,
         }
     }
 
@@ -613,6 +615,14 @@ impl CommitBudget {
         self.trial_apart_ns.is_some()
     }
 
+    /// When readers judged [`apart`] together were last seen: a client
+    /// coming back ([`super::shared_stall::SharedStall::apart_crowd_ns`]).
+    /// One judged apart within [`BACK_NS`] before that came back with
+    /// them, and is let go at its next sample.
+    pub fn apart_crowd(&mut self, at_ns: Option<u64>) {
+        self.apart_crowd_ns = at_ns;
+    }
+
     /// When it was spared in a shared stall, if it has not caught up
     /// since (its reader took what was outstanding: [`Self::backlog`]).
     pub fn spared_at(&self) -> Option<u64> {
@@ -755,6 +765,7 @@ impl CommitBudget {
         self.ended_by = EndedBy::Other;
         self.crowd_back_ns = None;
         self.trial_apart_ns = None;
+        self.apart_crowd_ns = None;
         self.rate = 0.0;
         self.budget = FLOOR.min(self.hwm);
         self.kernel = kernel;
@@ -1050,11 +1061,13 @@ impl CommitBudget {
         let released = now_ns < self.trial_until_ns
             && self.try_release(now_ns, written, kernel, window, engine);
         // Judged apart, and then its client seen back within BACK_NS of
-        // that (readers of its stall judged apart together: their client,
+        // that (a crowd of readers judged apart together: a client,
         // super::shared_stall): it came back with its client after all.
         let rejoined = self.trial_apart_ns.is_some_and(|at| {
-            self.crowd_back_ns
-                .is_some_and(|back| back >= at && back - at <= BACK_NS)
+            [self.crowd_back_ns, self.apart_crowd_ns]
+                .into_iter()
+                .flatten()
+                .any(|back| back >= at && back - at <= BACK_NS)
         });
         if rejoined
             || released && !(self.crowded && apart(self.crowd_back_ns, self.started_ns, now_ns))
@@ -2056,12 +2069,18 @@ mod tests {
         b.crowded(Some(at + BACK_NS));
         assert!(b.sample(at + BACK_NS + MS, 200_000, 0, w, 0, true));
         assert!(!b.paced() && b.let_go_from_crowd(), "with its client");
+        // Or a crowd of readers judged apart together just after it, of
+        // whichever stall (session 24: 17 readers of one stopped client).
+        let (mut crowd, at) = judged();
+        crowd.apart_crowd(Some(at + MS));
+        assert!(crowd.sample(at + 2 * MS, 200_000, 0, w, 0, true));
         // A later sign past BACK_NS of it, or one before it: still paced.
         let (mut late, at) = judged();
         late.crowded(Some(at + BACK_NS + 1));
         assert!(!late.sample(at + BACK_NS + MS, 200_000, 0, w, 0, true));
         let (mut early, at) = judged();
         early.crowded(Some(at - 1));
+        early.apart_crowd(Some(at + BACK_NS + 1));
         assert!(!early.sample(at + MS, 200_000, 0, w, 0, true));
         assert!(early.paced() && early.trial_apart());
     }

@@ -243,6 +243,9 @@ pub(super) fn sample_pacing(conn: &mut Conn<Session>, now_ns: u64, stall: &mut S
             );
         }
     }
+    if conn.state.buf.budget.trial_apart() {
+        conn.state.buf.budget.apart_crowd(stall.apart_crowd_ns());
+    }
     // Unknown (not Linux): the kernel counts as empty and the reader as
     // holding nothing, see docs/src/decisions.md.
     let kernel = queued(conn);
@@ -270,7 +273,7 @@ pub(super) fn sample_pacing(conn: &mut Conn<Session>, now_ns: u64, stall: &mut S
         // next samples).
         let why = if !b.budget.trial_apart() {
             "trial ran out"
-        } else if stall.covers(b.budget.started_ns()) && stall.came_back_apart(now_ns) {
+        } else if stall.came_back_apart(now_ns, stall.covers(b.budget.started_ns())) {
             "its trial ends apart from the readers paced with it, together with a crowd of them: their client is back"
         } else {
             "its trial ends apart from the readers paced with it: paced on its own"

@@ -65,14 +65,17 @@
 //!
 //! Apart is judged one reader at a time, so a client that comes back,
 //! catches up on some of its readers and goes away again leaves the rest
-//! of them to come back long after that first sign: [`CROWD`] of the
-//! stall's readers judged apart within [`BACK_NS`] of each other are
-//! that client, not slow readers ([`SharedStall::came_back_apart`]), and
-//! they and the rest of them are let go with it. (A client stopped 20 ms
-//! and then 100 ms had 25 of its 100 readers let go at the first return
-//! and 37 judged apart in the same millisecond 57 ms later; kept paced,
-//! their freshness p99 was 0.5–1.2 s in 2 of 6 runs, session 23.) The
-//! slow readers this rule is for come back apart one or two at a time.
+//! of them to come back long after that first sign: [`CROWD`] readers
+//! judged apart within [`BACK_NS`] of each other are a client, not slow
+//! readers ([`SharedStall::came_back_apart`]), and they and the rest of
+//! them are let go with it. (A client stopped 20 ms and then 100 ms had
+//! 25 of its 100 readers let go at the first return and 37 judged apart
+//! in the same millisecond 57 ms later; kept paced, their freshness p99
+//! was 0.5–1.2 s in 2 of 6 runs, session 23.) Counted whichever stall
+//! covered their pacing: its second stop made a new stall (its readers
+//! blocked again after the first return), and 17 readers of the first
+//! judged apart together stayed paced (1.45 s, session 24). The slow
+//! readers this rule is for come back apart one or two at a time.
 //!
 //! The compromise (the issue lets the reader that keeps up win): a slow
 //! reader that took its first [`SPARE_TOOK`] at full speed and then stalls
@@ -147,11 +150,13 @@ pub struct SharedStall {
     /// When the last reader it covered came back with its client
     /// ([`Self::let_go`], [`Self::caught_up`]).
     back_ns: Option<u64>,
-    /// Times of the last [`CROWD`] of its readers judged [`apart`] (a
-    /// ring; `apart_seen` of them filled).
+    /// Times of the last [`CROWD`] readers judged [`apart`], of this
+    /// stall or an earlier one (a ring; `apart_seen` of them filled), and
+    /// when the last crowd of them was ([`Self::came_back_apart`]).
     apart: [u64; CROWD],
     apart_next: usize,
     apart_seen: usize,
+    apart_crowd_ns: Option<u64>,
 }
 
 impl SharedStall {
@@ -177,7 +182,6 @@ impl SharedStall {
         if self.seen == CROWD && now_ns.saturating_sub(oldest) <= CROWD_NS {
             self.stall = Some((oldest, now_ns));
             self.back_ns = None;
-            self.apart_seen = 0;
             return true;
         }
         false
@@ -203,22 +207,33 @@ impl SharedStall {
         self.back_ns = Some(self.back_ns.map_or(now_ns, |back| back.max(now_ns)));
     }
 
-    /// A reader whose pacing the last shared stall covered was judged
-    /// [`apart`] from its client at `now_ns`. Returns whether it is the
-    /// last of [`CROWD`] so judged within [`BACK_NS`]: then they are their
-    /// client coming back, not slow readers, and it is back from `now_ns`
-    /// (they, and the next within [`BACK_NS`], are let go with it).
-    pub fn came_back_apart(&mut self, now_ns: u64) -> bool {
+    /// A reader whose pacing a shared stall covered (`covered`: the last
+    /// one) was judged [`apart`] from its client at `now_ns`. Returns
+    /// whether it is the last of [`CROWD`] so judged within [`BACK_NS`]:
+    /// then they are a client coming back, not slow readers
+    /// ([`Self::apart_crowd_ns`]: they, and the next judged so within
+    /// [`BACK_NS`], are let go with it), and if the last stall covered
+    /// it, that stall's client is back.
+    pub fn came_back_apart(&mut self, now_ns: u64, covered: bool) -> bool {
         self.apart[self.apart_next] = now_ns;
         self.apart_next = (self.apart_next + 1) % CROWD;
         self.apart_seen = (self.apart_seen + 1).min(CROWD);
         // The ring is full: `apart_next` is the oldest of the last CROWD.
         let oldest = self.apart[self.apart_next];
-        if self.apart_seen == CROWD && now_ns.saturating_sub(oldest) <= BACK_NS {
-            self.let_go(now_ns);
-            return true;
+        if self.apart_seen < CROWD || now_ns.saturating_sub(oldest) > BACK_NS {
+            return false;
         }
-        false
+        self.apart_crowd_ns = Some(now_ns);
+        if covered {
+            self.let_go(now_ns);
+        }
+        true
+    }
+
+    /// When the last [`CROWD`] readers judged [`apart`] within
+    /// [`BACK_NS`] of each other were ([`Self::came_back_apart`]).
+    pub fn apart_crowd_ns(&self) -> Option<u64> {
+        self.apart_crowd_ns
     }
 
     /// A reader spared at `spared_ns` caught up at `now_ns` (it took what
@@ -407,11 +422,12 @@ mod tests {
         s.let_go(6 * MS);
         for _ in 0..CROWD - 1 {
             assert!(apart(s.back_ns(), 0, 63 * MS));
-            assert!(!s.came_back_apart(63 * MS), "too few to tell");
+            assert!(!s.came_back_apart(63 * MS, true), "too few to tell");
         }
         assert!(apart(s.back_ns(), 0, 63 * MS));
-        assert!(s.came_back_apart(63 * MS), "the fourth: their client");
+        assert!(s.came_back_apart(63 * MS, true), "the fourth: their client");
         assert_eq!(s.back_ns(), Some(63 * MS));
+        assert_eq!(s.apart_crowd_ns(), Some(63 * MS));
         assert!(!apart(s.back_ns(), 0, 63 * MS), "the rest are with it");
         // Two slow readers of another client, let go together 150 ms after
         // their crowd, and again later: never a crowd.
@@ -420,30 +436,34 @@ mod tests {
             slow.would_start(t);
         }
         slow.let_go(80 * MS);
-        assert!(!slow.came_back_apart(230 * MS));
-        assert!(!slow.came_back_apart(231 * MS));
-        assert!(!slow.came_back_apart(600 * MS));
+        assert!(!slow.came_back_apart(230 * MS, true));
+        assert!(!slow.came_back_apart(231 * MS, true));
+        assert!(!slow.came_back_apart(600 * MS, true));
         assert!(
-            !slow.came_back_apart(600 * MS + BACK_NS + 1),
+            !slow.came_back_apart(600 * MS + BACK_NS + 1, true),
             "four, but not within BACK_NS"
         );
         assert_eq!(slow.back_ns(), Some(80 * MS));
-        // A new stall forgets the last one's readers judged apart.
+        assert_eq!(slow.apart_crowd_ns(), None);
+        // Measured (session 24): the client's second stop made a new
+        // stall (its readers let go at the first return blocked again),
+        // and 17 readers of the first were judged apart together as it
+        // came back: a crowd all the same, but no sign of the new stall.
         let mut s2 = SharedStall::new();
         for t in [0, 0, 0, 0] {
             s2.would_start(t);
         }
-        for _ in 0..CROWD - 1 {
-            s2.came_back_apart(100 * MS);
-        }
-        for t in [110 * MS, 110 * MS, 110 * MS, 110 * MS] {
+        s2.let_go(5 * MS);
+        for t in [152 * MS, 152 * MS, 152 * MS, 154 * MS] {
             s2.would_start(t);
         }
-        assert!(
-            s2.would_start(110 * MS) && s2.covers(110 * MS) && !s2.covers(0),
-            "a new stall"
-        );
-        assert!(!s2.came_back_apart(112 * MS), "one of the new stall");
+        assert!(s2.covers(152 * MS) && !s2.covers(0), "a new stall");
+        for _ in 0..CROWD - 1 {
+            assert!(!s2.came_back_apart(170 * MS, false));
+        }
+        assert!(s2.came_back_apart(170 * MS, false));
+        assert_eq!(s2.apart_crowd_ns(), Some(170 * MS));
+        assert_eq!(s2.back_ns(), None, "the new stall's client: not seen back");
     }
 
     #[test]
