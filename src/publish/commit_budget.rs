@@ -78,6 +78,19 @@
 //!   on loopback (docs/src/decisions.md):
 //!   - *it rises at most [`RAISE_MAX`] per window*: while a reader holds
 //!     less than its window's cap hides, everything sent looks taken;
+//!   - *a reader that never showed it keeps up, paced on its own, is
+//!     measured over [`EMPTY_WINDOW_NS`] at least* while its window shows
+//!     nothing held and its budget is under [`BLIND_ZONE`]: behind a
+//!     window that hides 10–13 KiB, 20-ms windows that each held one or
+//!     two ~940-B segments raised a 65.5 kB/s reader's estimate
+//!     [`RAISE_MAX`] at a time to 120–210 kB/s, and the send cap filled
+//!     what the window hides (50-symbol readers' p99 195–459 ms a run,
+//!     median 244 over 18; 127–239 ms with it, bar the cases of
+//!     [`super::shared_stall`]). A fast reader paced so rises 5 × slower
+//!     while a lag of it is under [`BLIND_ZONE`] (245 kB/s at 50 ms), as
+//!     fast after; one paced with its client is left out (its trial can
+//!     run out while its client catches up on every socket: one of 100
+//!     such readers then stayed paced 2.4 s, session 24);
 //!   - *it is cut at once when the held bytes grow* by more than
 //!     [`HELD_SLACK`] in a window, to what the reader can have taken with
 //!     the growth counted at the least the window shows of it
@@ -206,6 +219,16 @@ const PROOF_MIN: u64 = 2 * 1024;
 pub const MAX_WINDOW_NS: u64 = 200_000_000;
 /// Shortest measuring window of the drain rate.
 pub const WINDOW_NS: u64 = 20_000_000;
+/// Shortest measuring window of a paced reader that never showed it keeps
+/// up while its window shows nothing held and its budget is under
+/// [`BLIND_ZONE`].
+pub const EMPTY_WINDOW_NS: u64 = 100_000_000;
+/// What a reader's window can hide of what it holds: the receiver caps
+/// its window below its buffer's free space, and the first 10–13 KiB held
+/// did not show at all with the default 128 KiB receive buffer (traced,
+/// session 23). A reader whose lag's worth (its budget) is more than that
+/// is not hurt by it for long.
+pub const BLIND_ZONE: usize = 12 * 1024;
 /// Weight of a new window in the smoothed rate.
 const ALPHA: f64 = 0.3;
 /// Raise of the estimate after a window in which the pipe ran empty.
@@ -1154,8 +1177,22 @@ impl CommitBudget {
         let hidden_first = self.rate == 0.0
             && drained.saturating_sub(self.window_drained) < SEGMENT as u64
             && !overdue;
+        // A reader that never showed it keeps up, paced on its own, while
+        // its window shows nothing held and a lag of it is less than its
+        // window can hide, is measured over EMPTY_WINDOW_NS at least
+        // (module docs: behind such a window, 20-ms windows raised its
+        // estimate RAISE_MAX each).
+        let least = if !self.kept_up.proven()
+            && !self.crowded
+            && self.held < HELD_SLACK
+            && self.budget < BLIND_ZONE
+        {
+            EMPTY_WINDOW_NS
+        } else {
+            WINDOW_NS
+        };
         // Nothing is measured while the trial waits for an away reader.
-        if dt >= WINDOW_NS
+        if dt >= least
             && seen
             && !hidden_first
             && (!acked_nothing || overdue)
@@ -1362,23 +1399,31 @@ mod tests {
         b.start(0, 0, 0, None);
         b.sample(20 * MS, 1000, 500, None, 0, true);
         let r1 = b.rate();
-        // The pipe ran empty with symbols waiting: the peer took all; raise.
+        // The pipe ran empty with symbols waiting: the peer took all; raise
+        // (over 100 ms: it never showed it keeps up, and its budget is
+        // under what a window can hide, BLIND_ZONE).
         b.sample(40 * MS, 2000, 0, None, 0, true);
+        assert_eq!(b.rate(), r1, "20 ms: too short a window");
+        b.sample(120 * MS, 6000, 0, None, 0, true);
         assert!(b.rate() > r1);
         // The peer is fast: it takes at once all the engine may send (the
         // budget and the cap allow), every ms; symbols wait for 2 s, then
-        // none do. (It rises ×1.1 per window at most: ~50× per second; a
-        // reader paced before it showed it keeps up gets no re-trial.)
-        let (mut written, mut ended_at) = (2000u64, None);
-        for k in 1..=3000u64 {
+        // none do. (It rises ×1.1 per window at most, and its windows are
+        // 100 ms long while a lag of it, 10 ms here, is under BLIND_ZONE:
+        // up to 1.2 MB/s. A reader paced before it showed it keeps up
+        // gets no re-trial: it is let go once it took all it was offered
+        // for CAUGHT_UP_NS.)
+        let (mut written, mut ended_at) = (6000u64, None);
+        for k in 1..=4000u64 {
             written += b.engine_limit(written, 0) as u64;
-            if b.sample(40 * MS + k * MS, written, 0, None, 0, k < 2000) {
+            if b.sample(120 * MS + k * MS, written, 0, None, 0, k < 2000) {
                 ended_at = Some(k);
                 break;
             }
         }
         let k = ended_at.expect("unpaced");
-        assert!((2000..2100).contains(&k), "unpaced at {k} ms");
+        let caught_up = 2000 + CAUGHT_UP_NS / MS;
+        assert!((2000..=caught_up).contains(&k), "unpaced at {k} ms");
         assert!(!b.paced());
         assert_eq!(b.engine_limit(0, 0), hwm);
     }
@@ -2275,6 +2320,41 @@ mod tests {
         assert!(at <= MAX_WINDOW_NS / MS + 50, "first measured at {at} ms");
         // The reader takes all it is sent: later windows measure it too.
         assert!(b.rate() > rate * 1.1, "{} after {rate}", b.rate());
+    }
+
+    #[test]
+    fn a_reader_not_shown_to_keep_up_holding_nothing_is_measured_over_longer_windows() {
+        // Traced (session 23): a 65.5 kB/s reader paced by the watch, its
+        // window flat (what it held hidden under the window's cap): all
+        // it was sent looked taken, and the "pipe ran empty" raise lifted
+        // the estimate by RAISE_MAX every 20-ms window, to 120–210 kB/s,
+        // its blind zone filling unseen. Here it takes all it is sent, at
+        // once, sampled every ms from the end of its trial; returns the
+        // estimate's rise over the 0.5 s after its first value.
+        let rise = |written: u64| -> (u64, f64) {
+            let mut b = CommitBudget::new(50 * MS, 256 * 1024);
+            b.start(0, written, 0, None);
+            let mut written = written;
+            let mut first = None;
+            for t in TRIAL_NS / MS + 1..=2_000 {
+                assert!(
+                    !b.sample(t * MS, written, 0, None, 0, true),
+                    "paced at {t} ms ({written})"
+                );
+                match first {
+                    None if b.rate() > 0.0 => first = Some((t, b.rate())),
+                    Some((at, r)) if t == at + 500 => return (at, b.rate() / r),
+                    _ => {}
+                }
+                written += (b.engine_limit(written, 0) as u64 / 128) * 128;
+            }
+            panic!("not measured");
+        };
+        // Paced in its first bytes: measured over 100-ms windows, it rises
+        // RAISE_MAX a window, not a 20-ms window (~×12 in 0.5 s).
+        let (at, r) = rise(20_000);
+        assert!(at <= 150, "first measured at {at} ms");
+        assert!((1.2..2.0).contains(&r), "× {r:.2} in 0.5 s");
     }
 
     #[test]
