@@ -137,25 +137,40 @@ pub fn was_keeping_up(written: u64, took: u64) -> bool {
     took >= SPARE_TOOK && 3 * u128::from(took) >= 2 * u128::from(written)
 }
 
+/// The times of the last [`CROWD`] events of one kind (a ring).
+#[derive(Debug, Clone, Default)]
+struct LastCrowd {
+    times: [u64; CROWD],
+    next: usize,
+    seen: usize,
+}
+
+impl LastCrowd {
+    /// An event at `now_ns`. Returns the oldest of the last [`CROWD`]
+    /// once that many were seen.
+    fn push(&mut self, now_ns: u64) -> Option<u64> {
+        self.times[self.next] = now_ns;
+        self.next = (self.next + 1) % CROWD;
+        self.seen = (self.seen + 1).min(CROWD);
+        // Full: `next` is the oldest.
+        (self.seen == CROWD).then_some(self.times[self.next])
+    }
+}
+
 /// The publisher's record of recent would-be pacing starts.
 #[derive(Debug, Clone, Default)]
 pub struct SharedStall {
-    /// Times of the last [`CROWD`] would-be starts (a ring; `seen` of them
-    /// filled).
-    recent: [u64; CROWD],
-    next: usize,
-    seen: usize,
+    /// The last [`CROWD`] would-be starts.
+    recent: LastCrowd,
     /// The last shared stall: its first and its latest would-be start.
     stall: Option<(u64, u64)>,
     /// When the last reader it covered came back with its client
     /// ([`Self::let_go`], [`Self::caught_up`]).
     back_ns: Option<u64>,
-    /// Times of the last [`CROWD`] readers judged [`apart`], of this
-    /// stall or an earlier one (a ring; `apart_seen` of them filled), and
-    /// when the last crowd of them was ([`Self::came_back_apart`]).
-    apart: [u64; CROWD],
-    apart_next: usize,
-    apart_seen: usize,
+    /// The last [`CROWD`] readers judged [`apart`], of this stall or an
+    /// earlier one, and when the last crowd of them was
+    /// ([`Self::came_back_apart`]).
+    apart: LastCrowd,
     apart_crowd_ns: Option<u64>,
 }
 
@@ -168,23 +183,21 @@ impl SharedStall {
     /// A subscriber would start pacing at `now_ns`. Returns whether that
     /// is part of a shared stall (the caller spares it, if it may be).
     pub fn would_start(&mut self, now_ns: u64) -> bool {
-        self.recent[self.next] = now_ns;
-        self.next = (self.next + 1) % CROWD;
-        self.seen = (self.seen + 1).min(CROWD);
+        let oldest = self.recent.push(now_ns);
         if let Some((_, last)) = &mut self.stall {
             if now_ns.saturating_sub(*last) <= CROWD_NS {
                 *last = now_ns;
                 return true;
             }
         }
-        // The ring is full: `next` is the oldest of the last CROWD.
-        let oldest = self.recent[self.next];
-        if self.seen == CROWD && now_ns.saturating_sub(oldest) <= CROWD_NS {
-            self.stall = Some((oldest, now_ns));
-            self.back_ns = None;
-            return true;
+        match oldest {
+            Some(oldest) if now_ns.saturating_sub(oldest) <= CROWD_NS => {
+                self.stall = Some((oldest, now_ns));
+                self.back_ns = None;
+                true
+            }
+            _ => false,
         }
-        false
     }
 
     /// Whether a pacing that started at `started_ns` was part of the last
@@ -215,12 +228,10 @@ impl SharedStall {
     /// [`BACK_NS`], are let go with it), and if the last stall covered
     /// it, that stall's client is back.
     pub fn came_back_apart(&mut self, now_ns: u64, covered: bool) -> bool {
-        self.apart[self.apart_next] = now_ns;
-        self.apart_next = (self.apart_next + 1) % CROWD;
-        self.apart_seen = (self.apart_seen + 1).min(CROWD);
-        // The ring is full: `apart_next` is the oldest of the last CROWD.
-        let oldest = self.apart[self.apart_next];
-        if self.apart_seen < CROWD || now_ns.saturating_sub(oldest) > BACK_NS {
+        let Some(oldest) = self.apart.push(now_ns) else {
+            return false;
+        };
+        if now_ns.saturating_sub(oldest) > BACK_NS {
             return false;
         }
         self.apart_crowd_ns = Some(now_ns);
