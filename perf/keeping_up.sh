@@ -36,7 +36,9 @@
 # Usage: bash perf/keeping_up.sh   (DUR=20 REPS=3; OUT=perf/out/keepup-<date>;
 #        LOADS="L1 L2 L3"; SERVERS="forward redis tickfan tickfan-slow tickfan-slow50";
 #        BEFORE_BIN=path adds servers tickfan-before, tickfan-before-slow and
-#        tickfan-before-slow50: another build's defaults, e.g. main's)
+#        tickfan-before-slow50: another build's defaults, e.g. main's; ALT_BIN=path
+#        likewise adds tickfan-alt, tickfan-alt-slow and tickfan-alt-slow50: a third
+#        build in the same runs)
 # tickfan runs with RUST_LOG=tickfan::publish=debug (SERVER_LOG overrides):
 # its pacing events are counted per run at the end.
 # Besides the server's CPU, each run records the readers' process's CPU and
@@ -106,7 +108,10 @@ run() { # load server rep
   case $server in
     tickfan*)
       local bin=$BIN
-      case $server in tickfan-before*) bin=${BEFORE_BIN:?tickfan-before needs BEFORE_BIN} ;; esac
+      case $server in
+        tickfan-before*) bin=${BEFORE_BIN:?tickfan-before needs BEFORE_BIN} ;;
+        tickfan-alt*) bin=${ALT_BIN:?tickfan-alt needs ALT_BIN} ;;
+      esac
       RUST_LOG=${SERVER_LOG:-tickfan::publish=debug} "${SRV[@]}" "$bin" serve --no-journal --data-dir "$logs/data" --feed-listen "127.0.0.1:$pport" \
         --sub-listen "127.0.0.1:$sport" --order-listen 127.0.0.1:0 --admin-listen 127.0.0.1:0 \
         --dedup-capacity 1000 --quiet --report-json "$logs/engine.json" ${SERVE_FLAGS:-} \
