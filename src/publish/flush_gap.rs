@@ -18,11 +18,22 @@
 //! loaded hour 300 and 600 µs gave the same tail (session 19), in a quiet
 //! one 600 µs put the 10 readers' p99 over Redis's and 300 µs under it
 //! (session 20, docs/src/decisions.md).
-//! The cost is bounded by the gap: an update that comes right after a
-//! flush waits at most the gap for the next one; updates further apart
-//! than the gap are written at once, as without it. A flush that itself
-//! took the gap or longer (hundreds of subscribers) has spaced each
-//! subscriber's writes enough: the next flush does not wait. The loop
+//! The cost is bounded: an update that comes right after a flush waits at
+//! most the gap for the next one (or, after a long flush, below, at most
+//! [`LONGEST_WAIT_NS`]); updates further apart than that are written at
+//! once, as without it.
+//!
+//! **After a long flush, twice its length** ([`FLUSH_SHARE`]): flushing
+//! takes at most a third of the publisher's time. A flush to hundreds of
+//! subscribers takes longer than the gap (500 readers: ~1.1 ms), and going
+//! straight into the next one kept both cores saturated: at 500 readers ×
+//! 2k ticks/s, 450,000 writes a second to a client thread that made
+//! 245,000 reads (Redis: 393,000 and 211,000), the server's core and the
+//! readers' 100 % busy, p99 0.92–1.04 × Redis's. Waiting twice the
+//! flush's length after it (capped at 2 ms) left the server's core 69 %
+//! busy and the readers' 86 %, p99 0.82 × Redis's and p99.9 10.8 ms
+//! against 13.7 (perf/RESULTS.md, session 25). A short flush (tens of
+//! subscribers) still waits only the gap. The loop
 //! waits by yielding its core until the time (a turn's poller timeout has
 //! millisecond resolution, and a sleeping thread on a loaded host woke
 //! late: L1 p99 8.44 ms against 3.99 without the gap, where yielding gave
@@ -35,14 +46,23 @@
 //!
 //! Pure: times are passed in. Single owner: the publisher thread.
 
+/// The next flush waits at least this many times the last one's length
+/// (up to [`LONGEST_WAIT_NS`]): the publisher flushes at most
+/// 1 / (1 + this) of its time.
+pub const FLUSH_SHARE: u64 = 2;
+
+/// The longest wait after a long flush (one preempted midway must not
+/// hold the next for long); a gap set above it is waited in full.
+pub const LONGEST_WAIT_NS: u64 = 2_000_000;
+
 /// When the publisher last flushed, and the least time to the next flush.
 #[derive(Debug, Clone)]
 pub struct FlushGap {
     gap_ns: u64,
-    /// When the last flush that wrote something ended, and whether it took
-    /// less than the gap.
+    /// When the last flush that wrote something ended, and how long after
+    /// it the next one waits.
     last_ns: Option<u64>,
-    last_short: bool,
+    next_wait_ns: u64,
 }
 
 impl FlushGap {
@@ -51,30 +71,30 @@ impl FlushGap {
         FlushGap {
             gap_ns,
             last_ns: None,
-            last_short: false,
+            next_wait_ns: gap_ns,
         }
     }
 
     /// How long a flush with output due at `now_ns` waits (0: flush now):
-    /// the rest of the gap since the last flush ended, if that flush took
-    /// less than the gap. Never more than the gap.
+    /// the rest of the wait since the last flush ended (the gap, or after a
+    /// long flush up to [`LONGEST_WAIT_NS`]).
     pub fn wait_ns(&self, now_ns: u64) -> u64 {
         match self.last_ns {
-            Some(last) if self.gap_ns > 0 && self.last_short => {
-                (last.saturating_add(self.gap_ns)).saturating_sub(now_ns.max(last))
+            Some(last) if self.gap_ns > 0 => {
+                (last.saturating_add(self.next_wait_ns)).saturating_sub(now_ns.max(last))
             }
             _ => 0,
         }
     }
 
-    /// A flush that wrote something ran from `start_ns` to `end_ns`. One
-    /// that took the gap or longer (hundreds of subscribers) already spaced
-    /// each subscriber's writes by more than the gap: the next one does not
-    /// wait (waiting would only take time from a busy publisher: at 500
-    /// readers × 2k ticks/s, p99 79.8 ms against 67.9 without the gap).
+    /// A flush that wrote something ran from `start_ns` to `end_ns`: the
+    /// next waits the gap after it, or [`FLUSH_SHARE`] times its length if
+    /// that is longer, up to [`LONGEST_WAIT_NS`].
     pub fn flushed(&mut self, start_ns: u64, end_ns: u64) {
         self.last_ns = Some(end_ns);
-        self.last_short = end_ns.saturating_sub(start_ns) < self.gap_ns;
+        let took = end_ns.saturating_sub(start_ns);
+        let share = took.saturating_mul(FLUSH_SHARE).min(LONGEST_WAIT_NS);
+        self.next_wait_ns = self.gap_ns.max(share);
     }
 
     /// The gap, ns.
@@ -117,16 +137,26 @@ mod tests {
     }
 
     #[test]
-    fn after_a_flush_that_took_the_gap_or_longer_the_next_goes_at_once() {
-        let mut g = FlushGap::new(150 * US);
-        // 500 subscribers' writes: 1.2 ms.
-        g.flushed(1_000 * US, 2_200 * US);
-        assert_eq!(g.wait_ns(2_210 * US), 0);
-        g.flushed(2_210 * US, 2_360 * US);
-        assert_eq!(g.wait_ns(2_370 * US), 0, "exactly the gap: long enough");
+    fn after_a_long_flush_the_next_waits_twice_its_length_up_to_2_ms() {
+        let mut g = FlushGap::new(300 * US);
+        // 100 subscribers' writes: 250 µs, twice that is more than the gap.
+        g.flushed(1_000 * US, 1_250 * US);
+        assert_eq!(g.wait_ns(1_250 * US), 500 * US);
+        assert_eq!(g.wait_ns(1_700 * US), 50 * US);
+        assert_eq!(g.wait_ns(1_750 * US), 0);
+        // 500 subscribers' writes: 1.1 ms; the next waits 2 ms, not 2.2.
+        g.flushed(2_000 * US, 3_100 * US);
+        assert_eq!(g.wait_ns(3_100 * US), LONGEST_WAIT_NS);
+        // One preempted for 30 ms: still at most 2 ms.
+        g.flushed(5_100 * US, 35_100 * US);
+        assert_eq!(g.wait_ns(35_100 * US), LONGEST_WAIT_NS);
         // A short one again: the gap counts.
-        g.flushed(2_370 * US, 2_400 * US);
-        assert_eq!(g.wait_ns(2_410 * US), 140 * US);
+        g.flushed(40_000 * US, 40_030 * US);
+        assert_eq!(g.wait_ns(40_040 * US), 290 * US);
+        // A gap set above the cap is waited in full after any flush.
+        let mut wide = FlushGap::new(5_000 * US);
+        wide.flushed(0, 1_100 * US);
+        assert_eq!(wide.wait_ns(1_100 * US), 5_000 * US);
     }
 
     #[test]
