@@ -114,17 +114,23 @@ pub const SPARE_TOOK: u64 = 32 * 1024;
 
 /// Whether a reader paced at `started_ns` in a shared stall, whose trial
 /// would let it go at `now_ns`, comes back apart from its client: more
-/// than [`BACK_NS`] after the last sign, since its pacing started, that
-/// the stall's client is back (`back_ns`, [`SharedStall::back_ns`]; none
-/// yet: it may be the first). The readers of a stopped client come back
-/// one after another, within a few milliseconds of each other as a rule,
-/// while their client catches up on every socket. A sign from before its
-/// pacing is of an earlier hiccup (a client starved of CPU stalls again
-/// and again, and the stall goes on while its would-be starts keep
-/// coming: readers paced 46 ms after the last sign and let go 3 ms later
-/// were taken for apart, session 22).
+/// than [`BACK_NS`] after the last sign that the stall's client is back
+/// (`back_ns`, [`SharedStall::back_ns`]; none yet: it may be the first),
+/// counting signs from [`BACK_NS`] before its pacing on. The readers of a
+/// stopped client come back one after another, within a few milliseconds
+/// of each other as a rule, while their client catches up on every
+/// socket. A sign well before its pacing is of an earlier hiccup (a
+/// client starved of CPU stalls again and again, and the stall goes on
+/// while its would-be starts keep coming: readers paced 46 ms after the
+/// last sign and let go 3 ms later were taken for apart, session 22); one
+/// just before it counts: two 64 KiB/s readers paced by the watch 3 ms
+/// after the normal readers' client came back from its start-up stall
+/// were let go with nothing held 220 ms later, as that client's first,
+/// and written 95 KiB at once (p99 3.7–3.9 s, session 25).
 pub fn apart(back_ns: Option<u64>, started_ns: u64, now_ns: u64) -> bool {
-    back_ns.is_some_and(|back| back >= started_ns && now_ns.saturating_sub(back) > BACK_NS)
+    back_ns.is_some_and(|back| {
+        back >= started_ns.saturating_sub(BACK_NS) && now_ns.saturating_sub(back) > BACK_NS
+    })
 }
 
 /// Whether a subscriber that was sent `written` bytes and took `took` of
@@ -415,10 +421,18 @@ mod tests {
             !apart(s.back_ns(), 0, 2_300 * MS),
             "the first of the new stall"
         );
-        // Paced after the last sign: that sign was of an earlier hiccup.
+        // Paced well after the last sign: that sign was of an earlier
+        // hiccup.
         s.let_go(2_300 * MS);
         assert!(!apart(s.back_ns(), 2_346 * MS, 2_349 * MS));
+        assert!(!apart(s.back_ns(), 2_300 * MS + BACK_NS + 1, 2_349 * MS));
         assert!(apart(s.back_ns(), 2_299 * MS, 2_349 * MS));
+        // Paced just after it (session 25: two slow readers of another
+        // client paced by the watch 3 ms after the normal readers' client
+        // came back from its start-up stall, their trial over 220 ms
+        // later): apart.
+        assert!(apart(s.back_ns(), 2_303 * MS, 2_523 * MS));
+        assert!(apart(s.back_ns(), 2_300 * MS + BACK_NS, 2_523 * MS));
     }
 
     #[test]
