@@ -83,8 +83,9 @@ impl FlushGap {
     }
 
     /// How long a flush with output due at `now_ns` waits (0: flush now):
-    /// the rest of the wait since the last flush ended (the gap, or after a
-    /// long flush up to [`LONGEST_WAIT_NS`]).
+    /// the rest of the wait since the last flush ended (the gap; none
+    /// after one of one to two gaps; after a long one up to
+    /// [`LONGEST_WAIT_NS`], [`Self::flushed`]).
     pub fn wait_ns(&self, now_ns: u64) -> u64 {
         match self.last_ns {
             Some(last) if self.gap_ns > 0 => {
