@@ -122,7 +122,7 @@ pub struct ServeArgs {
     /// A slow subscriber's committed bytes (buffer + kernel send queue) are kept to about its drain rate × this; the rest is conflated (0 = off).
     #[arg(long, value_name = "DURATION", value_parser = humantime::parse_duration, default_value = "50ms", help_heading = "Subscribers")]
     pub sub_max_lag: std::time::Duration,
-    /// Least time between two flushes to the subscribers: updates that come within it of the last flush are written together in the next (fewer, larger writes for their clients to read); after a flush that took twice it or longer (hundreds of subscribers) the next waits twice that flush's length, up to 2 ms; adds at most that to freshness (0 = flush at every turn).
+    /// Least time between two flushes to the subscribers: updates that come within it of the last flush are written together in the next (fewer, larger writes for their clients to read); after a flush that took it or longer (a hundred subscribers or more) the next waits twice that flush's length, up to 2 ms; adds at most that to freshness (0 = flush at every turn).
     #[arg(long, value_name = "DURATION", value_parser = humantime::parse_duration, default_value = "300us", help_heading = "Subscribers")]
     pub sub_flush_gap: std::time::Duration,
     /// Which pending symbol a slow subscriber is sent next: oldest mark first, or by age × √(update count).

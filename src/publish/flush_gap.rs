@@ -24,19 +24,22 @@
 //! once, as without it.
 //!
 //! **After a long flush, twice its length** ([`FLUSH_SHARE`]): flushing
-//! takes at most a third of the publisher's time. A flush to hundreds of
-//! subscribers takes two gaps or longer ([`LONG_FLUSH_GAPS`]; 500 readers:
-//! ~1.1 ms), and going straight into the next one kept both cores
-//! saturated: at 500 readers ×
-//! 2k ticks/s, 450,000 writes a second to a client thread that made
-//! 245,000 reads (Redis: 393,000 and 211,000), the server's core and the
-//! readers' 100 % busy, p99 0.92–1.04 × Redis's. Waiting twice the
-//! flush's length after it (capped at 2 ms) left the server's core 69 %
-//! busy and the readers' 86 %, p99 0.82 × Redis's and p99.9 10.8 ms
-//! against 13.7 (perf/RESULTS.md, session 25). A short flush (tens of
-//! subscribers) still waits only the gap, and one of one or two gaps (a
-//! hundred) none, as before: waiting after those cost that class's p99
-//! ~1–2.5 ms for nothing. The loop
+//! takes at most a third of the publisher's time. A flush of the gap or
+//! longer is a load that fills the readers' client: every write is a
+//! read there, and every frame a parse. At 500 readers × 2k ticks/s
+//! (a flush ~1.1 ms) going straight into the next flush kept both cores
+//! saturated: 450,000 writes a second to a client thread that made
+//! 245,000 reads (Redis: 393,000 and 211,000), p99 0.92–1.04 × Redis's;
+//! waiting twice the flush's length left the server's core 69 % busy and
+//! the readers' 86 %, p99 0.82 × Redis's (perf/RESULTS.md, session 25).
+//! At 100 readers × 10k ticks/s on a slower host (AMD EPYC, session 26)
+//! a flush took one to two gaps, and going straight on kept the readers'
+//! core 100 % busy with p99 18–27 ms (Redis 16–27); waiting twice its
+//! length: 3.3–3.4 ms, the core 85 % busy. On the faster host of session
+//! 25 the same wait cost that class ~1–2.5 ms of p99 (3.7–5.4 against
+//! 2.8–3.0, Redis 38–43): a small price where the readers keep up, for
+//! a factor of five where they do not. A short flush (tens of
+//! subscribers) still waits only the gap. The loop
 //! waits by yielding its core until the time (a turn's poller timeout has
 //! millisecond resolution, and a sleeping thread on a loaded host woke
 //! late: L1 p99 8.44 ms against 3.99 without the gap, where yielding gave
@@ -53,10 +56,6 @@
 /// [`LONGEST_WAIT_NS`]): the publisher then flushes at most 1 / (1 +
 /// this) of its time.
 pub const FLUSH_SHARE: u64 = 2;
-
-/// A flush that took this many gaps or longer is long (hundreds of
-/// subscribers: 500 took ~1.1 ms; 100, about the default 300 µs gap).
-pub const LONG_FLUSH_GAPS: u64 = 2;
 
 /// The longest wait after a long flush (one preempted midway must not
 /// hold the next for long); a gap set above it is waited in full.
@@ -83,8 +82,8 @@ impl FlushGap {
     }
 
     /// How long a flush with output due at `now_ns` waits (0: flush now):
-    /// the rest of the wait since the last flush ended (the gap; none
-    /// after one of one to two gaps; after a long one up to
+    /// the rest of the wait since the last flush ended (the gap; after a
+    /// flush of the gap or longer, twice its length up to
     /// [`LONGEST_WAIT_NS`], [`Self::flushed`]).
     pub fn wait_ns(&self, now_ns: u64) -> u64 {
         match self.last_ns {
@@ -96,20 +95,15 @@ impl FlushGap {
     }
 
     /// A flush that wrote something ran from `start_ns` to `end_ns`. After
-    /// a short one the next waits the gap; after one of the gap or longer
-    /// (a hundred subscribers) it goes at once, its writes spaced enough;
-    /// after a long one ([`LONG_FLUSH_GAPS`] gaps or longer: hundreds) it
-    /// waits [`FLUSH_SHARE`] times its length, up to [`LONGEST_WAIT_NS`]
-    /// (never less than the gap). Waiting after the flushes of a hundred
-    /// subscribers (~300 µs) put their p99 up from 2.7–2.9 ms to 3.7–5.6
-    /// in four sets of runs (session 25).
+    /// one shorter than the gap the next waits the gap; after one of the
+    /// gap or longer (a hundred subscribers or more) it waits
+    /// [`FLUSH_SHARE`] times its length, up to [`LONGEST_WAIT_NS`] (never
+    /// less than the gap).
     pub fn flushed(&mut self, start_ns: u64, end_ns: u64) {
         self.last_ns = Some(end_ns);
         let took = end_ns.saturating_sub(start_ns);
         self.next_wait_ns = if took < self.gap_ns {
             self.gap_ns
-        } else if took < self.gap_ns.saturating_mul(LONG_FLUSH_GAPS) {
-            0
         } else {
             let share = took.saturating_mul(FLUSH_SHARE).min(LONGEST_WAIT_NS);
             self.gap_ns.max(share)
@@ -156,34 +150,34 @@ mod tests {
     }
 
     #[test]
-    fn after_a_long_flush_the_next_waits_twice_its_length_up_to_2_ms() {
+    fn after_a_flush_of_the_gap_or_longer_the_next_waits_twice_its_length_up_to_the_cap() {
         let mut g = FlushGap::new(300 * US);
-        // 100 subscribers' writes: 250 µs, shorter than the gap: the gap.
+        // Tens of subscribers' writes: 250 µs, shorter than the gap: the gap.
         g.flushed(1_000 * US, 1_250 * US);
         assert_eq!(g.wait_ns(1_250 * US), 300 * US);
-        // 300–599 µs: spaced enough, the next goes at once.
+        // A hundred subscribers' writes, the gap or longer: twice its length.
         g.flushed(1_600 * US, 1_900 * US);
-        assert_eq!(g.wait_ns(1_900 * US), 0);
-        g.flushed(2_000 * US, 2_599 * US);
-        assert_eq!(g.wait_ns(2_599 * US), 0);
-        // 600 µs, two gaps: a long flush, twice its length.
-        g.flushed(3_000 * US, 3_600 * US);
-        assert_eq!(g.wait_ns(3_600 * US), 1_200 * US);
-        assert_eq!(g.wait_ns(4_750 * US), 50 * US);
-        assert_eq!(g.wait_ns(4_800 * US), 0);
-        // 500 subscribers' writes: 1.1 ms; the next waits 2 ms, not 2.2.
-        g.flushed(5_000 * US, 6_100 * US);
-        assert_eq!(g.wait_ns(6_100 * US), LONGEST_WAIT_NS);
-        // One preempted for 30 ms: still at most 2 ms.
+        assert_eq!(g.wait_ns(1_900 * US), 600 * US);
+        g.flushed(3_000 * US, 3_450 * US);
+        assert_eq!(g.wait_ns(3_450 * US), 900 * US);
+        assert_eq!(g.wait_ns(4_300 * US), 50 * US);
+        assert_eq!(g.wait_ns(4_350 * US), 0);
+        // Hundreds: half the cap or longer waits the cap.
+        g.flushed(5_000 * US, 5_000 * US + LONGEST_WAIT_NS / 2 + 100 * US);
+        assert_eq!(
+            g.wait_ns(5_000 * US + LONGEST_WAIT_NS / 2 + 100 * US),
+            LONGEST_WAIT_NS
+        );
+        // One preempted for 30 ms: still at most the cap.
         g.flushed(8_100 * US, 38_100 * US);
         assert_eq!(g.wait_ns(38_100 * US), LONGEST_WAIT_NS);
         // A short one again: the gap counts.
         g.flushed(40_000 * US, 40_030 * US);
         assert_eq!(g.wait_ns(40_040 * US), 290 * US);
         // A gap set above the cap is waited in full after a long flush.
-        let mut wide = FlushGap::new(5_000 * US);
+        let mut wide = FlushGap::new(LONGEST_WAIT_NS + 1_000 * US);
         wide.flushed(0, 11_000 * US);
-        assert_eq!(wide.wait_ns(11_000 * US), 5_000 * US);
+        assert_eq!(wide.wait_ns(11_000 * US), LONGEST_WAIT_NS + 1_000 * US);
     }
 
     #[test]
