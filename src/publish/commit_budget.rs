@@ -141,7 +141,7 @@ use super::backlog::BacklogCheck;
 use super::peer_window::PeerWindow;
 use super::retrial::{KeptUp, Retrial};
 use super::send_cap::SendCap;
-use super::shared_stall::{apart, was_keeping_up, Spare, BACK_NS};
+use super::shared_stall::{apart, was_keeping_up, ClientBack, Spare, BACK_NS};
 
 /// A paced reader that took all it was offered for this long (nothing
 /// waiting, nothing in the engine, under [`HELD_SLACK`] held, no trial or
@@ -399,12 +399,15 @@ pub struct CommitBudget {
     caught_up_ns: Option<u64>,
     /// What ended the last pacing.
     ended_by: EndedBy,
-    /// When the client of the stall that covers the current pacing was
-    /// seen back ([`Self::crowded`]); when its trial would have let it go
-    /// apart from that ([`apart`]: it stays paced, unless a client is
-    /// seen back within [`BACK_NS`] of then: [`Self::apart_crowd`]).
-    crowd_back_ns: Option<u64>,
+    /// What the stall that covers the current pacing showed of its
+    /// client's return ([`Self::crowded`]); when its trial would have let
+    /// it go apart from that ([`apart`]: it stays paced, unless a client is
+    /// seen back within `rejoin_ns` of then: [`BACK_NS`], and the backlog
+    /// check's lag on top when its client was away, as a spared reader's
+    /// catching up is seen that late; [`Self::apart_crowd`]).
+    crowd_back: ClientBack,
     trial_apart_ns: Option<u64>,
+    rejoin_ns: u64,
     apart_crowd_ns: Option<u64>,
 }
 
@@ -449,8 +452,9 @@ impl CommitBudget {
             spare: Spare::new(),
             caught_up_ns: None,
             ended_by: EndedBy::Other,
-            crowd_back_ns: None,
+            crowd_back: ClientBack::Unseen,
             trial_apart_ns: None,
+            rejoin_ns: BACK_NS,
             apart_crowd_ns: None,
         }
     }
@@ -608,9 +612,9 @@ impl CommitBudget {
     /// ([`super::shared_stall::SharedStall::back_ns`]); a trial that would
     /// let it go [`apart`] from that ends instead, and it stays paced.
     /// Returns whether its trial began to wait.
-    pub fn crowded(&mut self, back_ns: Option<u64>) -> bool {
+    pub fn crowded(&mut self, back: ClientBack) -> bool {
         self.crowded = true;
-        self.crowd_back_ns = back_ns;
+        self.crowd_back = back;
         let FirstRead::Low(low) = self.first_read else {
             return false;
         };
@@ -786,7 +790,7 @@ impl CommitBudget {
         self.blocked_since_ns = None;
         self.caught_up_ns = None;
         self.ended_by = EndedBy::Other;
-        self.crowd_back_ns = None;
+        self.crowd_back = ClientBack::Unseen;
         self.trial_apart_ns = None;
         self.apart_crowd_ns = None;
         self.rate = 0.0;
@@ -1087,13 +1091,13 @@ impl CommitBudget {
         // that (a crowd of readers judged apart together: a client,
         // super::shared_stall): it came back with its client after all.
         let rejoined = self.trial_apart_ns.is_some_and(|at| {
-            [self.crowd_back_ns, self.apart_crowd_ns]
+            [self.crowd_back.at(), self.apart_crowd_ns]
                 .into_iter()
                 .flatten()
-                .any(|back| back >= at && back - at <= BACK_NS)
+                .any(|back| back >= at && back - at <= self.rejoin_ns)
         });
         if rejoined
-            || released && !(self.crowded && apart(self.crowd_back_ns, self.started_ns, now_ns))
+            || released && !(self.crowded && apart(self.crowd_back, self.started_ns, now_ns))
         {
             if self.crowded {
                 // Back with its client: that pacing was its client's, not
@@ -1117,6 +1121,10 @@ impl CommitBudget {
             // ends now, below, as one that ran out, and it is measured from
             // now (super::shared_stall).
             self.trial_apart_ns = Some(now_ns);
+            self.rejoin_ns = match self.crowd_back {
+                ClientBack::Away => BACK_NS + self.max_lag_ns,
+                _ => BACK_NS,
+            };
             self.trial_until_ns = now_ns;
             self.measure_from(now_ns, drained);
         }
@@ -1339,7 +1347,7 @@ mod tests {
     /// the next sample. Returns when pacing ended.
     fn offered_240k(capacity: f64, until_ns: u64) -> Option<u64> {
         let (mut b, _) = watched_and_paced();
-        b.crowded(None);
+        b.crowded(ClientBack::Unseen);
         let (mut owed, mut queue, mut written, mut t) = (0.0f64, 9.0 * 1024.0, 40_000u64, 0);
         while t < until_ns {
             t += MS;
@@ -1728,7 +1736,7 @@ mod tests {
         );
         assert!(again.paced() && again.spared() == 0);
         // The crowd does not wipe out that it was paced alone before.
-        again.crowded(None);
+        again.crowded(ClientBack::Unseen);
         again.end();
         assert!(!again.spare(12 * MS, 50_000, 0, Some(100 * 1024 - 9 * 1024)));
         // Until it shows it keeps up: half of a stretch of 64 KiB or more.
@@ -1763,7 +1771,7 @@ mod tests {
         assert!(!b.spare(18 * MS, 23_634, 0, holds(8)), "took 15 KB");
         b.start(18 * MS, 23_634, 0, holds(8));
         assert!(!b.spare_paced(19 * MS), "still too early");
-        b.crowded(None);
+        b.crowded(ClientBack::Unseen);
         assert!(b.sample(20 * MS, 23_634, 0, holds(0), 0, true), "its trial");
         assert!(b.let_go_from_crowd());
         // At its client's next hiccup it holds 13 KiB of 71.7 KB: it took
@@ -1780,7 +1788,7 @@ mod tests {
         assert!(slow.arm());
         slow.first_window(0, Some(100 * 1024));
         slow.start(18 * MS, 23_634, 0, holds(8));
-        slow.crowded(None);
+        slow.crowded(ClientBack::Unseen);
         assert!(slow.on_trial());
         let mut t = 18 * MS;
         while t < 18 * MS + TRIAL_NS + MS {
@@ -1858,7 +1866,7 @@ mod tests {
     /// ([`CommitBudget::crowded`]).
     fn crowded_trial(until_ns: u64, window: impl Fn(u64, u64) -> u32) -> (Option<u64>, u64) {
         let (mut b, _) = watched_and_paced();
-        b.crowded(None);
+        b.crowded(ClientBack::Unseen);
         trial_of(b, until_ns, window)
     }
 
@@ -2019,7 +2027,10 @@ mod tests {
         let away = 50 * MS;
         let mut crowded = b.clone();
         start(&mut crowded);
-        assert!(crowded.crowded(None), "its trial waits for it");
+        assert!(
+            crowded.crowded(ClientBack::Unseen),
+            "its trial waits for it"
+        );
         let t = run(crowded, away, &shrunk).expect("let go as it reads again");
         assert!(
             t <= away + MS,
@@ -2035,7 +2046,7 @@ mod tests {
         // 100 such trials ended at the first step up).
         let stuck = |t: u64| (16_719, (91 - (t / (10 * MS)) as u32 % 2) * 1024);
         start(&mut b);
-        assert!(b.crowded(None));
+        assert!(b.crowded(ClientBack::Unseen));
         let away = 80 * MS;
         let t = run(b, away, &stuck).expect("let go as it reads again");
         assert!(t >= away && t <= away + MS, "let go at {} ms", t / MS);
@@ -2046,7 +2057,7 @@ mod tests {
         // Let go as its client came back; the client then catches up on
         // every socket at once and its write blocks: not paced at once.
         let (mut b, _) = watched_and_paced();
-        b.crowded(None);
+        b.crowded(ClientBack::Unseen);
         let (ended, written) = sample_trial(&mut b, 100 * MS, away_until(80 * MS), |_| {});
         let t = ended.expect("let go");
         assert!(b.let_go_from_crowd());
@@ -2069,22 +2080,61 @@ mod tests {
         // came back at 79–81 ms, the slow reader's window rose only once its
         // buffer was nearly empty, 220 ms after its pacing. Let go then, it
         // was written 104 KB at once (p99 2.35–3.9 s).
-        let run = |back_ns: Option<u64>| {
+        let run = |back: ClientBack| {
             let (mut b, _) = watched_and_paced();
             let (ended, _) = sample_trial(&mut b, 240 * MS, away_until(220 * MS), |b| {
-                b.crowded(back_ns);
+                b.crowded(back);
             });
             (b, ended)
         };
-        let (b, ended) = run(Some(81 * MS));
+        let (b, ended) = run(ClientBack::At(81 * MS));
         assert_eq!(ended, None, "still paced");
         assert!(b.trial_apart() && !b.on_trial(), "its trial is over");
         assert!(b.paced() && !b.let_go_from_crowd());
         // Its client's readers seen back just before it: let go with them.
-        let (b, ended) = run(Some(200 * MS));
+        let (b, ended) = run(ClientBack::At(200 * MS));
         assert!(ended.is_some_and(|t| t >= 220 * MS) && b.let_go_from_crowd());
         // None seen back yet: it may be the first.
-        assert!(run(None).1.is_some());
+        assert!(run(ClientBack::Unseen).1.is_some());
+        // None seen back, and the readers the stall spared still behind
+        // (session 26: nine spared readers caught up 470 ms after the two
+        // slow ones would have been let go): its client is away, so it
+        // read on its own.
+        let (b, ended) = run(ClientBack::Away);
+        assert_eq!(ended, None, "still paced");
+        assert!(b.trial_apart() && b.paced() && !b.let_go_from_crowd());
+    }
+
+    #[test]
+    fn a_reader_judged_apart_while_its_client_was_away_rejoins_it_seen_back_within_the_lag() {
+        // A reader of a stopped client paced early in its stream, let go by
+        // its window before the readers its stall spared are seen to catch
+        // up: that is seen by their backlog check, at most once per lag
+        // (50 ms) each, so a sign up to BACK_NS + the lag after it is its
+        // client's; one later is not.
+        let judged = || {
+            let (mut b, _) = watched_and_paced();
+            let window = away_until(100 * MS);
+            let (mut t, mut written) = (0, 40_000u64);
+            while !b.trial_apart() {
+                t += MS / 2;
+                b.crowded(ClientBack::Away);
+                assert!(!b.sample(t, written, 0, Some(window(written - 40_000, t)), 0, true));
+                written += b.engine_limit(written, 0) as u64 / 128 * 128;
+                assert!(t < 300 * MS, "judged apart as its window rises");
+            }
+            (b, t)
+        };
+        let w = Some(110 * 1024);
+        let lag = 50 * MS;
+        let (mut b, at) = judged();
+        b.crowded(ClientBack::At(at + BACK_NS + lag));
+        assert!(b.sample(at + BACK_NS + lag + MS, 200_000, 0, w, 0, true));
+        assert!(!b.paced() && b.let_go_from_crowd(), "with its client");
+        let (mut late, at) = judged();
+        late.crowded(ClientBack::At(at + BACK_NS + lag + 1));
+        assert!(!late.sample(at + BACK_NS + lag + MS, 200_000, 0, w, 0, true));
+        assert!(late.paced() && late.trial_apart());
     }
 
     #[test]
@@ -2101,7 +2151,7 @@ mod tests {
             let (mut t, mut written) = (0, 40_000u64);
             while !b.trial_apart() {
                 t += MS / 2;
-                b.crowded(Some(81 * MS));
+                b.crowded(ClientBack::At(81 * MS));
                 assert!(!b.sample(t, written, 0, Some(window(written - 40_000, t)), 0, true));
                 written += b.engine_limit(written, 0) as u64 / 128 * 128;
                 assert!(t < 300 * MS, "judged apart as its window rises");
@@ -2111,7 +2161,7 @@ mod tests {
         };
         let w = Some(110 * 1024);
         let (mut b, at) = judged();
-        b.crowded(Some(at + BACK_NS));
+        b.crowded(ClientBack::At(at + BACK_NS));
         assert!(b.sample(at + BACK_NS + MS, 200_000, 0, w, 0, true));
         assert!(!b.paced() && b.let_go_from_crowd(), "with its client");
         // Or a crowd of readers judged apart together just after it, of
@@ -2121,10 +2171,10 @@ mod tests {
         assert!(crowd.sample(at + 2 * MS, 200_000, 0, w, 0, true));
         // A later sign past BACK_NS of it, or one before it: still paced.
         let (mut late, at) = judged();
-        late.crowded(Some(at + BACK_NS + 1));
+        late.crowded(ClientBack::At(at + BACK_NS + 1));
         assert!(!late.sample(at + BACK_NS + MS, 200_000, 0, w, 0, true));
         let (mut early, at) = judged();
-        early.crowded(Some(at - 1));
+        early.crowded(ClientBack::At(at - 1));
         early.apart_crowd(Some(at + BACK_NS + 1));
         assert!(!early.sample(at + MS, 200_000, 0, w, 0, true));
         assert!(early.paced() && early.trial_apart());
@@ -2170,7 +2220,7 @@ mod tests {
         let run = |crowded: bool| {
             let (mut b, w) = watched_and_paced();
             if crowded {
-                b.crowded(None);
+                b.crowded(ClientBack::Unseen);
             }
             let mut written = 40_000u64;
             for k in 1..=100u64 {
@@ -2336,7 +2386,7 @@ mod tests {
             let written = 20_000;
             b.start(0, written, 0, None);
             if crowded {
-                b.crowded(None);
+                b.crowded(ClientBack::Unseen);
             }
             let mut written = written;
             let mut first = None;

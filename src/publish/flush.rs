@@ -197,6 +197,7 @@ fn spare_if_shared(
     if !b.budget.spare(now_ns, written, kernel, window) {
         return false;
     }
+    stall.spared();
     log::debug!(
         "subscriber {}: spared ({why}, in a stall shared with other subscribers; {kernel} B in flight, {written} B written)",
         conn.peer,
@@ -229,6 +230,7 @@ pub(super) fn sample_pacing(conn: &mut Conn<Session>, now_ns: u64, stall: &mut S
     let started = conn.state.buf.budget.started_ns();
     if stall.covers(started) {
         if conn.state.buf.budget.spare_paced(now_ns) {
+            stall.spared();
             log::debug!(
                 "subscriber {}: spared (paced in a stall shared with other subscribers)",
                 conn.peer
@@ -236,7 +238,7 @@ pub(super) fn sample_pacing(conn: &mut Conn<Session>, now_ns: u64, stall: &mut S
             let _ = tcp_signals::set_notsent_lowat(&conn.stream, UNPACED_LOWAT as u32);
             return;
         }
-        if conn.state.buf.budget.crowded(stall.back_ns()) {
+        if conn.state.buf.budget.crowded(stall.back()) {
             log::debug!(
                 "subscriber {}: its trial waits for it to read again (paced with its client)",
                 conn.peer

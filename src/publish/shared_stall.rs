@@ -61,7 +61,12 @@
 //! symbols: p99 2.35 s, session 22). When every other reader of the stall
 //! was spared, none is let go by a trial; their catching up shows when
 //! their client was back (a slow reader taken so for the first to come
-//! back: 3.4–3.8 s, session 22).
+//! back: 3.4–3.8 s, session 22), and until one of them has, their client
+//! is away ([`ClientBack::Away`]): a reader whose window rises meanwhile
+//! reads on its own, and is apart (3.4 and 4.0 s, session 26). One of the
+//! same client, let go just before its spared readers are seen to catch
+//! up, rejoins them when they are seen within [`BACK_NS`] and the
+//! backlog check's lag.
 //!
 //! Apart is judged one reader at a time, so a client that comes back,
 //! catches up on some of its readers and goes away again leaves the rest
@@ -127,10 +132,46 @@ pub const SPARE_TOOK: u64 = 32 * 1024;
 /// after the normal readers' client came back from its start-up stall
 /// were let go with nothing held 220 ms later, as that client's first,
 /// and written 95 KiB at once (p99 3.7–3.9 s, session 25).
-pub fn apart(back_ns: Option<u64>, started_ns: u64, now_ns: u64) -> bool {
-    back_ns.is_some_and(|back| {
-        back >= started_ns.saturating_sub(BACK_NS) && now_ns.saturating_sub(back) > BACK_NS
-    })
+///
+/// With no sign yet, a reader let go may be the first of its client back,
+/// unless the stall spared readers that have not caught up
+/// ([`ClientBack::Away`]): their client is still away, and a reader whose
+/// window rises meanwhile reads on its own. Two 64 KiB/s readers of
+/// another client, paced by the watch 2 ms before the ten normal readers'
+/// start-up stall was seen (nine of them spared), were let go 217 ms later
+/// as its first back, 470 ms before the spared readers caught up, and
+/// written 109 KB at once (p99 3.4 and 4.0 s, session 26).
+pub fn apart(back: ClientBack, started_ns: u64, now_ns: u64) -> bool {
+    match back {
+        ClientBack::Unseen => false,
+        ClientBack::Away => true,
+        ClientBack::At(back) => {
+            back >= started_ns.saturating_sub(BACK_NS) && now_ns.saturating_sub(back) > BACK_NS
+        }
+    }
+}
+
+/// What the last shared stall showed of its client's return, for
+/// [`apart`].
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ClientBack {
+    /// No sign yet, and no reader of it spared.
+    Unseen,
+    /// No sign yet, and readers it spared have not caught up: its client
+    /// is still away.
+    Away,
+    /// The last sign (a reader let go with it, a spared one caught up), ns.
+    At(u64),
+}
+
+impl ClientBack {
+    /// The last sign, if one came.
+    pub fn at(self) -> Option<u64> {
+        match self {
+            ClientBack::At(ns) => Some(ns),
+            _ => None,
+        }
+    }
 }
 
 /// Whether a subscriber that was sent `written` bytes and took `took` of
@@ -173,6 +214,8 @@ pub struct SharedStall {
     /// When the last reader it covered came back with its client
     /// ([`Self::let_go`], [`Self::caught_up`]).
     back_ns: Option<u64>,
+    /// It spared a reader ([`Self::spared`]).
+    spared: bool,
     /// The last [`CROWD`] readers judged [`apart`], of this stall or an
     /// earlier one, and when the last crowd of them was
     /// ([`Self::came_back_apart`]).
@@ -200,6 +243,7 @@ impl SharedStall {
             Some(oldest) if now_ns.saturating_sub(oldest) <= CROWD_NS => {
                 self.stall = Some((oldest, now_ns));
                 self.back_ns = None;
+                self.spared = false;
                 true
             }
             _ => false,
@@ -213,10 +257,20 @@ impl SharedStall {
             .is_some_and(|(first, last)| (first..=last).contains(&started_ns))
     }
 
-    /// When the last reader the last shared stall covered came back with
-    /// its client, if one did ([`apart`] judges the next by it).
-    pub fn back_ns(&self) -> Option<u64> {
-        self.back_ns
+    /// What the last shared stall showed of its client's return ([`apart`]
+    /// judges the next reader let go by it).
+    pub fn back(&self) -> ClientBack {
+        match self.back_ns {
+            Some(at) => ClientBack::At(at),
+            None if self.spared => ClientBack::Away,
+            None => ClientBack::Unseen,
+        }
+    }
+
+    /// A reader whose pacing the last shared stall covered (or would have)
+    /// was spared: until one of them catches up, its client is away.
+    pub fn spared(&mut self) {
+        self.spared = true;
     }
 
     /// A reader whose pacing the last shared stall covered was let go by
@@ -393,12 +447,12 @@ mod tests {
             s.would_start(t);
         }
         assert!(s.covers(8 * MS));
-        assert!(!apart(s.back_ns(), 0, 79 * MS), "the first");
+        assert!(!apart(s.back(), 0, 79 * MS), "the first");
         for t in [79 * MS, 80 * MS, 81 * MS] {
-            assert!(!apart(s.back_ns(), 0, t), "back with its client at {t}");
+            assert!(!apart(s.back(), 0, t), "back with its client at {t}");
             s.let_go(t);
         }
-        assert!(apart(s.back_ns(), 0, 228 * MS));
+        assert!(apart(s.back(), 0, 228 * MS));
         // A client catching up on its sockets one after another: a chain.
         let mut chain = SharedStall::new();
         for t in [0, MS, 2 * MS, 3 * MS] {
@@ -406,11 +460,11 @@ mod tests {
         }
         for i in 0..10 {
             let t = 80 * MS + i * 15 * MS;
-            assert!(!apart(chain.back_ns(), 0, t), "{i}");
+            assert!(!apart(chain.back(), 0, t), "{i}");
             chain.let_go(t);
         }
         assert!(
-            apart(chain.back_ns(), 0, 215 * MS + BACK_NS + 1),
+            apart(chain.back(), 0, 215 * MS + BACK_NS + 1),
             "past the chain"
         );
         // A new stall starts afresh.
@@ -418,21 +472,21 @@ mod tests {
             s.would_start(t);
         }
         assert!(
-            !apart(s.back_ns(), 0, 2_300 * MS),
+            !apart(s.back(), 0, 2_300 * MS),
             "the first of the new stall"
         );
         // Paced well after the last sign: that sign was of an earlier
         // hiccup.
         s.let_go(2_300 * MS);
-        assert!(!apart(s.back_ns(), 2_346 * MS, 2_349 * MS));
-        assert!(!apart(s.back_ns(), 2_300 * MS + BACK_NS + 1, 2_349 * MS));
-        assert!(apart(s.back_ns(), 2_299 * MS, 2_349 * MS));
+        assert!(!apart(s.back(), 2_346 * MS, 2_349 * MS));
+        assert!(!apart(s.back(), 2_300 * MS + BACK_NS + 1, 2_349 * MS));
+        assert!(apart(s.back(), 2_299 * MS, 2_349 * MS));
         // Paced just after it (session 25: two slow readers of another
         // client paced by the watch 3 ms after the normal readers' client
         // came back from its start-up stall, their trial over 220 ms
         // later): apart.
-        assert!(apart(s.back_ns(), 2_303 * MS, 2_523 * MS));
-        assert!(apart(s.back_ns(), 2_300 * MS + BACK_NS, 2_523 * MS));
+        assert!(apart(s.back(), 2_303 * MS, 2_523 * MS));
+        assert!(apart(s.back(), 2_300 * MS + BACK_NS, 2_523 * MS));
     }
 
     #[test]
@@ -446,14 +500,14 @@ mod tests {
         }
         s.let_go(6 * MS);
         for _ in 0..CROWD - 1 {
-            assert!(apart(s.back_ns(), 0, 63 * MS));
+            assert!(apart(s.back(), 0, 63 * MS));
             assert!(!s.came_back_apart(63 * MS, true), "too few to tell");
         }
-        assert!(apart(s.back_ns(), 0, 63 * MS));
+        assert!(apart(s.back(), 0, 63 * MS));
         assert!(s.came_back_apart(63 * MS, true), "the fourth: their client");
-        assert_eq!(s.back_ns(), Some(63 * MS));
+        assert_eq!(s.back(), ClientBack::At(63 * MS));
         assert_eq!(s.apart_crowd_ns(), Some(63 * MS));
-        assert!(!apart(s.back_ns(), 0, 63 * MS), "the rest are with it");
+        assert!(!apart(s.back(), 0, 63 * MS), "the rest are with it");
         // Two slow readers of another client, let go together 150 ms after
         // their crowd, and again later: never a crowd.
         let mut slow = SharedStall::new();
@@ -468,7 +522,7 @@ mod tests {
             !slow.came_back_apart(600 * MS + BACK_NS + 1, true),
             "four, but not within BACK_NS"
         );
-        assert_eq!(slow.back_ns(), Some(80 * MS));
+        assert_eq!(slow.back(), ClientBack::At(80 * MS));
         assert_eq!(slow.apart_crowd_ns(), None);
         // Measured (session 24): the client's second stop made a new
         // stall (its readers let go at the first return blocked again),
@@ -488,7 +542,11 @@ mod tests {
         }
         assert!(s2.came_back_apart(170 * MS, false));
         assert_eq!(s2.apart_crowd_ns(), Some(170 * MS));
-        assert_eq!(s2.back_ns(), None, "the new stall's client: not seen back");
+        assert_eq!(
+            s2.back(),
+            ClientBack::Unseen,
+            "the new stall's client: not seen back"
+        );
     }
 
     #[test]
@@ -504,20 +562,43 @@ mod tests {
         s.caught_up(3 * MS, 40 * MS);
         s.caught_up(3 * MS, 55 * MS);
         assert!(
-            apart(s.back_ns(), 0, 214 * MS),
+            apart(s.back(), 0, 214 * MS),
             "long after its client was back"
         );
-        assert!(
-            !apart(s.back_ns(), 0, 60 * MS),
-            "soon after them: with them"
-        );
+        assert!(!apart(s.back(), 0, 60 * MS), "soon after them: with them");
         // A spare the last stall does not cover says nothing of it.
         let mut s3 = SharedStall::new();
         for t in [100 * MS, 100 * MS, 101 * MS, 101 * MS] {
             s3.would_start(t);
         }
         s3.caught_up(5 * MS, 110 * MS);
-        assert!(!apart(s3.back_ns(), 0, 300 * MS), "the first to be let go");
+        assert!(!apart(s3.back(), 0, 300 * MS), "the first to be let go");
+    }
+
+    #[test]
+    fn a_stall_whose_spared_readers_have_not_caught_up_has_its_client_away() {
+        // Measured (session 26): two 64 KiB/s readers of one client paced
+        // by the watch 2 ms before the ten normal readers of another
+        // stalled at start-up; nine of those spared, one paced. The slow
+        // readers' windows rose 217 ms later, 470 ms before the first
+        // spared reader caught up.
+        let mut s = SharedStall::new();
+        for t in [0, 0, 2 * MS, 2 * MS] {
+            s.would_start(t);
+        }
+        assert_eq!(s.back(), ClientBack::Unseen);
+        s.spared();
+        assert_eq!(s.back(), ClientBack::Away);
+        assert!(apart(s.back(), 0, 219 * MS), "its client is still away");
+        // A spared reader caught up: the client is back from then.
+        s.caught_up(2 * MS, 690 * MS);
+        assert_eq!(s.back(), ClientBack::At(690 * MS));
+        assert!(!apart(s.back(), 0, 700 * MS), "with them");
+        // A new stall starts unseen again.
+        for t in [2_000 * MS, 2_000 * MS, 2_001 * MS, 2_001 * MS] {
+            s.would_start(t);
+        }
+        assert_eq!(s.back(), ClientBack::Unseen);
     }
 
     #[test]
