@@ -1826,6 +1826,25 @@ mod tests {
         }
     }
 
+    /// A reader from [`watched_and_paced`], away until `away_ns`, whose
+    /// stall's client showed `back`, sampled every 0.5 ms until its trial
+    /// would let it go and judges it [`apart`] instead. Returns it, still
+    /// paced, and when it was judged apart.
+    fn judged_apart(away_ns: u64, back: ClientBack) -> (CommitBudget, u64) {
+        let (mut b, _) = watched_and_paced();
+        let window = away_until(away_ns);
+        let (mut t, mut written) = (0, 40_000u64);
+        while !b.trial_apart() {
+            t += MS / 2;
+            b.crowded(back);
+            assert!(!b.sample(t, written, 0, Some(window(written - 40_000, t)), 0, true));
+            written += b.engine_limit(written, 0) as u64 / 128 * 128;
+            assert!(t < 300 * MS, "judged apart as its window rises");
+        }
+        assert!(b.paced() && !b.on_trial());
+        (b, t)
+    }
+
     /// Samples `b`, from [`watched_and_paced`], every 0.5 ms up to
     /// `until_ns` with the window `window(bytes probed, time)`, calling
     /// `each` before each sample; the engine writes what it may, nothing
@@ -2112,19 +2131,7 @@ mod tests {
         // up: that is seen by their backlog check, at most once per lag
         // (50 ms) each, so a sign up to BACK_NS + the lag after it is its
         // client's; one later is not.
-        let judged = || {
-            let (mut b, _) = watched_and_paced();
-            let window = away_until(100 * MS);
-            let (mut t, mut written) = (0, 40_000u64);
-            while !b.trial_apart() {
-                t += MS / 2;
-                b.crowded(ClientBack::Away);
-                assert!(!b.sample(t, written, 0, Some(window(written - 40_000, t)), 0, true));
-                written += b.engine_limit(written, 0) as u64 / 128 * 128;
-                assert!(t < 300 * MS, "judged apart as its window rises");
-            }
-            (b, t)
-        };
+        let judged = || judged_apart(100 * MS, ClientBack::Away);
         let w = Some(110 * 1024);
         let lag = 50 * MS;
         let (mut b, at) = judged();
@@ -2145,20 +2152,7 @@ mod tests {
         // client is seen back (a crowd of them judged apart together,
         // super::shared_stall): it is let go at its next sample, with it.
         // Returns it and when it was judged apart.
-        let judged = || {
-            let (mut b, _) = watched_and_paced();
-            let window = away_until(220 * MS);
-            let (mut t, mut written) = (0, 40_000u64);
-            while !b.trial_apart() {
-                t += MS / 2;
-                b.crowded(ClientBack::At(81 * MS));
-                assert!(!b.sample(t, written, 0, Some(window(written - 40_000, t)), 0, true));
-                written += b.engine_limit(written, 0) as u64 / 128 * 128;
-                assert!(t < 300 * MS, "judged apart as its window rises");
-            }
-            assert!(b.paced() && !b.on_trial());
-            (b, t)
-        };
+        let judged = || judged_apart(220 * MS, ClientBack::At(81 * MS));
         let w = Some(110 * 1024);
         let (mut b, at) = judged();
         b.crowded(ClientBack::At(at + BACK_NS));
