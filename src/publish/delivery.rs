@@ -64,7 +64,9 @@ impl Publisher {
         });
         let window_now_ns = self.settings.window_clock.now_ns();
         let mut published = 0;
-        self.batch_recv.clear();
+        // Not cleared here: a turn that waits for the flush gap drains
+        // twice before its flush, and the first drain's updates are
+        // written by that flush too ([`Self::flush`] records and clears).
         // One clock read per update: the end of one update's fan-out is the
         // start of the next one's (the `publish` stage thus also counts the
         // pop and take of the update, a few ns).
@@ -117,7 +119,11 @@ impl Publisher {
             let t1 = self.ctx.clock.now_ns();
             self.ctx.recorder.record_span(Stage::Publish, t0, t1);
             t0 = t1;
-            self.batch_recv.push(v.recv_mono_ns);
+            // Bounded (two drains of a turn fit): past it, only at the
+            // final drains of a stop, a sample is not taken.
+            if self.batch_recv.len() < self.batch_recv.capacity() {
+                self.batch_recv.push(v.recv_mono_ns);
+            }
         }
         if let Some(r) = &mut self.rate {
             r.take(published as u64, t_pick);

@@ -167,7 +167,8 @@ pub(crate) struct Publisher {
     pub(super) shared_stall: SharedStall,
     /// When the next flush may go (`--sub-flush-gap`).
     pub(super) flush_gap: FlushGap,
-    /// Receive times of this turn's updates, for the end-to-end stage.
+    /// Receive times of this turn's updates (both drains, when it waited
+    /// for the flush gap; at most 2 × `MAX_BATCH`), for the end-to-end stage.
     pub(super) batch_recv: Vec<u64>,
     /// Scratch list of pattern matches for `PSUBSCRIBE` snapshots.
     pub(super) matched: Vec<SymbolId>,
@@ -240,7 +241,7 @@ impl Publisher {
             attention: KeyList::with_capacity(room),
             shared_stall: SharedStall::new(),
             flush_gap: FlushGap::new(settings.flush_gap_ns),
-            batch_recv: Vec::with_capacity(MAX_BATCH),
+            batch_recv: Vec::with_capacity(2 * MAX_BATCH),
             matched: Vec::with_capacity(cap),
             next_session_id: 1,
             stats: StatsBoard::new(stats),
