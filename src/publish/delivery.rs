@@ -26,7 +26,7 @@
 use crate::metrics::counters::{bump, set};
 use crate::metrics::Stage;
 use crate::publish::flush::{maybe_start_pacing, sample_pacing, write_session, SessionOutlets};
-use crate::publish::publisher::{Publisher, MAX_BATCH};
+use crate::publish::publisher::{Publisher, MAX_BATCH, MAX_RECV_TIMES};
 use crate::publish::session::WriteState;
 use crate::rate_limit::RateLimit;
 use crate::symbols::SymbolId;
@@ -121,7 +121,7 @@ impl Publisher {
             t0 = t1;
             // Bounded (two drains of a turn fit): past it, only at the
             // final drains of a stop, a sample is not taken.
-            if self.batch_recv.len() < self.batch_recv.capacity() {
+            if self.batch_recv.len() < MAX_RECV_TIMES {
                 self.batch_recv.push(v.recv_mono_ns);
             }
         }

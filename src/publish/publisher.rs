@@ -70,6 +70,9 @@ pub(crate) const WAKER: Token = Token(usize::MAX);
 const GUEST: Token = Token(usize::MAX - 2);
 /// Most updates taken per turn, so sockets are served between batches.
 pub(super) const MAX_BATCH: usize = 1024;
+/// Most receive times kept for one flush's end-to-end samples: a turn
+/// that waits for the flush gap drains twice before it flushes.
+pub(super) const MAX_RECV_TIMES: usize = 2 * MAX_BATCH;
 const MAX_PARK: Duration = Duration::from_millis(100);
 /// Longest park while sessions wait on the attention list: a paced
 /// session's kernel queue drains without an event, so it is sampled again.
@@ -168,7 +171,7 @@ pub(crate) struct Publisher {
     /// When the next flush may go (`--sub-flush-gap`).
     pub(super) flush_gap: FlushGap,
     /// Receive times of this turn's updates (both drains, when it waited
-    /// for the flush gap; at most 2 × `MAX_BATCH`), for the end-to-end stage.
+    /// for the flush gap; at most [`MAX_RECV_TIMES`]), for the end-to-end stage.
     pub(super) batch_recv: Vec<u64>,
     /// Scratch list of pattern matches for `PSUBSCRIBE` snapshots.
     pub(super) matched: Vec<SymbolId>,
@@ -241,7 +244,7 @@ impl Publisher {
             attention: KeyList::with_capacity(room),
             shared_stall: SharedStall::new(),
             flush_gap: FlushGap::new(settings.flush_gap_ns),
-            batch_recv: Vec::with_capacity(2 * MAX_BATCH),
+            batch_recv: Vec::with_capacity(MAX_RECV_TIMES),
             matched: Vec::with_capacity(cap),
             next_session_id: 1,
             stats: StatsBoard::new(stats),
